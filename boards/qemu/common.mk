@@ -1,0 +1,20 @@
+# Shared part of the mpy-lazy qemu boards. Included by boards/qemu/<BOARD>/mpconfigboard.mk,
+# which the upstream qemu port includes when built with BOARD_DIR=<this repo>/boards/qemu/<BOARD>.
+# Needs ULAB_DIR (a micropython-ulab checkout); firmware/firmware.mk passes it.
+
+ifeq ($(ULAB_DIR),)
+$(error ULAB_DIR is not set: point it at a micropython-ulab checkout (tested: 6.12, d161443))
+endif
+
+# ulab as a user C module (its micropython.mk lives in $(ULAB_DIR)/code).
+USER_C_MODULES = $(ULAB_DIR)
+
+# Freeze the mpy_lazy runtime (and nothing else: no unittest, no upstream test modules).
+FROZEN_MANIFEST ?= $(BOARD_DIR)/../manifest.py
+
+# littlefs v2, as on the rp2 and esp32 ports: the tests mount a RAM disk at /tmp with it (qemu
+# boards have no writable flash filesystem), for mpy_lazy.Stream and files that cannot be mapped.
+MICROPY_VFS_LFS2 = 1
+
+# Stack for the MicroPython thread; the GC heap size is set per board.
+MICROPY_STACK_SIZE ?= 10240

@@ -1,0 +1,86 @@
+# Firmware targets, included by the root Makefile. Upstream code is never fetched here: point
+# MPY_DIR / ULAB_DIR / MPY_LIB_DIR at checkouts you made (see docs/FIRMWARE.md).
+#
+#   make firmware-help
+#   make firmware BOARD=QEMU_MICROBIT MPY_DIR=... ULAB_DIR=...   -> $(BUILD_DIR)/qemu-MICROBIT/
+#   make unix-ulab MPY_DIR=... ULAB_DIR=...                      -> $(BUILD_DIR)/unix-ulab/micropython
+#   make emulate-test                                            (fails if an emulator is missing)
+#
+# Shared with firmware/rp2.mk and firmware/esp32.mk: MPY_DIR, ULAB_DIR, MPY_LIB_DIR, BUILD_DIR.
+# They add their boards to FIRMWARE_BOARDS, define firmware-<BOARD>, and may add targets to
+# EMULATE_TESTS (run by `make emulate-test`).
+
+MPY_TESTED := v1.29.0-preview-731-g1c3c201149
+ULAB_TESTED := 6.12 (d161443)
+MPY_LIB_TESTED := v1.28.0-74-gee4bb8ff
+
+BUILD_DIR ?= $(CURDIR)/build
+MPY_LIB_DIR ?= $(MPY_DIR)/lib/micropython-lib
+QEMU_BOARDS := MPS2_AN385 MICROBIT
+FIRMWARE_BOARDS := $(addprefix QEMU_,$(QEMU_BOARDS))
+EMULATE_TESTS :=
+
+-include firmware/rp2.mk
+-include firmware/esp32.mk
+
+.PHONY: firmware-help firmware unix-ulab emulate-test emulate-test-qemu \
+	check-mpy-dir check-ulab-dir check-mpy-lib-dir $(addprefix firmware-,$(FIRMWARE_BOARDS))
+
+firmware-help:
+	@echo "make firmware BOARD=<board>  build a firmware; boards: $(FIRMWARE_BOARDS)"
+	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
+	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
+	@echo "variables (none is fetched; tested versions in brackets):"
+	@echo "  MPY_DIR      MicroPython checkout [$(MPY_TESTED)]"
+	@echo "  ULAB_DIR     micropython-ulab checkout [$(ULAB_TESTED)]"
+	@echo "  MPY_LIB_DIR  micropython-lib checkout, default MPY_DIR/lib/micropython-lib [$(MPY_LIB_TESTED)]"
+	@echo "  BUILD_DIR    build output, default $(CURDIR)/build (now: $(BUILD_DIR))"
+
+firmware:
+	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi
+	@case " $(FIRMWARE_BOARDS) " in *" $(BOARD) "*) ;; \
+	*) echo "BOARD=$(BOARD) is unknown: one of $(FIRMWARE_BOARDS)"; exit 1;; esac
+	@$(MAKE) --no-print-directory firmware-$(BOARD)
+
+check-mpy-dir:
+	@if [ -z "$(MPY_DIR)" ]; then echo "MPY_DIR is not set: point it at a MicroPython checkout (tested: $(MPY_TESTED))"; exit 1; fi
+	@if [ ! -f "$(MPY_DIR)/py/mpconfig.h" ]; then echo "MPY_DIR=$(MPY_DIR) is not a MicroPython checkout (no py/mpconfig.h)"; exit 1; fi
+
+check-ulab-dir:
+	@if [ -z "$(ULAB_DIR)" ]; then echo "ULAB_DIR is not set: point it at a micropython-ulab checkout (tested: $(ULAB_TESTED))"; exit 1; fi
+	@if [ ! -f "$(ULAB_DIR)/code/micropython.mk" ]; then echo "ULAB_DIR=$(ULAB_DIR) is not a micropython-ulab checkout (no code/micropython.mk)"; exit 1; fi
+
+# The port's frozen-manifest step insists on a micropython-lib checkout, even though the
+# mpy-lazy manifests use nothing from it.
+check-mpy-lib-dir: check-mpy-dir
+	@if [ ! -f "$(MPY_LIB_DIR)/README.md" ]; then echo "MPY_LIB_DIR=$(MPY_LIB_DIR) is not a micropython-lib checkout: run 'git submodule update --init lib/micropython-lib' in MPY_DIR or set MPY_LIB_DIR (tested: $(MPY_LIB_TESTED))"; exit 1; fi
+
+# qemu boards: upstream ports/qemu built out of tree with our board dirs (boards/qemu/<BOARD>).
+# MICROBIT: the firmware image must end below the ROMFS partition at 0x80000.
+$(addprefix firmware-QEMU_,$(QEMU_BOARDS)): firmware-QEMU_%: check-mpy-dir check-ulab-dir check-mpy-lib-dir
+	@command -v arm-none-eabi-gcc >/dev/null || { echo "arm-none-eabi-gcc not found: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"; exit 1; }
+	$(MAKE) -C $(MPY_DIR)/mpy-cross
+	$(MAKE) -C $(MPY_DIR)/ports/qemu BOARD=$* BOARD_DIR=$(CURDIR)/boards/qemu/$* \
+		BUILD=$(BUILD_DIR)/qemu-$* ULAB_DIR=$(abspath $(ULAB_DIR)) MPY_LIB_DIR=$(abspath $(MPY_LIB_DIR))
+	@if [ "$*" = MICROBIT ] && [ $$(stat -c %s $(BUILD_DIR)/qemu-$*/firmware.bin) -gt 524288 ]; then \
+		echo "firmware.bin is larger than 512 KB: it overlaps the ROMFS partition at 0x80000"; exit 1; fi
+	@echo "built $(BUILD_DIR)/qemu-$*/firmware.elf: MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-$*/firmware.elf MICROPY_QEMU_BOARD=$*"
+
+# The unix port with ulab (double-precision floats). Features needing git submodules are off.
+unix-ulab: check-mpy-dir check-ulab-dir
+	$(MAKE) -C $(MPY_DIR)/mpy-cross
+	$(MAKE) -C $(MPY_DIR)/ports/unix BUILD=$(BUILD_DIR)/unix-ulab USER_C_MODULES=$(abspath $(ULAB_DIR)) \
+		FROZEN_MANIFEST= MICROPY_PY_BTREE=0 MICROPY_PY_SSL=0 MICROPY_SSL_AXTLS=0 \
+		MICROPY_SSL_MBEDTLS=0 MICROPY_PY_FFI=0 STRIP=:
+	@echo "built: export MICROPYTHON_ULAB=$(BUILD_DIR)/unix-ulab/micropython"
+
+# Each qemu board's tests in its own pytest run: the board is chosen by the environment.
+emulate-test-qemu: $(STAMP)
+	@for b in $(QEMU_BOARDS); do \
+		echo "== qemu $$b: $(BUILD_DIR)/qemu-$$b/firmware.elf"; \
+		MPY_LAZY_REQUIRE_EMULATORS=1 MICROPY_QEMU_BOARD=$$b \
+		MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-$$b/firmware.elf \
+		$(PY) -m pytest -q tests/test_firmware_qemu.py || exit 1; \
+	done
+
+emulate-test: emulate-test-qemu $(EMULATE_TESTS)

@@ -1,0 +1,158 @@
+"""`mpy-lazy` command line: pack, inspect, verify, romfs, freeze.
+
+Expected failures exit with status 1 and one line `mpy-lazy: error: <reason>` on stderr."""
+import argparse
+import re
+import sys
+
+from . import __version__
+from .container import PackError
+
+
+def _pair(text, option):
+    if "=" not in text:
+        raise PackError("%s %r: expected KEY=VALUE" % (option, text))
+    return tuple(text.split("=", 1))
+
+
+def _regexes(patterns, option):
+    out = []
+    for p in patterns or ():
+        try:
+            out.append(re.compile(p))
+        except re.error as e:
+            raise PackError("%s %r: bad regular expression: %s" % (option, p, e))
+    return out
+
+
+def cmd_pack(args):
+    from .pack import pack
+    from .layers import layers_meta
+
+    include = _regexes(args.include, "--include")
+    exclude = _regexes(args.exclude, "--exclude")
+    renames = [_pair(r, "--rename") for r in args.rename or ()]
+    meta = layers_meta(args.inputs, [_pair(m, "--meta") for m in args.meta or ()], args.layers,
+                       include, exclude, renames, args.quiet)
+    entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
+                           include=include, exclude=exclude, renames=renames, meta=meta,
+                           quiet=args.quiet)
+    if args.quiet:
+        return 0
+    quantized = [e for e in entries if getattr(e, "error", None) is not None]
+    if quantized:
+        width = max(len(e.name) for e in quantized)
+        print("%-*s  %-4s  %s" % (width, "tensor", "as", "max abs error"))
+        for e in quantized:
+            print("%-*s  %-4s  %.6g" % (width, e.name, e.dtype, e.error))
+    print("wrote %s: %d tensors, %d bytes (data %d bytes at offset %d, alignment %d)"
+          % (args.output, len(entries), layout.file_size, layout.file_size - layout.data_offset,
+             layout.data_offset, layout.alignment))
+    return 0
+
+
+def cmd_inspect(args):
+    from .inspect import inspect
+
+    return inspect(args.file, as_json=args.json, values=args.values)
+
+
+def cmd_verify(args):
+    from .inspect import verify
+
+    return verify(args.file, quiet=args.quiet)
+
+
+def cmd_romfs(args):
+    from .romfs import build_romfs
+
+    placed = build_romfs(args.files, args.output, subdir=args.dir)
+    if not args.quiet:
+        for name, offset, size, alignment in placed:
+            print("%-40s offset %8d  %8d bytes  alignment %d" % (name, offset, size, alignment))
+        print("wrote %s (mount with vfs.VfsRom; deploy with `mpremote romfs deploy %s`)"
+              % (args.output, args.output))
+    return 0
+
+
+def cmd_freeze(args):
+    from .freeze import freeze
+
+    line = freeze(args.file, args.output, manifest=args.manifest)
+    if not args.quiet:
+        print("wrote %s; add this line to your manifest.py:" % args.output)
+        print(line)
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="mpy-lazy", description="Pack model weights for MicroPython "
+                                "(mpy-lazy container, docs/FORMAT.md).")
+    p.add_argument("--version", action="version", version="mpy-lazy " + __version__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("pack", help="pack safetensors / torch / npz / onnx files into a container")
+    s.add_argument("inputs", nargs="+", metavar="INPUT")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--quantize", default="none", choices=["none", "f16", "int8", "int8-channel"],
+                   help="float storage: none (f32; f16 kept), f16, int8 (per tensor) or int8-channel "
+                   "(per output channel, axis 0); int8 applies to tensors with 2+ dims")
+    s.add_argument("--align", type=int, default=16, help="tensor alignment in bytes (power of 2, 4..4096)")
+    s.add_argument("--include", action="append", metavar="REGEX", help="keep only matching names")
+    s.add_argument("--exclude", action="append", metavar="REGEX", help="drop matching names")
+    s.add_argument("--rename", action="append", metavar="OLD=NEW", help="replace name prefix OLD by NEW")
+    s.add_argument("--meta", action="append", metavar="KEY=VALUE", help="add a metadata entry")
+    s.add_argument("--layers", metavar="FILE", help="layer description for the runtime's layer runner "
+                   "(docs/FORMAT.md); an ONNX input gets one automatically when its graph is supported")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.set_defaults(fn=cmd_pack)
+
+    s = sub.add_parser("inspect", help="print a container's tensor table")
+    s.add_argument("file")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--values", action="append", metavar="NAME",
+                   help="also print this tensor's stored and real (dequantized) values")
+    s.set_defaults(fn=cmd_inspect)
+
+    s = sub.add_parser("verify", help="check structure and every CRC (exit 0 ok, 1 bad)")
+    s.add_argument("file")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.set_defaults(fn=cmd_verify)
+
+    s = sub.add_parser("romfs", help="build a ROMFS image with each container aligned")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--dir", help="put the files under this subdirectory of the image")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.set_defaults(fn=cmd_romfs)
+
+    s = sub.add_parser("freeze", help="write a Python module holding the container as bytes")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--manifest", help="also append the freeze line to this manifest.py")
+    s.add_argument("-q", "--quiet", action="store_true")
+    s.set_defaults(fn=cmd_freeze)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except PackError as e:
+        print("mpy-lazy: error: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("mpy-lazy: error: interrupted", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("mpy-lazy: error: out of memory", file=sys.stderr)
+        return 1
+    except OSError as e:  # disk full, permissions, ...
+        name = " %s:" % e.filename if getattr(e, "filename", None) else ""
+        print("mpy-lazy: error:%s %s" % (name, e.strerror or e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

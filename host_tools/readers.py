@@ -1,0 +1,225 @@
+"""Input readers: safetensors, PyTorch state_dict, NumPy .npz/.npy, ONNX initializers.
+
+Each reader lists `Source`s (name, shape, dtype) without reading tensor data; `Source.load()`
+returns one tensor as a numpy array (memory-mapped where the format allows). bfloat16 tensors
+are returned as their raw uint16 bits (numpy has no bfloat16) and converted while packing.
+The reader is chosen by the file's first bytes, not by its extension."""
+import json
+import os
+import struct
+import zipfile
+
+import numpy as np
+
+from .container import PackError
+
+# dtype names used by Source.dtype: numpy's names plus "bfloat16".
+_SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+                       "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8",
+                       "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8",
+                       "BOOL": "bool"}
+
+
+class Source:
+    def __init__(self, name, shape, dtype, origin, load):
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype
+        self.origin = origin
+        self._load = load
+
+    def load(self):
+        try:
+            arr = self._load()
+        except PackError:
+            raise
+        except Exception as e:
+            raise PackError("tensor %r in %s: cannot read its data: %s" % (self.name, self.origin, _first_line(e)))
+        if self.dtype == "bfloat16" and arr.dtype != np.uint16:
+            arr = arr.view(np.uint16)
+        if tuple(arr.shape) != self.shape:
+            raise PackError("tensor %r in %s: data has shape %s, header says %s"
+                            % (self.name, self.origin, tuple(arr.shape), self.shape))
+        return arr
+
+
+def _first_line(e):
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+def detect(path):
+    """'safetensors', 'torch', 'npz', 'npy' or 'onnx', from the file's content."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise PackError("%s: %s" % (path, e.strerror or e))
+    if len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] <= size - 8:
+        return "safetensors"
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError) as e:
+            raise PackError("%s: corrupt zip archive: %s" % (path, e))
+        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+            return "torch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+        raise PackError("%s: zip archive is neither a torch.save file nor a .npz" % path)
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "torch"  # legacy (pre-zip) torch.save: a pickle stream
+    if head[:1] == b"\x08":
+        return "onnx"  # ModelProto starts with field 1 (ir_version, a varint)
+    raise PackError("%s: unrecognised input format (expected safetensors, torch, npz, npy or onnx)" % path)
+
+
+def read(path):
+    kind = detect(path)
+    return {"safetensors": read_safetensors, "torch": read_torch, "npz": read_npz,
+            "npy": read_npy, "onnx": read_onnx}[kind](path)
+
+
+def read_safetensors(path):
+    from safetensors import safe_open
+
+    origin = os.path.basename(path)
+    try:  # safe_open validates the header (offsets in range, no overlaps) before we trust it
+        with safe_open(path, framework="numpy") as f:
+            names = list(f.keys())
+    except Exception as e:
+        raise PackError("%s: not a valid safetensors file: %s" % (path, _first_line(e)))
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    # Map each tensor on its own, only while it is packed: safe_open's numpy get_tensor copies
+    # (twice the tensor in RAM) and cannot return bfloat16, and one map of the whole file would
+    # keep every page read so far resident.
+    sources = []
+    for name in names:
+        info = header[name]
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"])
+        begin, end = info["data_offsets"]
+        shape = info["shape"]
+
+        def load(name=name, begin=begin, end=end, dtype=dtype, shape=shape):
+            np_dtype = np.dtype(np.uint16 if dtype == "bfloat16" else dtype).newbyteorder("<")
+            if end - begin != np_dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+                raise PackError("%s: tensor %r: byte range does not match its shape" % (path, name))
+            return np.memmap(path, dtype=np_dtype, mode="r", offset=8 + n + begin, shape=tuple(shape))
+
+        sources.append(Source(name, shape, dtype, origin, load))
+    return sources
+
+
+def read_torch(path):
+    import torch
+
+    origin = os.path.basename(path)
+    try:
+        try:  # mmap needs the zip format; legacy files load fully
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except Exception:
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise PackError("%s: cannot load torch file: %s" % (path, _first_line(e)))
+    sources = []
+
+    def walk(d, prefix):
+        for key, value in d.items():
+            name = prefix + str(key)
+            if isinstance(value, torch.Tensor):
+                sources.append(_torch_source(name, value, origin))
+            elif isinstance(value, dict):
+                walk(value, name + ".")
+            # other entries of a checkpoint (epoch, optimizer hyper-parameters) are not weights
+
+    if isinstance(obj, torch.Tensor):
+        sources.append(_torch_source(os.path.splitext(origin)[0], obj, origin))
+    elif isinstance(obj, dict):
+        walk(obj, "")
+    if not sources:
+        raise PackError("%s: no tensors found (expected a state_dict)" % path)
+    return sources
+
+
+def _torch_source(name, t, origin):
+    import torch
+
+    if t.layout != torch.strided or t.is_quantized:
+        dtype = "%s %s" % (t.layout, t.dtype)
+    else:
+        dtype = str(t.dtype).replace("torch.", "")
+
+    def load():
+        x = t.detach().contiguous()
+        if x.dtype == torch.bfloat16:
+            return x.view(torch.int16).numpy().view(np.uint16)
+        return x.numpy()
+
+    return Source(name, tuple(t.shape), dtype, origin, load)
+
+
+def read_npz(path):
+    origin = os.path.basename(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+        sources = []
+        for member in npz.zip.namelist():
+            with npz.zip.open(member) as m:
+                version = np.lib.format.read_magic(m)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _fortran, dtype = read_header(m)
+            key = member[:-4]
+            sources.append(Source(key, shape, _numpy_dtype_name(dtype), origin,
+                                  lambda key=key: npz[key]))
+    except PackError:
+        raise
+    except Exception as e:
+        raise PackError("%s: not a valid .npz file: %s" % (path, _first_line(e)))
+    return sources
+
+
+def read_npy(path):
+    origin = os.path.basename(path)
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except Exception as e:
+        raise PackError("%s: not a valid .npy file: %s" % (path, _first_line(e)))
+    name = os.path.splitext(origin)[0]
+    return [Source(name, arr.shape, _numpy_dtype_name(arr.dtype), origin, lambda: arr)]
+
+
+def _numpy_dtype_name(dtype):
+    return "bfloat16" if dtype.name == "bfloat16" else (dtype.name if dtype.kind != "V" else str(dtype))
+
+
+def read_onnx(path):
+    import onnx
+    from onnx import helper, numpy_helper
+
+    origin = os.path.basename(path)
+    try:  # external data is read per tensor by numpy_helper.to_array(base_dir=...)
+        model = onnx.load(path, load_external_data=False)
+    except Exception as e:
+        raise PackError("%s: not a valid ONNX model: %s" % (path, _first_line(e)))
+    base_dir = os.path.dirname(os.path.abspath(path))
+    sources = []
+    for init in model.graph.initializer:
+        if init.data_type == onnx.TensorProto.BFLOAT16:
+            dtype = "bfloat16"
+        else:
+            try:
+                dtype = _numpy_dtype_name(np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type)))
+            except Exception:
+                dtype = onnx.TensorProto.DataType.Name(init.data_type).lower()
+        sources.append(Source(init.name, tuple(init.dims), dtype, origin,
+                              lambda init=init: numpy_helper.to_array(init, base_dir=base_dir)))
+    if not sources:
+        raise PackError("%s: the ONNX graph has no initializers (no weights to pack)" % path)
+    return sources

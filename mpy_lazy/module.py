@@ -1,0 +1,136 @@
+# Modules (a tree of Params), loading a container into them, and memory accounting.
+from .container import ContainerError
+from .param import Param
+
+
+class Module:
+    """Base class of a model. Its parameters are attributes holding Params, sub-Modules, or
+    lists/tuples of them; their names are dotted paths ('fc1.weight', 'layers.0.bias')."""
+
+    def named_params(self):
+        """[(name, Param)] sorted by name."""
+        out = []
+        _walk(self, "", out, {})
+        out.sort(key=lambda t: t[0])
+        return out
+
+    def params(self):
+        return [p for _, p in self.named_params()]
+
+    def clone(self, arrays=False):
+        """A copy of the module tree with every Param cloned (Param.clone semantics); other
+        attributes are shared."""
+        c = object.__new__(type(self))
+        for k, v in self.__dict__.items():
+            setattr(c, k, _clone(v, arrays))
+        return c
+
+
+def _walk(obj, prefix, out, seen):
+    if id(obj) in seen:  # a module reachable twice (or a cycle) is listed once
+        return
+    seen[id(obj)] = True
+    for k, v in obj.__dict__.items():
+        _add(prefix + k, v, out, seen)
+
+
+def _add(name, v, out, seen):
+    if isinstance(v, Param):
+        if id(v) not in seen:
+            seen[id(v)] = True
+            out.append((name, v))
+    elif isinstance(v, Module):
+        _walk(v, name + ".", out, seen)
+    elif isinstance(v, (list, tuple)):
+        for i, x in enumerate(v):
+            _add("%s.%d" % (name, i), x, out, seen)
+
+
+def _clone(v, arrays):
+    if isinstance(v, (Param, Module)):
+        return v.clone(arrays)
+    if isinstance(v, list):
+        return [_clone(x, arrays) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_clone(x, arrays) for x in v)
+    return v
+
+
+def load(model, container, strict=True, prefix="", rename=None):
+    """Bind every Param of `model` to the container tensor of the same name, without running
+    any init function. The tensor name of param `n` is rename[n] if rename has it, else
+    prefix + n. strict: any missing tensor, unexpected tensor (a non-AUX tensor under `prefix`
+    that no param takes) or shape/dtype mismatch raises ONE ContainerError (field 'load', with
+    .missing, .unexpected, .mismatched lists) and nothing is bound. strict=False binds what
+    matches. Returns {'bound': n, 'missing': [...], 'unexpected': [...], 'mismatched': [...]}."""
+    rename = rename or {}
+    plan, missing, mismatched, used = [], [], [], {}
+    for name, p in model.named_params():
+        t = rename.get(name, prefix + name)
+        if t not in container:
+            missing.append(t if t == name else "%s (tensor %s)" % (name, t))
+            continue
+        info = container.info(t)
+        used[t] = True  # a mismatched tensor is reported as mismatched, not also unexpected
+        problem = p.mismatch(info) or (("name", "tensor is an AUX scales tensor") if info.aux else None)
+        if problem:
+            mismatched.append("%s: %s %s" % (name if t == name else "%s (tensor %s)" % (name, t),
+                                             problem[0], problem[1]))
+            continue
+        plan.append((p, info.index))
+    unexpected = [n for n in container.names() if n.startswith(prefix) and n not in used]
+    if strict and (missing or unexpected or mismatched):
+        parts = []
+        for what, lst in (("missing", missing), ("unexpected", unexpected), ("mismatched", mismatched)):
+            if lst:
+                parts.append("%d %s: %s" % (len(lst), what, ", ".join(lst)))
+        e = ContainerError("load: " + "; ".join(parts), None, "load")
+        e.missing, e.unexpected, e.mismatched = missing, unexpected, mismatched
+        raise e
+    for p, i in plan:
+        p.bind(container._view(i))
+    return {"bound": len(plan), "missing": missing, "unexpected": unexpected, "mismatched": mismatched}
+
+
+def state(model):
+    """[(name, state, where, nbytes)]: where the param's bytes live: 'flash' (a view into the
+    container buffer: flash on a board with ROMFS/frozen containers), 'ram' (heap), or 'none'
+    (not initialized yet; nbytes is what init will allocate)."""
+    out = []
+    for name, p in model.named_params():
+        flash, ram, pending, _ = p.memory()
+        if ram:
+            out.append((name, p.state, "ram", ram))
+        elif flash:
+            out.append((name, p.state, "flash", flash))
+        else:
+            out.append((name, p.state, "none", pending))
+    return out
+
+
+def report(model, show=True):
+    """Memory accounting per param and in total: bytes in flash views, in RAM (owned arrays,
+    copy-on-write copies, unaligned-fallback copies, decoded f16), and not yet allocated.
+    RAM shared copy-on-write between params is counted once in the total. Prints a table when
+    show is true; returns {'params': [{name, state, flash, ram, pending, note}], 'flash', 'ram',
+    'pending'}."""
+    rows, seen = [], {}
+    total = {"flash": 0, "ram": 0, "pending": 0}
+    for name, p in model.named_params():
+        flash, ram, pending, note = p.memory()
+        rows.append({"name": name, "state": p.state, "flash": flash, "ram": ram,
+                     "pending": pending, "note": note})
+        total["flash"] += flash
+        total["pending"] += pending
+        key = id(p._src) if p.state == "owned" else id(p)
+        if key not in seen:
+            seen[key] = True
+            total["ram"] += ram
+    if show:
+        fmt = "%-28s %-6s %9s %9s %9s  %s"
+        print(fmt % ("param", "state", "flash", "ram", "pending", "note"))
+        for r in rows:
+            print(fmt % (r["name"], r["state"], r["flash"], r["ram"], r["pending"], r["note"]))
+        print(fmt % ("total", "", total["flash"], total["ram"], total["pending"], ""))
+    total["params"] = rows
+    return total

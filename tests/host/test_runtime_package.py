@@ -1,0 +1,74 @@
+"""Packaging of the runtime: package.json (mip) lists every runtime module with relative urls
+and mpremote's mip installs it from the local file, manifest.py freezes the package,
+tools/build_mpy.py compiles it to .mpy files that import on the unix port."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, micropython_binary
+
+RUNTIME = sorted(f for f in os.listdir(os.path.join(ROOT, "mpy_lazy")) if f.endswith(".py"))
+
+
+def test_package_json_lists_every_runtime_module():
+    with open(os.path.join(ROOT, "package.json")) as f:
+        pkg = json.load(f)
+    with open(os.path.join(ROOT, "pyproject.toml")) as f:
+        assert 'version = "%s"' % pkg["version"] in f.read()
+    urls = pkg["urls"]
+    assert sorted(dest for dest, _ in urls) == ["mpy_lazy/" + f for f in RUNTIME]
+    for dest, src in urls:
+        assert src == dest  # relative: resolved next to package.json (local path or github:)
+        assert os.path.exists(os.path.join(ROOT, src))
+
+
+def test_manifest_freezes_the_package():
+    with open(os.path.join(ROOT, "manifest.py")) as f:
+        assert 'package("mpy_lazy")' in f.read()
+
+
+class DirTransport:
+    """The slice of mpremote's board transport that mip uses, on a local directory (there is
+    no board here): mpremote's own package.json handling runs unchanged on top of it."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def _path(self, p):
+        return os.path.join(self.root, p.lstrip("/"))
+
+    def fs_exists(self, p):
+        return os.path.exists(self._path(p))
+
+    def fs_mkdir(self, p):
+        os.mkdir(self._path(p))
+
+    def fs_writefile(self, p, data, progress_callback=None):
+        with open(self._path(p), "wb") as f:
+            f.write(data)
+
+
+def test_mpremote_mip_install_from_local_package_json(tmp_path, capsys):
+    from mpremote import mip
+
+    board = tmp_path / "board"
+    board.mkdir()
+    mip._install_package(DirTransport(str(board)), os.path.join(ROOT, "package.json"),
+                         "https://micropython.org/pi/v2", "/lib", None, False)
+    lib = board / "lib"
+    assert sorted(os.listdir(lib / "mpy_lazy")) == RUNTIME
+    code = "import sys\nsys.path.insert(0, %r)\nimport mpy_lazy\nprint(mpy_lazy.__file__)\n" % str(lib)
+    r = subprocess.run([micropython_binary(), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0 and str(lib) in r.stdout, r.stdout + r.stderr
+
+
+def test_build_mpy(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_mpy.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + r.stdout
+    built = sorted(os.listdir(tmp_path / "mpy_lazy"))
+    assert built == [f[:-3] + ".mpy" for f in RUNTIME]
+    code = "import sys, gc\nsys.path.insert(0, %r)\nimport mpy_lazy\nprint(mpy_lazy.__file__)\n" % str(tmp_path)
+    r = subprocess.run([micropython_binary(), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0 and "__init__.mpy" in r.stdout, r.stdout + r.stderr

