@@ -13,11 +13,19 @@ def dense_i8(w, x, acc, n_in: int, n_out: int):
     pw = ptr8(w)
     px = ptr8(x)
     pa = ptr32(acc)
+    end = n_in - 3
     k = 0
     o = 0
     while o < n_out:
         s = 0
         i = 0
+        while i < end:  # 4 at a time: fewer loop tests
+            j = k + i
+            s += (((pw[j] ^ 0x80) - 0x80) * ((px[i] ^ 0x80) - 0x80)
+                  + ((pw[j + 1] ^ 0x80) - 0x80) * ((px[i + 1] ^ 0x80) - 0x80)
+                  + ((pw[j + 2] ^ 0x80) - 0x80) * ((px[i + 2] ^ 0x80) - 0x80)
+                  + ((pw[j + 3] ^ 0x80) - 0x80) * ((px[i + 3] ^ 0x80) - 0x80))
+            i += 4
         while i < n_in:
             s += ((pw[k + i] ^ 0x80) - 0x80) * ((px[i] ^ 0x80) - 0x80)
             i += 1
@@ -104,6 +112,8 @@ def f16_to_f32(src, first: int, dst, n: int):
     # as raw bits into dst (array('f')), so no float is ever made (an RP2040 has no FPU).
     ps = ptr16(src)
     pd = ptr32(dst)
+    exp_max = 0xFF
+    exp_max <<= 23  # 0x7F800000 built at run time: as a literal it is no small int on 32-bit ports
     i = 0
     while i < n:
         h = ps[first + i]
@@ -111,7 +121,7 @@ def f16_to_f32(src, first: int, dst, n: int):
         e = (h >> 10) & 0x1F
         m = h & 0x3FF
         if e == 31:
-            f = sign | 0x7F800000 | (m << 13)
+            f = sign | exp_max | (m << 13)
         elif e != 0:
             f = sign | ((e + 112) << 23) | (m << 13)
         elif m == 0:
@@ -124,3 +134,32 @@ def f16_to_f32(src, first: int, dst, n: int):
             f = sign | (e << 23) | ((m & 0x3FF) << 13)
         pd[i] = f
         i += 1
+
+
+# Native (not viper) float loops around the integer kernels: the same arithmetic, in the same
+# order, as mpy_lazy.nn's pure-Python versions, so both paths give identical results.
+@micropython.native
+def quantize(x, n, q):
+    amax = 0.0
+    for i in range(n):
+        v = x[i]
+        if v > amax:
+            amax = v
+        elif -v > amax:
+            amax = -v
+    if amax == 0.0:
+        return 0.0
+    inv = 127.0 / amax
+    for i in range(n):
+        q[i] = round(x[i] * inv)
+    return amax / 127.0
+
+
+@micropython.native
+def rescale(acc, out, n, s, scales):
+    if scales is None:
+        for o in range(n):
+            out[o] = acc[o] * s
+    else:
+        for o in range(n):
+            out[o] = acc[o] * (s * scales[o])

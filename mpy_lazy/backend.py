@@ -15,6 +15,10 @@ _NUMPY = {"f32": "<f4", "f16": "<f4", "i8": "i1", "u8": "u1", "i16": "<i2", "u16
 
 _TC_SIZE = {"f": 4, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4}
 
+# ulab's float dtype is the port's float: f32 storage can be viewed in place only on a
+# single-precision build (boards); the unix port uses doubles.
+SINGLE_FLOAT = 1.0 + 2.0 ** -30 == 1.0
+
 _kind = 0  # 0 = not detected yet
 np = None
 

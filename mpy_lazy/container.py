@@ -391,6 +391,8 @@ class Container(_Table):
             if mv.format != "B" or mv.ndim != 1:
                 mv = mv.cast("B")
             mv = mv.toreadonly()
+        elif len(mv) and len(bytes(mv[0:1])) != 1:  # MicroPython: a typed array's memoryview
+            raise TypeError("a container buffer must be bytes-like, not an array of items")
         self._header(mv, len(mv))
         self._tables(mv[: self.file_size])
         self._base = _address(self._mv)
@@ -537,7 +539,7 @@ class View:
             a = backend.np.frombuffer(self.mv, "<f2" if dt == "f16" else backend._NUMPY[dt])
             a.flags.writeable = False
             return a
-        if dt == "f16" or (k == "ulab" and dt == "f32" and backend.np.array([0.0]).itemsize != 4):
+        if dt == "f16" or (k == "ulab" and dt == "f32" and not backend.SINGLE_FLOAT):
             if self._decoded is None:
                 self._decoded = self.dequantize() if dt == "f16" else self._decode_f32()
             return self._decoded

@@ -111,7 +111,7 @@ def state(model):
 def report(model, show=True):
     """Memory accounting per param and in total: bytes in flash views, in RAM (owned arrays,
     copy-on-write copies, unaligned-fallback copies, decoded f16), and not yet allocated.
-    RAM shared copy-on-write between params is counted once in the total. Prints a table when
+    A View or array shared by clones is counted once in the totals. Prints a table when
     show is true; returns {'params': [{name, state, flash, ram, pending, note}], 'flash', 'ram',
     'pending'}."""
     rows, seen = [], {}
@@ -120,11 +120,10 @@ def report(model, show=True):
         flash, ram, pending, note = p.memory()
         rows.append({"name": name, "state": p.state, "flash": flash, "ram": ram,
                      "pending": pending, "note": note})
-        total["flash"] += flash
         total["pending"] += pending
-        key = id(p._src) if p.state == "owned" else id(p)
-        if key not in seen:
-            seen[key] = True
+        if id(p._src) not in seen:  # a View or array shared by clones is counted once
+            seen[id(p._src)] = True
+            total["flash"] += flash
             total["ram"] += ram
     if show:
         fmt = "%-28s %-6s %9s %9s %9s  %s"

@@ -264,10 +264,11 @@ def _new(n):
     return array.array("f", bytes(4 * n))
 
 
-def _quantize(x, n, q, first=0, stride_in=0, width=0, row_step=0):
-    """Symmetric per-tensor int8 quantization of x[0:n] into q: returns the scale.
-    Plain form (width 0): q[first + i] = round(x[i] / scale). Image form: rows of `width`
-    values go to q starting at `first`, each next row `row_step` further (zero padding)."""
+def _quantize(x, n, q):
+    """Symmetric per-tensor int8 quantization of x[0:n] into q (round half to even); returns
+    the scale (0.0 for an all-zero x). _viper.quantize is the same loop compiled native."""
+    if path() == "viper":
+        return _viper.quantize(x, n, q)
     amax = 0.0
     for i in range(n):
         v = x[i]
@@ -278,18 +279,21 @@ def _quantize(x, n, q, first=0, stride_in=0, width=0, row_step=0):
     if amax == 0.0:
         return 0.0
     inv = 127.0 / amax
-    if not width:
-        for i in range(n):
-            q[first + i] = round(x[i] * inv)
-    else:
-        j = first
-        i = 0
-        while i < n:
-            for k in range(width):
-                q[j + k] = round(x[i + k] * inv)
-            i += width
-            j += row_step
+    for i in range(n):
+        q[i] = round(x[i] * inv)
     return amax / 127.0
+
+
+def _rescale(acc, out, n, s, scales=None):
+    """out[o] = acc[o] * s (per tensor) or acc[o] * (s * scales[o]) (per channel)."""
+    if path() == "viper":
+        return _viper.rescale(acc, out, n, s, scales)
+    if scales is None:
+        for o in range(n):
+            out[o] = acc[o] * s
+    else:
+        for o in range(n):
+            out[o] = acc[o] * (s * scales[o])
 
 
 def _zero(a, n):
@@ -377,16 +381,11 @@ def _linear_i8(x, w, t, n_in, n_out, out):
                 sq += q[i]
             for o in range(n_out):
                 acc[o] -= zp * sq
-        s = sx * w.scale
-        for o in range(n_out):
-            out[o] = acc[o] * s
+        _rescale(acc, out, n_out, sx * w.scale)
     elif w.axis == out_axis:
-        sc = w.scales
-        for o in range(n_out):
-            out[o] = acc[o] * (sx * sc[o])
+        _rescale(acc, out, n_out, sx, w.scales)
     else:
-        for o in range(n_out):
-            out[o] = acc[o] * sx
+        _rescale(acc, out, n_out, sx)
 
 
 def _dense_i8_pure(wt, q, acc, n_in, n_out, t):

@@ -67,6 +67,8 @@ def compatible(dtype, info):
 
 
 class Param:
+    """A lazy model parameter; states and transitions in this module's docstring."""
+
     def __init__(self, shape, dtype="f32", init=None, trainable=True):
         """init(shape, dtype) returns the values (ndarray, array.array, list, any iterable of
         size elements, flat or not); the param takes ownership of what it returns. None: zeros."""

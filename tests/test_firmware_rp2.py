@@ -175,7 +175,7 @@ def _misaligned_mpremote_image(container):
 
     for name in ("t.mpyl", "tt.mpyl", "ttt.mpyl", "tttt.mpyl"):
         w = VfsRomWriter()
-        w.mkfile(name.encode(), container)
+        w.mkfile(name, container)
         image = w.finalise()
         if image.find(container) % 4 == 2:
             return name, image

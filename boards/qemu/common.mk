@@ -15,6 +15,8 @@ FROZEN_MANIFEST ?= $(BOARD_DIR)/../manifest.py
 # littlefs v2, as on the rp2 and esp32 ports: the tests mount a RAM disk at /tmp with it (qemu
 # boards have no writable flash filesystem), for mpy_lazy.Stream and files that cannot be mapped.
 MICROPY_VFS_LFS2 = 1
+# littlefs stamps files with mp_hal_time_ns(), which the qemu port (no RTC) lacks: time 0.
+CFLAGS += -D'mp_hal_time_ns()=(0ULL)'
 
 # Stack for the MicroPython thread; the GC heap size is set per board.
 MICROPY_STACK_SIZE ?= 10240

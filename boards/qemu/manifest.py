@@ -1,2 +1,2 @@
-# Frozen into the qemu boards: the mpy_lazy runtime package from this repository.
-package("mpy_lazy", base_path="../..")
+# Frozen into the qemu boards: the mpy_lazy runtime (the repository's manifest), nothing else.
+include("../../manifest.py")

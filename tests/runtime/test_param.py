@@ -211,7 +211,9 @@ def test_owned_clone_shares_until_write():
 
 
 def test_quantized_and_f16_params():
-    p = bound("w", "fc.weight", golden("int8.mpyl"), (4, 3))
+    data8, data16 = bytearray(golden("int8.mpyl")), bytearray(golden("f16.mpyl"))
+    before = crc32(data8), crc32(data16)
+    p = bound("w", "fc.weight", data8, (4, 3))
     assert p.view.dtype == "i8" and p[0] == p.view.real(0) and abs(p[1] + 1.0) < 1e-6
     real = values(p)
     deq = p.view.dequantize()
@@ -221,17 +223,21 @@ def test_quantized_and_f16_params():
         assert abs(a[i] - real[i]) < 1e-6 and a[i] == deq[i]
     q = bound("b", "fc.weight", golden("int8_channel.mpyl"), (3, 4))
     assert abs(q[1] + 1.0) < 1e-6 and q.memory()[0] == 12
-    h = bound("h", "fc.weight", golden("f16.mpyl"), (2, 3), "f16")
+    h = bound("h", "fc.weight", data16, (2, 3), "f16")
     hv = values(h)
     h[0] = 1.5
     assert h.state == "owned" and h.memory()[1] == 24  # f16 held as f32 in RAM
     assert values(h)[1:] == hv[1:]
+    assert (crc32(data8), crc32(data16)) == before
 
 
 def test_int_param_copy_keeps_dtype():
-    p = bound("c", "i32", golden("ints.mpyl"), (4,), "i32")
+    data = bytearray(golden("ints.mpyl"))
+    before = crc32(data)
+    p = bound("c", "i32", data, (4,), "i32")
     p[1] = 1000
     assert values(p) == [-2147483648, 1000, 6, 2147483647] and p.memory()[1] == 16
+    assert crc32(data) == before
 
 
 def test_bind_refuses_wrong_shape_or_kind():

@@ -1,0 +1,307 @@
+"""Fuzz the runtime's container reader on CPython and on the MicroPython unix port.
+
+    python tools/fuzz.py --count 100000 --seed 7     # both interpreters, prints the figures
+    python tools/fuzz.py --atheris -runs=200000      # coverage-guided (atheris), CPython only
+
+The seeded corpus (tools/fuzz_corpus.py) is written to temp files of length-prefixed records;
+each interpreter runs `run_records()` from this file over them in a few batched processes and
+prints one verdict line per input. Every input must either open with every view inside the
+buffer and readable end to end, or raise ContainerError; both interpreters must give the same
+verdict. A process that dies is a crash, one that stops answering a hang; both resume after the
+input. Exit status 1 when anything but a clean verdict or a mismatch shows up.
+
+This file also runs on MicroPython (the driver part: verdict, run_records)."""
+import gc
+import struct
+import sys
+
+_ROOT = __file__.rsplit("/", 2)[0] if __file__.count("/") >= 2 else ".."
+if _ROOT not in sys.path:  # run as a script: the runtime of this tree
+    sys.path.insert(0, _ROOT)
+
+try:
+    import uctypes
+except ImportError:
+    uctypes = None
+
+import mpy_lazy
+from mpy_lazy import ContainerError
+
+
+def _address(b):
+    if uctypes:
+        return uctypes.addressof(b)
+    import numpy
+
+    return numpy.frombuffer(b, "u1").__array_interface__["data"][0]
+
+
+def _touch(v, info):
+    """Read every element every way a kernel can (tolist() only where the list of boxed
+    values fits a small heap: on MicroPython 64K floats would take over 1 MB)."""
+    n = info.size
+    if n <= 4096 and len(v.tolist()) != n:
+        return "tolist"
+    a = v.array()
+    for i in range(n):
+        a[i]
+    v[0]
+    v[n - 1]
+    v.real(0)
+    v.real(n - 1)
+    if info.dtype in ("f32", "f16", "i8"):
+        v.dequantize()
+    return None
+
+
+def verdict(buf):
+    """'ok <tensors>' (+ ' data_crc' when verify() refuses), 'ContainerError <field>', or
+    'OOB ...' when a view is not exactly its bytes of `buf`. Other exceptions propagate."""
+    try:
+        c = mpy_lazy.open(buf)
+    except ContainerError as e:
+        return "ContainerError %s" % e.field
+    size = len(buf)
+    base = _address(buf) if size else 0
+    names = c.names(aux=True)
+    if len(names) != len(c):
+        return "OOB names: %d of %d" % (len(names), len(c))
+    for name in names:
+        if name not in c:
+            return "OOB lookup %r" % name
+        info = c.info(name)
+        start, end = info.offset, info.offset + info.nbytes
+        if not (c.data_offset <= start and end <= c.file_size <= size):
+            return "OOB %r: [%d, %d) outside [%d, %d)" % (name, start, end, c.data_offset, c.file_size)
+        v = c.view(name)
+        if len(v.mv) != info.nbytes or v.size != info.size:
+            return "OOB %r: view of %d bytes, entry %d" % (name, len(v.mv), info.nbytes)
+        if v.aligned and _address(v.mv) != base + start:
+            return "OOB %r: view is not at buffer + %d" % (name, start)
+        if bytes(v.mv) != bytes(buf[start:end]):
+            return "OOB %r: view bytes differ from the buffer" % name
+        bad = _touch(v, info)
+        if bad:
+            return "OOB %r: %s" % (name, bad)
+    c.meta
+    try:
+        c.verify()
+    except ContainerError as e:
+        return "ok %d %s" % (len(names), e.field)
+    return "ok %d" % len(names)
+
+
+def result(buf):
+    try:
+        return verdict(buf)
+    except Exception as e:  # MemoryError included: the reader must size-check before allocating
+        return "OTHER %s: %s" % (type(e).__name__, str(e).split("\n")[0][:100])
+
+
+def run_records(path, start=0):
+    """Driver: print '<index> <verdict>' for each record of `path` from index `start`."""
+    f = open(path, "rb")
+    i = 0
+    while True:
+        head = f.read(4)
+        if len(head) < 4:
+            break
+        data = f.read(struct.unpack("<I", head)[0])
+        if len(data) > 16384 or i % 64 == 0:
+            gc.collect()  # big inputs on a fragmented heap: keep the verdict about the reader
+        if i >= start:
+            print(i, result(data))
+        i += 1
+    f.close()
+    print("END")
+
+
+# --- host side (CPython) -------------------------------------------------------------------
+
+def _micropython():
+    import os
+    import shutil
+
+    env = os.environ.get("MICROPYTHON")
+    here = os.path.join(os.path.dirname(sys.executable), "micropython")
+    return env or (here if os.path.exists(here) else shutil.which("micropython"))
+
+
+def _command(interp, path, start):
+    import os
+
+    tools = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(tools)
+    code = "import sys\nsys.path[:0] = [%r, %r]\nimport fuzz\nfuzz.run_records(%r, %d)\n" % (
+        root, tools, path, start)
+    if interp == "micropython":
+        return [_micropython(), "-c", code]
+    return [sys.executable, "-c", code]
+
+
+def _run_batch(interp, path, count, timeout):
+    """Verdicts of every record of `path` on `interp`; a dead or stuck process marks the
+    input it was on ('CRASH ...' / 'HANG') and the batch resumes after it."""
+    import subprocess
+
+    out = [None] * count
+    start = 0
+    while start < count:
+        p = subprocess.Popen(_command(interp, path, start), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+            failure = None if p.returncode == 0 else "CRASH rc=%d %s" % (
+                p.returncode, (stderr.strip().splitlines() or [""])[-1][:120])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+            failure = "HANG"
+        lines = stdout.splitlines()
+        for line in lines:
+            if line != "END":
+                i, v = line.split(" ", 1)
+                out[int(i)] = v
+        if failure is None and lines and lines[-1] == "END":
+            break
+        start = next(i for i in range(start, count) if out[i] is None)
+        out[start] = failure or "CRASH no END line"
+        start += 1
+    return out
+
+
+def run(count, seed, jobs=2, log=print):
+    """Run `count` inputs of the seeded corpus on both interpreters; returns the figures."""
+    import fuzz_corpus
+
+    return run_inputs(fuzz_corpus.corpus(count, seed), count, seed, jobs, log)
+
+
+def run_inputs(inputs, count, seed=None, jobs=2, log=print):
+    """Run `count` inputs (an iterable of bytes) on both interpreters, `jobs` processes
+    each; returns the figures (a dict)."""
+    import itertools
+    import os
+    import tempfile
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import fuzz_corpus
+
+    t0 = time.time()
+    inputs = iter(inputs)
+    sizes = []
+
+    def sized(it):
+        for b in it:
+            sizes.append(len(b))
+            yield b
+
+    timeout = 60 + 0.05 * count
+    with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-") as tmp:
+        parts, step = [], (count + jobs - 1) // jobs
+        for k in range(0, count, step):
+            path = os.path.join(tmp, "part%d.bin" % len(parts))
+            parts.append((path, fuzz_corpus.write_records(path, sized(itertools.islice(inputs, step)))))
+        gen = time.time() - t0
+        with ThreadPoolExecutor(2 * len(parts)) as ex:
+            futures = {interp: [ex.submit(_run_batch, interp, path, n, timeout) for path, n in parts]
+                       for interp in ("cpython", "micropython")}
+            verdicts = {interp: [v for f in fs for v in f.result()] for interp, fs in futures.items()}
+    figures = {"count": len(sizes), "seed": seed, "seconds": round(time.time() - t0, 1),
+               "corpus_seconds": round(gen, 1), "total_bytes": sum(sizes),
+               "largest_input": max(sizes, default=0)}
+    for interp, vs in verdicts.items():
+        f = {"inputs": len(vs), "ok": 0, "ok_bad_crc": 0, "refused": 0, "crashes": 0, "hangs": 0,
+             "out_of_bounds": 0, "other_exceptions": 0, "examples": []}
+        for i, v in enumerate(vs):
+            key = ("ok_bad_crc" if v.count(" ") == 2 else "ok") if v.startswith("ok") else {
+                "ContainerError": "refused", "CRASH": "crashes", "HANG": "hangs", "OOB": "out_of_bounds",
+                "OTHER": "other_exceptions"}[v.split(" ")[0]]
+            f[key] += 1
+            if key not in ("ok", "ok_bad_crc", "refused") and len(f["examples"]) < 5:
+                f["examples"].append((i, v))
+        figures[interp] = f
+    mism = [(i, a, b) for i, (a, b) in enumerate(zip(verdicts["cpython"], verdicts["micropython"])) if a != b]
+    figures["mismatches"] = len(mism)
+    figures["mismatch_examples"] = mism[:5]
+    fields = {}
+    for v in verdicts["cpython"]:
+        if v.startswith("ContainerError"):
+            fields[v.split(" ")[1]] = fields.get(v.split(" ")[1], 0) + 1
+    figures["refused_by_field"] = dict(sorted(fields.items(), key=lambda kv: -kv[1]))
+    if log:
+        report(figures, log)
+    return figures
+
+
+def report(f, log=print):
+    log("fuzz: %d inputs (seed %s, %d bytes, largest %d), %.1f s (corpus %.1f s)"
+        % (f["count"], f["seed"], f["total_bytes"], f["largest_input"], f["seconds"], f["corpus_seconds"]))
+    for interp in ("cpython", "micropython"):
+        x = f[interp]
+        log("%-11s inputs %d: opened %d (+%d with a bad data CRC), refused %d; crashes %d, hangs %d, "
+            "out-of-bounds %d, other exceptions %d" % (interp, x["inputs"], x["ok"], x["ok_bad_crc"],
+            x["refused"], x["crashes"], x["hangs"], x["out_of_bounds"], x["other_exceptions"]))
+        for ex in x["examples"]:
+            log("    input %d: %s" % ex)
+    log("mismatches between interpreters: %d" % f["mismatches"])
+    for ex in f["mismatch_examples"]:
+        log("    input %d: cpython %r, micropython %r" % ex)
+    log("refused by field: " + ", ".join("%s %d" % kv for kv in f["refused_by_field"].items()))
+
+
+def failed(f):
+    return f["mismatches"] or any(f[i][k] for i in ("cpython", "micropython")
+                                  for k in ("crashes", "hangs", "out_of_bounds", "other_exceptions"))
+
+
+def atheris_main(argv):
+    """Coverage-guided fuzzing of verdict() with atheris (libFuzzer); seeds: the golden files."""
+    import os
+    import tempfile
+
+    import atheris
+    import fuzz_corpus
+    import random
+
+    atheris.instrument_all()
+
+    def one(data):
+        v = result(data)
+        if not (v.startswith("ok") or v.startswith("ContainerError")):
+            raise AssertionError(v)
+
+    seeds = tempfile.mkdtemp(prefix="mpyl-atheris-")
+    golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "golden")
+    for name in os.listdir(golden):
+        if name.endswith(".mpyl"):
+            with open(os.path.join(golden, name), "rb") as src, open(os.path.join(seeds, name), "wb") as dst:
+                dst.write(src.read())
+    rng = random.Random(0)
+    for k in range(20):
+        with open(os.path.join(seeds, "random%d.mpyl" % k), "wb") as f:
+            f.write(fuzz_corpus.random_container(rng))
+    if not any(not a.startswith("-") for a in argv):
+        argv = argv + [seeds]
+    atheris.Setup([sys.argv[0]] + argv, one)
+    atheris.Fuzz()
+
+
+def main(argv=None):
+    import argparse
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--atheris"]:
+        return atheris_main(argv[1:])
+    p = argparse.ArgumentParser(description="Fuzz the container reader on CPython and MicroPython.")
+    p.add_argument("--count", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=2, help="processes per interpreter")
+    args = p.parse_args(argv)
+    f = run(args.count, args.seed, args.jobs)
+    return 1 if failed(f) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Seeded corpus of valid and mutated containers for fuzzing the runtime reader (CPython only).
+
+    python tools/fuzz_corpus.py --count 10000 --seed 1 -o corpus.bin   # length-prefixed records
+
+Valid containers are laid out by the packer's own writer (host_tools.container.Layout, the
+code `mpy-lazy pack` uses), with random names (UTF-8, unsorted now and then), every dtype,
+ndim 0..4, int8 per-tensor and per-channel quantization, alignments 4..4096 and metadata. Each
+one is then mutated: bit flips, truncation, header/entry/metadata fields set to boundary
+values, huge counts, overlapping or misaligned tensors, unknown dtypes, bad UTF-8, duplicate
+names, version and flag bumps, unsorted tables; the header CRC is recomputed after most
+mutations (so the deeper rules are reached) and left stale after the others.
+The same seed always gives the same bytes."""
+import os
+import random
+import struct
+import sys
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from host_tools.container import FLAG_AUX, NO_INDEX, Entry, Layout  # noqa: E402
+
+DTYPES = ("f32", "f16", "i8", "u8", "i16", "u16", "i32", "u32")
+# (offset, struct code) of every field; ENTRY offsets are relative to the entry
+HEADER = {"magic": (0, "4s"), "version_major": (4, "B"), "version_minor": (5, "B"),
+          "entry_size": (6, "H"), "flags": (8, "I"), "file_size": (12, "I"),
+          "alignment": (16, "I"), "tensor_count": (20, "I"), "table_offset": (24, "I"),
+          "meta_count": (28, "I"), "meta_offset": (32, "I"), "strings_offset": (36, "I"),
+          "strings_size": (40, "I"), "data_offset": (44, "I"), "data_size": (48, "I"),
+          "reserved": (52, "Q"), "header_crc": (60, "I")}
+ENTRY = {"name_offset": (0, "I"), "name_len": (4, "H"), "dtype": (6, "B"), "ndim": (7, "B"),
+         "shape0": (8, "I"), "shape1": (12, "I"), "shape2": (16, "I"), "shape3": (20, "I"),
+         "data_offset": (24, "I"), "nbytes": (28, "I"), "data_crc": (32, "I"), "quant": (36, "B"),
+         "quant_axis": (37, "B"), "tensor_flags": (38, "H"), "scale": (40, "f"),
+         "zero_point": (44, "i"), "scales_index": (48, "I"), "source_dtype": (52, "B")}
+META = {"key_offset": (0, "I"), "key_len": (4, "I"), "value_offset": (8, "I"), "value_len": (12, "I")}
+_BITS = {"B": 8, "H": 16, "I": 32, "i": 32, "Q": 64}
+_NAME_PARTS = ("fc", "conv", "weight", "bias", ".", ".", "_", "0", "1", "12", "layers", "é", "ß",
+               "中", "🙂", "#scales", "a", "b", "Z")
+_FLOATS = (0.0, -0.0, 1.0, -1.0, 1e-45, 3.4e38, float("inf"), float("-inf"), float("nan"), 0.5)
+# byte sequences every UTF-8 check must refuse (MicroPython's own decoder accepts the first three)
+BAD_UTF8 = (b"\xc0\xae", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc3", b"\x80", b"\xff",
+            b"\xe2\x82", b"\xf8\x88\x80\x80\x80", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf")
+
+
+def get(buf, table, field, base=0):
+    off, code = table[field]
+    if base + off + struct.calcsize("<" + code) > len(buf):
+        return 0
+    return struct.unpack_from("<" + code, buf, base + off)[0]
+
+
+def put(buf, table, field, value, base=0):
+    """Set a field if it lies inside buf (integers wrap to the field's width)."""
+    off, code = table[field]
+    if base + off + struct.calcsize("<" + code) > len(buf):
+        return
+    if code in _BITS:
+        value &= (1 << _BITS[code]) - 1
+        if code == "i" and value >= 1 << 31:
+            value -= 1 << 32
+    struct.pack_into("<" + code, buf, base + off, value)
+
+
+def fix_crc(buf):
+    """Recompute header_crc over whatever bytes are there (FORMAT.md rule 5)."""
+    if len(buf) >= 64:
+        d = get(buf, HEADER, "data_offset")
+        put(buf, HEADER, "header_crc", zlib.crc32(buf[64:d], zlib.crc32(buf[0:60])))
+    return buf
+
+
+# --- valid containers ---------------------------------------------------------------------
+
+def _name(rng, taken):
+    while True:
+        if rng.random() < 0.03:
+            name = rng.choice("abcé") * rng.randint(100, 127)  # long names, up to 254 bytes
+        else:
+            name = "".join(rng.choice(_NAME_PARTS) for _ in range(rng.randint(1, 5)))
+        if name not in taken and len(name.encode()) <= 247:  # room for "#scales"
+            taken.add(name)
+            return name
+
+
+def _data(rng, e):
+    if e.dtype == "f32":  # finite floats (scales stay positive)
+        lo = 0.01 if e.flags & FLAG_AUX else -4.0
+        return struct.pack("<%df" % e.size, *[rng.uniform(lo, 4.0) for _ in range(e.size)])
+    return rng.randbytes(e.nbytes)
+
+
+def random_container(rng):
+    """A valid container (bytes) written by the packer's Layout, with random contents."""
+    taken = set()
+    entries = []
+    for _ in range(rng.choice((0, 1, 1, 2, 3, 3, 4, 5, 8))):
+        ndim = rng.choice((0, 1, 1, 2, 2, 3, 4))
+        shape = tuple(rng.choice((1, 1, 2, 3, 4, 5, 7, 16)) for _ in range(ndim))
+        dtype = rng.choice(DTYPES)
+        quant = 0
+        if dtype == "i8" and rng.random() < 0.6:
+            quant = 2 if ndim and rng.random() < 0.5 else 1
+        e = Entry(_name(rng, taken), dtype, shape, rng.choice(("f32", "f64", "bf16", dtype, "")),
+                  quant, rng.randrange(ndim) if quant == 2 else 0)
+        if quant == 1:
+            e.scale = rng.choice((1.0, 0.5, 0.0078125, 3.0e-5))
+            e.zero_point = rng.randint(-128, 127)
+        entries.append(e)
+        if quant == 2:
+            aux = Entry(e.name + "#scales", "f32", (shape[e.axis],), "f32", flags=FLAG_AUX)
+            taken.add(aux.name)
+            aux.parent = e
+            entries.append(aux)
+    if rng.random() < 0.9:  # the packer sorts; the format does not require it
+        entries.sort(key=lambda x: x.name.encode())
+    index = {e.name: i for i, e in enumerate(entries)}
+    for e in entries:
+        if e.quant == 2:
+            e.scales_index = index[e.name + "#scales"]
+    meta = [("format", "mpy-lazy/1.0"), ("source", "fuzz")]
+    for k in range(rng.choice((0, 0, 1, 3))):
+        meta.append(("k%d%s" % (k, rng.choice(("", "é", "🙂"))), rng.choice(("", "v", "ünï", "x" * 40))))
+    layout = Layout(entries, meta, rng.choice((4, 8, 16, 16, 16, 32, 64, 256, 4096)))
+    buf = bytearray(layout.file_size)
+    for e in entries:
+        data = _data(rng, e)
+        e.crc = zlib.crc32(data)
+        buf[e.offset : e.offset + e.nbytes] = data
+    buf[: layout.data_offset] = layout.metadata_bytes()
+    return bytes(buf)
+
+
+# --- mutations ----------------------------------------------------------------------------
+
+def _boundaries(rng, buf, old):
+    fsize = get(buf, HEADER, "file_size")
+    align = get(buf, HEADER, "alignment") or 16
+    doff = get(buf, HEADER, "data_offset")
+    return (0, 1, 2, 3, 4, 63, 64, 65, align - 1, align, align + 1, 255, 256, 0x7FFF, 0xFFFF,
+            0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, fsize, fsize - 1, fsize + 1, len(buf), len(buf) + 1,
+            doff, doff - align, doff + align, old - 1, old + 1, old ^ (1 << rng.randrange(32)),
+            rng.getrandbits(32))
+
+
+def _set_value(rng, buf, table, field, base=0):
+    code = table[field][1]
+    if code == "f":
+        put(buf, table, field, rng.choice(_FLOATS), base)
+    elif code == "4s":
+        put(buf, table, field, rng.choice((b"MPYl", b"\0\0\0\0", b"LYPM")), base)
+    else:
+        put(buf, table, field, rng.choice(_boundaries(rng, buf, get(buf, table, field, base))), base)
+
+
+def _entry_base(rng, buf):
+    count = get(buf, HEADER, "tensor_count")
+    n = min(count, 64) or 1
+    return get(buf, HEADER, "table_offset") + rng.randrange(n) * get(buf, HEADER, "entry_size")
+
+
+def _entry_bases(buf):
+    toff, es = get(buf, HEADER, "table_offset"), get(buf, HEADER, "entry_size")
+    n = min(get(buf, HEADER, "tensor_count"), 64)
+    return [toff + i * es for i in range(n) if toff + (i + 1) * es <= len(buf)]
+
+
+def m_bitflip(rng, buf):
+    end = get(buf, HEADER, "data_offset")
+    end = end if 64 < end <= len(buf) and rng.random() < 0.8 else len(buf)
+    for _ in range(rng.choice((1, 1, 2, 3, 8)) if end else 0):
+        buf[rng.randrange(end)] ^= 1 << rng.randrange(8)
+    return buf
+
+
+def m_truncate(rng, buf):
+    return buf[: rng.randrange(len(buf))] if buf else buf
+
+
+def m_shrink(rng, buf):
+    """Truncate and make the header agree (file_size, data_size): tensors fall off the end."""
+    n = rng.randrange(64, len(buf)) if len(buf) > 64 else len(buf)
+    buf = buf[:n]
+    put(buf, HEADER, "file_size", n)
+    put(buf, HEADER, "data_size", n - get(buf, HEADER, "data_offset"))
+    return buf
+
+
+def m_grow(rng, buf):
+    extra = rng.choice((1, 3, 16, 4096))
+    buf += rng.randbytes(extra) if rng.random() < 0.5 else bytes(extra)
+    if rng.random() < 0.5:  # claim the new bytes too
+        put(buf, HEADER, "file_size", len(buf))
+        put(buf, HEADER, "data_size", len(buf) - get(buf, HEADER, "data_offset"))
+    return buf
+
+
+def m_header_field(rng, buf):
+    _set_value(rng, buf, HEADER, rng.choice(list(HEADER)))
+    return buf
+
+
+def m_entry_field(rng, buf):
+    _set_value(rng, buf, ENTRY, rng.choice(list(ENTRY)), _entry_base(rng, buf))
+    return buf
+
+
+def m_meta_field(rng, buf):
+    n = max(1, min(get(buf, HEADER, "meta_count"), 64))
+    _set_value(rng, buf, META, rng.choice(list(META)), get(buf, HEADER, "meta_offset") + 16 * rng.randrange(n))
+    return buf
+
+
+def m_huge_count(rng, buf):
+    field = rng.choice(("tensor_count", "meta_count", "strings_size"))
+    put(buf, HEADER, field, rng.choice((0xFFFFFFFF, 0x7FFFFFFF, 0x04000000, 0x10000000,
+                                        get(buf, HEADER, field) + 1)))
+    return buf
+
+
+def m_overlap(rng, buf):
+    bases = _entry_bases(buf)
+    if len(bases) >= 2:
+        a, b = rng.sample(bases, 2)
+        shift = rng.choice((0, 0, get(buf, HEADER, "alignment")))
+        put(buf, ENTRY, "data_offset", get(buf, ENTRY, "data_offset", b) + shift, a)
+    return buf
+
+
+def m_misalign(rng, buf):
+    bases = _entry_bases(buf)
+    if bases:
+        base = rng.choice(bases)
+        put(buf, ENTRY, "data_offset", get(buf, ENTRY, "data_offset", base) + rng.randint(1, 3), base)
+    return buf
+
+
+def m_dtype(rng, buf):
+    bases = _entry_bases(buf)
+    if bases:
+        put(buf, ENTRY, "dtype", rng.choice((0, 9, 10, 12, 128, 255) + tuple(range(1, 9))), rng.choice(bases))
+    return buf
+
+
+def m_bad_utf8(rng, buf):
+    bases = _entry_bases(buf)
+    soff = get(buf, HEADER, "strings_offset")
+    if bases:  # inside a tensor name
+        base = rng.choice(bases)
+        pos = soff + get(buf, ENTRY, "name_offset", base) + rng.randrange(max(1, get(buf, ENTRY, "name_len", base)))
+    else:  # anywhere in the string table (metadata)
+        pos = soff + rng.randrange(max(1, get(buf, HEADER, "strings_size")))
+    bad = rng.choice(BAD_UTF8)[: max(0, len(buf) - pos)]
+    buf[pos : pos + len(bad)] = bad
+    return buf
+
+
+def m_duplicate_name(rng, buf):
+    bases = _entry_bases(buf)
+    if len(bases) >= 2:
+        a, b = rng.sample(bases, 2)
+        put(buf, ENTRY, "name_offset", get(buf, ENTRY, "name_offset", b), a)
+        put(buf, ENTRY, "name_len", get(buf, ENTRY, "name_len", b), a)
+    return buf
+
+
+def m_swap_entries(rng, buf):
+    """Swap two table entries: unsorted names, scales_index now pointing elsewhere."""
+    bases = _entry_bases(buf)
+    if len(bases) >= 2:
+        a, b = rng.sample(bases, 2)
+        buf[a : a + 64], buf[b : b + 64] = buf[b : b + 64], buf[a : a + 64]
+    return buf
+
+
+def m_version_flags(rng, buf):
+    field = rng.choice(("version_major", "version_minor", "flags", "entry_size", "reserved"))
+    put(buf, HEADER, field, rng.choice((0, 1, 2, 255, 1 << rng.randrange(32), 65, 128, 0xFFFF)))
+    return buf
+
+
+def m_tensor_flags(rng, buf):
+    bases = _entry_bases(buf)
+    if bases:
+        put(buf, ENTRY, rng.choice(("tensor_flags", "quant", "quant_axis", "source_dtype")),
+            rng.choice((0, 1, 2, 3, 4, 0x8000, 0xFFFF, 255)), rng.choice(bases))
+    return buf
+
+
+def m_splice(rng, buf):
+    """Copy a random run of bytes over another place (entries over headers, strings over tables)."""
+    if len(buf) > 8:
+        n = rng.randint(1, min(64, len(buf) // 2))
+        src, dst = rng.randrange(len(buf) - n), rng.randrange(len(buf) - n)
+        buf[dst : dst + n] = buf[src : src + n]
+    return buf
+
+
+MUTATIONS = (m_bitflip, m_bitflip, m_truncate, m_shrink, m_grow, m_header_field, m_header_field,
+             m_entry_field, m_entry_field, m_entry_field, m_meta_field, m_huge_count, m_overlap,
+             m_misalign, m_dtype, m_bad_utf8, m_duplicate_name, m_swap_entries, m_version_flags,
+             m_tensor_flags, m_splice)
+
+
+def mutate(rng, data):
+    """One mutated copy of `data` (1 to 3 mutations; header CRC recomputed 3 times in 4)."""
+    buf = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        buf = rng.choice(MUTATIONS)(rng, buf)
+    if rng.random() < 0.75:
+        fix_crc(buf)
+    return bytes(buf)
+
+
+def corpus(count, seed):
+    """`count` inputs: every 20th a valid container as written, the others mutated."""
+    rng = random.Random(seed)
+    base = random_container(rng)
+    for i in range(count):
+        if i % 5 == 0:
+            base = random_container(rng)
+        yield base if i % 20 == 0 else mutate(rng, base)
+
+
+def sweep(data):
+    """Deterministic companion of corpus(): every header, table-entry and metadata field of
+    container `data` set to each boundary value (header CRC recomputed; for header fields also
+    left stale), every truncation, and every truncation whose header agrees (file_size,
+    data_size)."""
+    size, doff, align = len(data), get(data, HEADER, "data_offset"), get(data, HEADER, "alignment")
+    ints = sorted(set((0, 1, 2, 3, 4, 63, 64, 65, align - 1, align, align + 1, 0x7FFF, 0xFFFF,
+                       0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, size - 1, size, size + 1, doff - align,
+                       doff, doff + align)))
+    toff, es = get(data, HEADER, "table_offset"), get(data, HEADER, "entry_size")
+    moff = get(data, HEADER, "meta_offset")
+    places = [(HEADER, 0)]
+    places += [(ENTRY, toff + i * es) for i in range(get(data, HEADER, "tensor_count"))]
+    places += [(META, moff + 16 * k) for k in range(get(data, HEADER, "meta_count"))]
+    for table, base in places:
+        for field, (_, code) in table.items():
+            if field == "header_crc":
+                continue
+            values = _FLOATS if code == "f" else (b"MPYl", b"\0\0\0\0") if code == "4s" else ints
+            for value in values:
+                buf = bytearray(data)
+                put(buf, table, field, value, base)
+                if table is HEADER:
+                    yield bytes(buf)
+                yield bytes(fix_crc(buf))
+    for n in range(size):
+        yield data[:n]
+    for n in range(64, size):
+        buf = bytearray(data[:n])
+        put(buf, HEADER, "file_size", n)
+        put(buf, HEADER, "data_size", n - doff)
+        yield bytes(fix_crc(buf))
+
+
+def write_records(path, inputs):
+    """Length-prefixed records (u32 little-endian length, then the bytes); returns the count."""
+    n = 0
+    with open(path, "wb") as f:
+        for data in inputs:
+            f.write(struct.pack("<I", len(data)))
+            f.write(data)
+            n += 1
+    return n
+
+
+def read_records(path):
+    with open(path, "rb") as f:
+        while True:
+            head = f.read(4)
+            if len(head) < 4:
+                return
+            yield f.read(struct.unpack("<I", head)[0])
+
+
+def main(argv=None):
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("-o", "--output", required=True)
+    args = p.parse_args(argv)
+    n = write_records(args.output, corpus(args.count, args.seed))
+    print("wrote %d inputs to %s" % (n, args.output))
+
+
+if __name__ == "__main__":
+    main()
