@@ -50,12 +50,14 @@ function parseArgs(argv) {
 // Emulator trouble becomes an exception that ends the run with exit status 2.
 class EmulatorError extends Error {}
 
+let mcuForErrors = null; // the PC is what tells where a fault came from
+const where = () => (mcuForErrors ? ` (pc=0x${mcuForErrors.core.PC.toString(16)})` : '');
 const logger = {
   debug() {},
   info() {},
   warn() {}, // unmodelled peripherals (XIP_CTRL, ROSC, ...) are read during boot: not our concern
   error(component, message) {
-    throw new EmulatorError(`[${component}] ${message}`);
+    throw new EmulatorError(`[${component}] ${message}${where()}`);
   },
 };
 
@@ -81,6 +83,7 @@ function main() {
   const sim = new Simulator();
   const mcu = sim.rp2040;
   mcu.logger = logger;
+  mcuForErrors = mcu;
   const bootrom = readFileSync(opts.bootrom);
   if (bootrom.length !== 16384) usage(`${opts.bootrom}: expected 16384 bytes, got ${bootrom.length}`);
   mcu.loadBootrom(new Uint32Array(bootrom.buffer, bootrom.byteOffset, 4096));

@@ -1,0 +1,263 @@
+# Writes never reach the container. Every public way to change a param (item assignment,
+# in-place ops on mut(), mappers, clone, clone(arrays=True), Module.clone) and every kernel
+# (nn.linear / conv2d on each kernel path, the layer runner, their scratch buffers) runs over a
+# container held in a bytearray, where an accidental write would land; the bytes must hash the
+# same afterwards. Runs on CPython and MicroPython.
+import mpy_lazy
+from mpy_lazy import Module, Param, nn
+from mpy_lazy.model import Sequential
+from rt_util import IS_MICROPYTHON, crc32, golden
+
+GOLDENS = ("tiny", "f16", "int8", "int8_channel", "ints", "align64")
+
+
+class Node(Module):
+    pass
+
+
+def model_for(c):
+    """A module tree with one Param per (non-AUX) tensor: 'fc.weight' -> m.fc.weight."""
+    m = Node()
+    for name in c.names():
+        info = c.info(name)
+        dtype = "f32" if info.dtype in ("f32", "f16") or info.quant else info.dtype
+        node = m
+        parts = name.split(".")
+        for part in parts[:-1]:
+            if not hasattr(node, part):
+                setattr(node, part, Node())
+            node = getattr(node, part)
+        setattr(node, parts[-1], Param(info.shape, dtype))
+    return m
+
+
+class Guard:
+    """A golden container in a bytearray, and a check that its bytes never changed."""
+
+    def __init__(self, name):
+        self.name = name
+        self.buf = bytearray(golden(name + ".mpyl"))
+        self.crc = crc32(self.buf)
+        self.copy = bytes(self.buf)
+        self.c = mpy_lazy.open(self.buf)
+
+    def loaded(self):
+        m = model_for(self.c)
+        mpy_lazy.load(m, self.c)
+        return m
+
+    def check(self, what):
+        assert crc32(self.buf) == self.crc and bytes(self.buf) == self.copy, (self.name, what)
+        assert self.c.verify() == len(self.c)
+
+
+def reals(p):
+    return [p[i] for i in range(p.size)]
+
+
+def is_float(p):
+    return p.dtype in ("f32", "f16")
+
+
+def change(a, i, floats):
+    """Change element i of a RAM array in place, staying inside the dtype's range."""
+    if floats:
+        a[i] += 1
+        a[i] *= 3
+    else:
+        a[i] //= 2
+        a[i] += 1
+
+
+def each(fn):
+    for name in GOLDENS:
+        g = Guard(name)
+        fn(g)
+        g.check(fn.__name__)
+
+
+def test_item_assignment_copies_on_write():
+    def run(g):
+        for _, p in g.loaded().named_params():
+            before = reals(p)
+            view = p.view
+            p[p.size - 1] = 7
+            p[0] = 99
+            assert p.state == "owned" and p.view is None and p[0] == 99
+            assert view.real(0) == before[0]  # the container still holds the old value
+            g.check("p[i] = x")
+
+    each(run)
+
+
+def test_in_place_ops_on_mut():
+    def run(g):
+        for _, p in g.loaded().named_params():
+            a = p.mut()
+            for i in range(p.size):
+                change(a, i, is_float(p))
+            if hasattr(a, "shape"):  # numpy / ulab: whole-array in-place ops
+                a //= 2
+                a += 1
+            g.check("mut() in place")
+            b = p.mut()  # owned now: the same array, no new copy
+            assert b is a
+            b[0] = 0
+        g.check("mut() again")
+
+    each(run)
+
+
+def test_mappers():
+    def run(g):
+        m = model_for(g.c)
+        for _, p in m.named_params():
+            p.load_mapper(lambda v: v)  # keeps the view
+        mpy_lazy.load(m, g.c)
+        for _, p in m.named_params():
+            assert p.state == "bound"
+            p.save_mapper(lambda v: v)
+            p.record()
+        g.check("identity mappers")
+
+        def changed(floats):
+            def mapper(v):
+                a = v.dequantize() if floats else v.tolist()
+                for i in range(len(a)):
+                    change(a, i, floats)
+                return a
+
+            return mapper
+
+        m = model_for(g.c)
+        for _, p in m.named_params():
+            p.load_mapper(changed(is_float(p))).save_mapper(lambda v: v)
+        mpy_lazy.load(m, g.c)
+        for _, p in m.named_params():
+            assert p.state == "owned"
+            p[0] = 1
+            r = p.record()
+            r[0] = 5  # writing into what record() returns: the owned array
+        g.check("value mappers")
+
+    each(run)
+
+
+def test_clones():
+    def run(g):
+        m = g.loaded()
+        for _, p in m.named_params():
+            before = reals(p)
+            c = p.clone()
+            assert c.state == "bound" and c.view is p.view
+            c[0] = 42
+            deep = p.clone(arrays=True)
+            assert deep.state == "owned"
+            a = deep.mut()
+            for i in range(deep.size):
+                change(a, i, is_float(deep))
+            assert reals(p) == before and p.state == "bound"
+            g.check("param clones")
+        for arrays in (False, True):
+            mc = m.clone(arrays)
+            for _, p in mc.named_params():
+                p[0] = 13
+                p.mut()[p.size - 1] = 17
+            g.check("Module.clone(%s)" % arrays)
+        for _, p in m.named_params():  # owned originals shared with clones, written on both sides
+            p.mut()
+            c = p.clone()
+            c[0] = 1
+            p[0] = 2
+            assert c[0] == 1 and p[0] == 2
+        g.check("owned clones")
+
+    each(run)
+
+
+def test_views_and_dequantize_do_not_write():
+    def run(g):
+        for name in g.c.names(aux=True):
+            v = g.c.view(name)
+            v.array()
+            v.tolist()
+            if v.dtype in ("f32", "f16", "i8"):
+                out = v.dequantize()
+                out[0] = 1234
+                v.dequantize(out)
+                for i in range(len(out)):
+                    out[i] = -1
+        g.check("views")
+
+    each(run)
+
+
+def _linear_guards():
+    # (container, weight, bias, kernel input size) of the goldens with a 2-D float/int8 weight
+    return (("tiny", "fc.weight", "fc.bias", 4), ("f16", "fc.weight", "fc.bias", 3),
+            ("int8", "fc.weight", "fc.bias", 3), ("int8_channel", "fc.weight", "fc.bias", 4))
+
+
+def test_kernels_read_weights_in_place_only():
+    for name, w, b, n_in in _linear_guards():
+        g = Guard(name)
+        m = g.loaded()
+        for path in nn.available():
+            nn.use(path)
+            x = nn.act([0.5 * (i + 1) - 1.0 for i in range(n_in)])
+            wp, bp = g.c.view(w), g.c.view(b)
+            y = nn.linear(x, wp, bp)
+            ys = nn.tolist(y)
+            y2 = nn.linear(x, wp, bp)  # scratch buffers reused across calls
+            assert nn.tolist(y2) == ys
+            nn.relu(y)
+            nn.softmax(y)
+            fc = m.fc
+            nn.linear(x, fc.weight.val(), fc.bias.val())
+            g.check("linear on %s" % path)
+        if name == "int8_channel":  # conv.weight [2, 1, 2, 2] per-channel int8
+            for path in nn.available():
+                nn.use(path)
+                shape = (1, 3, 3)
+                x = nn.act([0.25 * i - 1.0 for i in range(9)], shape)
+                nn.conv2d(x, shape, g.c.view("conv.weight"), None, (1, 1), (1, 1))
+                g.check("conv2d on %s" % path)
+        nn.free_scratch()
+    nn.use()
+
+
+def test_layer_runner_does_not_write():
+    for name, w, b, n_in in _linear_guards():
+        g = Guard(name)
+        n_out = g.c.info(w).shape[0]
+        text = "input shape=%d\nlinear w=%s b=%s in=%d out=%d\nrelu\nsoftmax" % (n_in, w, b, n_in, n_out)
+        for path in nn.available():
+            nn.use(path)
+            model = Sequential(text)
+            model.load(g.c, strict=False)
+            assert model.layers[0].weight.state == "bound"
+            x = [1.0 - 0.3 * i for i in range(n_in)]
+            first = nn.tolist(model(x))
+            assert nn.tolist(model(x)) == first
+            model.predict(x)
+            g.check("Sequential on %s" % path)
+    nn.use()
+
+
+def test_the_guard_would_see_a_write():
+    # The check above can fail: a View's memoryview is the container's memory. On MicroPython
+    # over a bytearray it is writable (so kernels must never write it); CPython hands out
+    # read-only views.
+    g = Guard("tiny")
+    v = g.c.view("fc.weight")
+    if IS_MICROPYTHON:
+        v.mv[0] ^= 1
+        assert crc32(g.buf) != g.crc
+    else:
+        try:
+            v.mv[0] ^= 1
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("CPython view is writable")
+        assert crc32(g.buf) == g.crc
