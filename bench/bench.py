@@ -3,8 +3,11 @@ $MICROPYTHON_ULAB for the ulab path when set).
 
     python bench/bench.py [--pack] [--quick]
 
-Per model x dtype: weight bytes, heap allocated by open + build + bind, heap live after a forward
-pass (activation buffers + kernel scratch), heap allocated during one inference with the GC off
+Per model x dtype: weight bytes; heap held by the model's declaration (model.declare: layers and
+Params, nothing bound: in a program this is the model's code), by open + bind (mpy_lazy.open and
+m.load: the Container, one View per tensor; checked against the target on every row), by the first
+forward pass (activation buffers, kernel scratch, weight caches) and in total after it (live);
+heap allocated during one inference with the GC off
 (the peak above the baseline; the unix port boxes every float, boards built with 32-bit floats
 do not), inferences/s and MAC/s per kernel path. Then the targets (see docs/KERNELS.md) and
 docs/heap_vs_weights.png. The unix port has no flash: the container bytes (read into RAM) stand
@@ -50,20 +53,29 @@ def one(path, paths, budget_ms):
     gc.collect()
     base = gc.mem_alloc()
     c = mpy_lazy.open(buf)
-    m = model.from_container(c)
     gc.collect()
-    bind = gc.mem_alloc() - base
+    a_open = gc.mem_alloc()
+    m = model.declare(c)      # what model.from_container does: declare, then load
+    gc.collect()
+    a_decl = gc.mem_alloc()
+    m.load(c)
+    gc.collect()
+    a_bind = gc.mem_alloc()
     n_in = 1
     for d in m.input_shape:
         n_in *= d
     x = [((i * 37) % 17) / 16.0 for i in range(n_in)]
-    row = {'file': path.rsplit('/', 1)[-1], 'bind': bind, 'macs': m.macs(),
+    gc.collect()
+    a_x = gc.mem_alloc()      # the input list (boxed floats on the unix port) is not the model's
+    row = {'file': path.rsplit('/', 1)[-1], 'declare': a_decl - a_open,
+           'bind': (a_open - base) + (a_bind - a_decl), 'macs': m.macs(),
            'weights': mpy_lazy.report(m, show=False)['flash']}
     for p in paths:
         nn.use(p)
         m(x)                      # first call: activation buffers, kernel scratch
         gc.collect()
-        row['live_' + p] = gc.mem_alloc() - base
+        row['first_' + p] = gc.mem_alloc() - a_x
+        row['live_' + p] = gc.mem_alloc() - a_x + a_bind - base
         gc.collect()
         a0 = gc.mem_alloc()
         gc.disable()
@@ -77,6 +89,24 @@ def one(path, paths, budget_ms):
     nn.free_scratch()
     print('ROW', json.dumps(row))
 
+def cold(path):
+    # the first open + load in a process also allocates a little once (interpreter caches):
+    # measured here, so that every row below is measured the same way, after it
+    with open(path, 'rb') as f:
+        buf = f.read()
+    gc.collect()
+    a0 = gc.mem_alloc()
+    c = mpy_lazy.open(buf)
+    gc.collect()
+    a1 = gc.mem_alloc()
+    m = model.declare(c)
+    gc.collect()
+    a2 = gc.mem_alloc()
+    m.load(c)
+    gc.collect()
+    print('COLD', json.dumps({'file': path.rsplit('/', 1)[-1], 'bind': a1 - a0 + gc.mem_alloc() - a2}))
+
+cold(JOBS[0][0])
 for path, paths, budget in JOBS:
     one(path, paths, budget)
 """
@@ -262,15 +292,19 @@ def main():
             if line.startswith("ROW "):
                 r = json.loads(line[4:])
                 rows.setdefault(r["file"], {}).update(r)
+            elif line.startswith("COLD ") and exe is None:
+                cold = json.loads(line[5:])
 
     # 2. targets
     targets = []
-    big_f32 = rows["mlp-big-f32.mpyl"]
-    for label in ("f32", "int8"):
-        r = rows["mlp-big-%s.mpyl" % label]
-        limit = 0.01 * r["weights"] + 2048
-        targets.append(("open+bind heap <= 1%% weights + 2 KB (mlp-big %s)" % label,
-                        "%d B <= %d B" % (r["bind"], limit), r["bind"] <= limit))
+    for r in rows.values():
+        r["limit"] = r["weights"] // 100 + 2048
+    worst = max(rows.values(), key=lambda r: r["bind"] / r["limit"])
+    misses = [r["file"] for r in rows.values() if r["bind"] > r["limit"]]
+    targets.append(("open+bind heap <= 1%% weights + 2 KB, every model x dtype (%d rows)" % len(rows),
+                    "closest: %s %d B of %d B%s" % (worst["file"], worst["bind"], worst["limit"],
+                                                    "; MISS: " + ", ".join(misses) if misses else ""),
+                    not misses))
     # Heap = image + the runtime's code + headroom. On the unix port the runtime's bytecode
     # (precompiled .mpy, tools/build_mpy.py) is loaded into the heap; on a board it is frozen in
     # flash. That cost is measured and added; 2% more covers the GC's own allocation table.
@@ -321,7 +355,8 @@ def main():
     print("mpy-lazy bench, MicroPython unix port %s%s" % (
         subprocess.run([micropython(), "-c", "import sys; print(sys.version.split(';')[1].strip())"],
                        capture_output=True, text=True).stdout.strip(), " + ulab" if ulab else ""))
-    head = "%-7s %-5s %9s %9s %6s %8s %9s" % ("model", "dtype", "weights", "open+bind", "%", "live", "peak/inf")
+    head = "%-7s %-5s %9s %8s %9s %6s %13s %9s %7s %9s" % (
+        "model", "dtype", "weights", "declare", "open+bind", "%", "<=1%+2KB", "first inf", "live", "peak/inf")
     for p in paths:
         head += " %8s" % ("%s/s" % p)
     for p in paths:
@@ -331,18 +366,27 @@ def main():
     for name in ("mlp", "cnn", "mlp-big"):
         for label, _q in DTYPES:
             r = rows["%s-%s.mpyl" % (name, label)]
-            line = "%-7s %-5s %9d %9d %6.2f %8d %9s" % (
-                name, label, r["weights"], r["bind"], 100.0 * r["bind"] / r["weights"], r["live_viper"],
-                r["peak_viper"] if r["peak_viper"] >= 0 else ">heap")
+            line = "%-7s %-5s %9d %8d %9d %6.2f %13s %9d %7d %9s" % (
+                name, label, r["weights"], r["declare"], r["bind"], 100.0 * r["bind"] / r["weights"],
+                "[%s] %d" % ("ok" if r["bind"] <= r["limit"] else "MISS", r["limit"]),
+                r["first_viper"], r["live_viper"], r["peak_viper"] if r["peak_viper"] >= 0 else ">heap")
             for p in paths:
                 line += " %8s" % fmt_rate(r.get("ips_" + p))
             for p in paths:
                 v = r.get("ips_" + p)
                 line += " %8s" % (fmt_si(v * r["macs"]) if v else "-")
             print(line)
-    print("weights: tensor bytes read in place; open+bind: heap for mpy_lazy.open + model build + load;")
-    print("live: heap held after a forward pass (model, activation buffers, scratch); peak/inf: heap")
-    print("allocated by one viper-path inference with the GC off (unix port boxes floats: an upper bound).")
+    print("weights: tensor bytes read in place; declare: heap held by the model declaration (layers,")
+    print("Params; nothing bound); open+bind: heap for mpy_lazy.open + load into the declared model,")
+    print("[ok]/[MISS] against 1% of weights + 2 KB (the limit shown); first inf: heap the first")
+    print("forward pass keeps (activation buffers, kernel scratch, weight caches); live: all of it after")
+    print("a forward pass; peak/inf: heap allocated by one viper-path inference with the GC off (the")
+    print("unix port boxes floats: an upper bound). Unix port x64: objects are ~2x a 32-bit board's.")
+    r = rows[cold["file"]]
+    print("The first open+bind in a process allocates %d B more, once (%s: %d B cold; %s)." % (
+        cold["bind"] - r["bind"], cold["file"], cold["bind"],
+        "within its limit of %d B" % r["limit"] if cold["bind"] <= r["limit"] else
+        "MISSES its limit of %d B" % r["limit"]))
     print()
     print("Targets:")
     failed = False

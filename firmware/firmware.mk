@@ -76,11 +76,11 @@ unix-ulab: check-mpy-dir check-ulab-dir
 
 # Each qemu board's tests in its own pytest run: the board is chosen by the environment.
 emulate-test-qemu: $(STAMP)
-	@for b in $(QEMU_BOARDS); do \
+	@status=0; for b in $(QEMU_BOARDS); do \
 		echo "== qemu $$b: $(BUILD_DIR)/qemu-$$b/firmware.elf"; \
 		MPY_LAZY_REQUIRE_EMULATORS=1 MICROPY_QEMU_BOARD=$$b \
 		MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-$$b/firmware.elf \
-		$(PY) -m pytest -q tests/test_firmware_qemu.py || exit 1; \
-	done
+		$(PY) -m pytest -q tests/test_firmware_qemu.py || status=1; \
+	done; exit $$status
 
 emulate-test: emulate-test-qemu $(EMULATE_TESTS)

@@ -97,7 +97,10 @@ def from_onnx(model):
     from onnx import numpy_helper
 
     if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(str(model), load_external_data=False)
+        try:
+            model = onnx.load(str(model), load_external_data=False)
+        except Exception as e:  # protobuf DecodeError and friends on a damaged file
+            raise PackError("%s: not a valid ONNX model: %s" % (model, (str(e).strip() or type(e).__name__).splitlines()[0]))
     g = model.graph
     inits = {t.name: tuple(t.dims) for t in g.initializer}
     consts = {}  # small constant tensors (Reshape targets)
@@ -227,7 +230,7 @@ def layers_meta(inputs, meta, layers_file, include=(), exclude=(), renames=(), q
     elif len(inputs) == 1 and detect(inputs[0]) == "onnx":
         try:
             text = from_onnx(inputs[0])
-        except PackError as e:
+        except Exception as e:  # best effort: a damaged graph is reported by read() below
             if not quiet:
                 print("note: no layer description recorded: %s" % e)
             return meta

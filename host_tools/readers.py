@@ -7,6 +7,7 @@ The reader is chosen by the file's first bytes, not by its extension."""
 import json
 import os
 import struct
+import warnings
 import zipfile
 
 import numpy as np
@@ -64,7 +65,7 @@ def detect(path):
         try:
             with zipfile.ZipFile(path) as z:
                 names = z.namelist()
-        except (zipfile.BadZipFile, OSError) as e:
+        except Exception as e:  # BadZipFile, OSError, and UnicodeDecodeError etc. from mangled entries
             raise PackError("%s: corrupt zip archive: %s" % (path, e))
         if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
             return "torch"
@@ -121,10 +122,12 @@ def read_torch(path):
 
     origin = os.path.basename(path)
     try:
-        try:  # mmap needs the zip format; legacy files load fully
-            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except Exception:
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # e.g. "pickle protocol 4": the error (or none) says enough
+            warnings.simplefilter("ignore")
+            try:  # mmap needs the zip format; legacy files load fully
+                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except Exception:
+                obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise PackError("%s: cannot load torch file: %s" % (path, _first_line(e)))
     sources = []
@@ -175,6 +178,11 @@ def read_npz(path):
                 read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                                else np.lib.format.read_array_header_2_0)
                 shape, _fortran, dtype = read_header(m)
+                stored = npz.zip.getinfo(member).file_size - m.tell()
+            claimed = dtype.itemsize * int(np.prod(shape, dtype=object))
+            if dtype.kind != "O" and claimed > stored:  # before numpy allocates what the header claims
+                raise PackError("%s: member %s: its header claims %d bytes of data, it holds %d"
+                                % (path, member, claimed, stored))
             key = member[:-4]
             sources.append(Source(key, shape, _numpy_dtype_name(dtype), origin,
                                   lambda key=key: npz[key]))

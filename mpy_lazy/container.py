@@ -127,7 +127,12 @@ class TensorInfo:
 
 class _Table:
     """Header, tensor table, metadata and strings of a container (shared by Container and
-    Stream). `_mv` holds at least bytes [0, data_offset)."""
+    Stream). `_mv` holds at least bytes [0, data_offset). Instance attributes are kept few
+    (each costs heap on MicroPython): header fields the hot paths do not need are read from
+    the (validated) header bytes on demand."""
+
+    _meta = None  # metadata dict, decoded on first use
+    _index = None  # name -> table index, only when the names are not sorted
 
     def _header(self, mv, total):
         # rules 1-4: only the header and the source length are needed
@@ -172,23 +177,34 @@ class _Table:
                     if start < e and s < start + cnt * size:
                         _fail(field, "overlaps the %s region" % other)
                 regions.append((field, start, start + cnt * size))
-        self.version = (major, minor)
-        self.alignment = align
-        self.file_size = fsize
-        self.data_offset = doff
+        self._mv = mv  # version, alignment, file_size, data_offset are read from it
         self._esize, self._count, self._toff = esize, count, toff
         self._mcount, self._moff, self._soff, self._ssize = mcount, moff, soff, ssize
-        self._hcrc = hcrc
+
+    @property
+    def version(self):
+        return struct.unpack_from("<BB", self._mv, 4)
+
+    @property
+    def file_size(self):
+        return struct.unpack_from("<I", self._mv, 12)[0]
+
+    @property
+    def alignment(self):
+        return struct.unpack_from("<I", self._mv, 16)[0]
+
+    @property
+    def data_offset(self):
+        return struct.unpack_from("<I", self._mv, 44)[0]
 
     def _tables(self, mv):
         # rules 5-7; mv holds [0, data_offset)
         self._mv = mv
-        self._meta = None
-        self._index = None
         doff = self.data_offset
         crc = crc32(mv[64:doff], crc32(mv[0:60])) & 0xFFFFFFFF
-        if crc != self._hcrc:
-            _fail("header_crc", "0x%08x stored, 0x%08x computed" % (self._hcrc, crc))
+        stored = struct.unpack_from("<I", mv, 60)[0]
+        if crc != stored:
+            _fail("header_crc", "0x%08x stored, 0x%08x computed" % (stored, crc))
         count, align = self._count, self.alignment
         starts, ends, per_channel = [], [], []
         prev, ordered = None, True
@@ -330,6 +346,16 @@ class _Table:
             self._meta = m
         return self._meta
 
+    def _meta_get(self, key):
+        """One metadata value (None if absent), without decoding and keeping the whole dict."""
+        if self._meta is not None:
+            return self._meta.get(key)
+        for k in range(self._mcount):
+            name, value = self._meta_entry(k)
+            if name == key:
+                return value
+        return None
+
     def _find(self, name):
         if self._index is not None:
             i = self._index.get(name)
@@ -395,7 +421,6 @@ class Container(_Table):
             raise TypeError("a container buffer must be bytes-like, not an array of items")
         self._header(mv, len(mv))
         self._tables(mv[: self.file_size])
-        self._base = _address(self._mv)
 
     def view(self, name):
         """Read-only zero-copy View of tensor `name`."""
@@ -405,12 +430,16 @@ class Container(_Table):
         e = self._entry(i)
         dtype = DTYPES[e[2]]
         mv = self._mv[e[8] : e[8] + e[9]]
-        aligned = self._base is None or (self._base + e[8]) % ITEMSIZE[dtype] == 0
-        if not aligned:  # unaligned loads fault on some cores: use an aligned RAM copy
-            mv = memoryview(bytearray(mv))
-            if hasattr(mv, "toreadonly"):
-                mv = mv.toreadonly()
-        return View(self, i, dtype, mv, aligned)
+        base = _address(mv)
+        if base is None or base % ITEMSIZE[dtype] == 0:
+            return View(self, i, dtype, mv)
+        # unaligned loads fault on some cores: use an aligned RAM copy
+        mv = memoryview(bytearray(mv))
+        if hasattr(mv, "toreadonly"):
+            mv = mv.toreadonly()
+        v = View(self, i, dtype, mv)
+        v.aligned = False
+        return v
 
     def check(self, name):
         """Check the CRC-32 of tensor `name`; ContainerError on mismatch."""
@@ -445,15 +474,19 @@ class View:
 
     `mv` is a memoryview of exactly the tensor's bytes (on MicroPython it is writable when the
     buffer is a bytearray: kernels must not write). v[i] is the raw stored value of flat element
-    i (f16 decoded to float), real(i) its dequantized value."""
+    i (f16 decoded to float), real(i) its dequantized value.
 
-    def __init__(self, container, index, dtype, mv, aligned):
+    Four instance attributes (a bound Param holds one View): everything else is read from
+    the container's table on demand."""
+
+    aligned = True  # set False on the instance for an unaligned-fallback copy
+    _decoded = None  # f16 decoded to f32 by array() where the backend lacks f16
+
+    def __init__(self, container, index, dtype, mv):
         self._c = container
         self.index = index
         self.dtype = dtype
         self.mv = mv
-        self.aligned = aligned
-        self._decoded = None  # f16 decoded to f32 by array() where the backend lacks f16
 
     @property
     def info(self):

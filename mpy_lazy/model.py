@@ -2,7 +2,8 @@
 # key `layers`) whose weights are lazy Params bound by name from a container. No per-model glue:
 #
 #   c = mpy_lazy.open("/rom/cnn.mpyl")
-#   m = mpy_lazy.model.from_container(c)      # parse c.meta["layers"], declare Params, bind
+#   m = mpy_lazy.model.from_container(c)      # declare(c): parse the `layers` metadata, make
+#                                             # the layers and Params; then m.load(c): bind
 #   y = m(x)                                  # x: flat floats in C, H, W order
 #
 # Each layer that makes a new activation (linear, conv2d, pools) owns its output buffer,
@@ -146,14 +147,16 @@ def _check_tensor(tensors, name, shape, n, op):
 class Layer(Module):
     """One layer: its op, its settings, its Params (weight, bias) when it has any."""
 
+    # set on the instance by the first forward pass (instance attributes cost heap)
+    _out = None  # output buffer, reused between calls
+    _w = None  # (source, nn.Weight) cache
+    _b = None
+
     def __init__(self, op, kv, in_shape, out_shape, init=None):
         self.op = op
         self.kv = kv
         self.in_shape = in_shape
         self.out_shape = out_shape
-        self._out = None  # output buffer, reused between calls
-        self._w = None  # (source, nn.Weight) cache
-        self._b = None
         if op == "linear":
             wshape = (kv["in"], kv["out"]) if kv.get("t") else (kv["out"], kv["in"])
         elif op == "conv2d":
@@ -205,29 +208,34 @@ class Layer(Module):
 
 
 class Sequential(Module):
-    """A chain of layers built from a layer description. Params are named layers.<i>.weight /
-    .bias; `names` maps them to the container's tensor names (used by load()). init: the
-    Params' init function (Param API), used only by params that are never bound."""
+    """A chain of layers built from a layer description: the model's declaration, nothing is
+    bound (Params stay uninit) until load(). Params are named layers.<i>.weight / .bias;
+    `names` maps them to the container's tensor names (used by load()). init: the Params'
+    init function (Param API), used only by params that are never bound."""
+
+    _in = None  # input buffer, set by the first forward pass
 
     def __init__(self, text, init=None):
         parsed = parse(text)
         shapes = infer_shapes(parsed)
         self.input_shape = shapes[0]
         self.output_shape = shapes[-1]
-        self.layers = []
-        self.names = {}
-        self._in = None
-        for i in range(1, len(parsed)):
-            op, kv = parsed[i]
-            layer = Layer(op, kv, shapes[i - 1], shapes[i], init)
-            j = len(self.layers)
-            if "w" in kv:
-                self.names["layers.%d.weight" % j] = kv["w"]
-            if "b" in kv:
-                self.names["layers.%d.bias" % j] = kv["b"]
-            self.layers.append(layer)
+        self.layers = [Layer(parsed[i][0], parsed[i][1], shapes[i - 1], shapes[i], init)
+                       for i in range(1, len(parsed))]
+
+    @property
+    def names(self):
+        """{param name: tensor name}, built on each use (load() needs it once)."""
+        names = {}
+        for j, layer in enumerate(self.layers):
+            if "w" in layer.kv:
+                names["layers.%d.weight" % j] = layer.kv["w"]
+            if "b" in layer.kv:
+                names["layers.%d.bias" % j] = layer.kv["b"]
+        return names
 
     def load(self, container, strict=True):
+        """Bind the weights from a container (mpy_lazy.load with `names`); no init runs."""
         return load(self, container, strict, rename=self.names)
 
     def macs(self):
@@ -274,11 +282,17 @@ class Sequential(Module):
         return buf
 
 
-def from_container(c, strict=True):
-    """Build the model from the container's `layers` metadata and bind its weights."""
-    text = c.meta.get("layers")
+def declare(c):
+    """The model declared by the container's `layers` metadata, nothing bound (Sequential).
+    Only that one metadata value is read: the metadata dict is not decoded and kept."""
+    text = c._meta_get("layers")
     if text is None:
         raise ContainerError("container has no 'layers' metadata", None, "layers")
-    m = Sequential(text)
+    return Sequential(text)
+
+
+def from_container(c, strict=True):
+    """declare(c), then bind its weights from c (load)."""
+    m = declare(c)
     m.load(c, strict)
     return m

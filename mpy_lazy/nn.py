@@ -82,6 +82,14 @@ class Weight:
     """A weight tensor as the kernels read it: its bytes in place plus how to make reals of
     them (real = scale * (q - zero_point) per tensor, scales[c] * q per channel `axis`)."""
 
+    # defaults for what only some weights set (instance attributes cost heap)
+    scale = None
+    zero_point = 0
+    scales = None
+    axis = 0
+    _nd = None  # cached backend ndarray
+    _vals = None  # cached decoded values
+
     def __init__(self, mv, dtype, shape, scale=None, zero_point=0, scales=None, axis=0, keep=None,
                  typed=None):
         if dtype not in ("f32", "f16", "i8"):
@@ -99,16 +107,14 @@ class Weight:
         self.quant = 2 if scales is not None else (1 if scale is not None else 0)
         if dtype == "i8" and not self.quant:
             raise ContainerError("i8 weight without a scale")
-        self.scale = scale
-        self.zero_point = zero_point
-        self.scales = scales
-        self.axis = axis
+        if self.quant == 1:
+            self.scale, self.zero_point = scale, zero_point
+        elif self.quant == 2:
+            self.scales, self.axis = scales, axis
         self.keep = keep  # the View (or array) that owns mv
         if typed is None and dtype != "f16":
             typed = _typed(mv, dtype, n)
         self.typed = typed
-        self._nd = None
-        self._vals = None
 
     def nd(self):
         """backend ndarray of the stored values (frombuffer: no copy); None for f16 on ulab and

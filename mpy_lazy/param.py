@@ -69,6 +69,11 @@ def compatible(dtype, info):
 class Param:
     """A lazy model parameter; states and transitions in this module's docstring."""
 
+    # defaults shared by every Param until one sets its own (instance attributes cost heap)
+    _maps = _NO_MAPS
+    _shared = None  # owned and shared with clones: [number of sharers]
+    _note = None  # how an owned array came to be: init, copy-on-write, clone, load_mapper
+
     def __init__(self, shape, dtype="f32", init=None, trainable=True):
         """init(shape, dtype) returns the values (ndarray, array.array, list, any iterable of
         size elements, flat or not); the param takes ownership of what it returns. None: zeros."""
@@ -79,9 +84,6 @@ class Param:
         self.trainable = trainable
         self._state = "uninit"
         self._src = init or _zeros  # init fn / View / array, by state
-        self._maps = _NO_MAPS
-        self._shared = None  # owned and shared with clones: [number of sharers]
-        self._note = None  # how an owned array came to be: init, copy-on-write, clone, load_mapper
 
     @property
     def state(self):
@@ -166,7 +168,8 @@ class Param:
 
     def clone(self, arrays=False):
         c = Param(self.shape, self.dtype, None, self.trainable)
-        c._maps = self._maps
+        if self._maps is not _NO_MAPS:
+            c._maps = self._maps
         st = self._state
         if st in ("uninit", "busy"):
             c._src = self._src
@@ -225,7 +228,7 @@ class Param:
             v = f(v)
         if v is view:
             self._release()
-            self._state, self._src, self._note = "bound", view, None
+            self._state, self._src = "bound", view  # _note describes owned arrays only
         else:
             self._own(backend.to_array(v, self.dtype, self.size), "load_mapper")
 

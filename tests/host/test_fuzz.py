@@ -176,7 +176,7 @@ def test_huge_tensor_count_is_refused_immediately():
 
     code = "import mpy_lazy\nfor b in %r:\n    try:\n        mpy_lazy.open(b)\n    except mpy_lazy.ContainerError as e:\n        print(e.field)\n" % (
         [_claiming(0xFFFFFFFF), _claiming(0, meta_count=0xFFFFFFFF)],)
-    r = run_micropython(code, heapsize="48K")
+    r = run_micropython(code, heapsize="160K")
     assert r.returncode == 0 and r.stdout.split() == ["tensor_count", "meta_count"], r.stdout + r.stderr
 
 

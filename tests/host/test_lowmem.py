@@ -33,19 +33,25 @@ X = [(i %% 7) * 0.25 - 0.75 for i in range(64)]
 
 def fill(leave):
     # Take the whole heap except one hole of `leave` bytes: the hole is allocated first, the
-    # rest is filled down to the smallest block, then the hole is dropped (the next
-    # allocation that does not fit collects it).
+    # rest is filled down to the last block, then the hole is dropped (the next allocation
+    # that does not fit collects it).
     gc.collect()
-    hole = bytearray(leave)
+    hole = bytearray(leave) if leave else None
     parts = []
+    tail = [None] * 1024
     size = 1 << 20
     while size >= 16:
         try:
             parts.append(bytearray(size))
         except MemoryError:
             size //= 2
+    try:  # the last single blocks: one boxed float each
+        for i in range(len(tail)):
+            tail[i] = i + 0.5
+    except MemoryError:
+        pass
     hole = None
-    return parts
+    return parts, tail
 """
 
 BALLAST = PIPELINE + """
@@ -85,7 +91,7 @@ def run(path, kernel, step, limit):
 
 for path in %(paths)r:
     for kernel in ("viper", "pure"):
-        run(path, kernel, 48, 6000)
+        run(path, kernel, 80, 14000)
 print("BALLAST-OK")
 """
 
@@ -130,7 +136,7 @@ def files(tmp_path_factory):
 
 
 def test_memory_error_at_any_point_leaves_the_container_usable(files):
-    """A ballast leaves a hole of 0..6000 bytes (48-byte steps): open, bind and the first
+    """A ballast leaves a hole of 0..14000 bytes (80-byte steps): open, bind and the first
     inference each fail for some sizes and succeed for larger; after each failure the ballast
     is freed and the step retried on the same objects: the result equals the reference, every
     CRC still checks and the container bytes are unchanged."""

@@ -78,29 +78,106 @@ def result(r):
     return dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
 
 
-def test_binding_heap_does_not_grow_with_weight_size(tmp_path):
-    deltas = []
-    for width in (128, 256):  # 4 layers: 258 KB and 1 MB of f32 weights, 8 tensors each
-        path, _ = make_container(tmp_path, "w%d" % width, 4, width)
-        code = MODEL + """
+# Heap per object on the unix port x64 (32-byte GC blocks; a 32-bit board's objects are about
+# half): an open Container is 192 bytes (the object, 8 header fields, one memoryview), a bound
+# tensor 128 (its View: the object, 4 attributes, one memoryview). The bounds leave one block.
+# The first open + load in a process also allocates ~130 bytes once (interpreter caches): the
+# per-object bounds are checked after a warm-up, the 1% + 2 KB target on the first use.
+OPEN_MAX = 224
+PER_TENSOR_MAX = 160
+
+# open + load, measured on the first use in the process (cold) and again (warm)
+OPEN_BIND = """
+def measure(declared):
+    gc.collect()
+    m0 = gc.mem_alloc()
+    c = mpy_lazy.open(data)
+    gc.collect()
+    m1 = gc.mem_alloc()
+    n = mpy_lazy.load(declared, c)["bound"]
+    gc.collect()
+    return n, m1 - m0, gc.mem_alloc() - m1
+"""
+
+
+def test_open_and_bind_heap_per_tensor(tmp_path):
+    """open() + load() into an already declared model: a few hundred bytes for the container
+    and a constant per tensor, independent of the weight bytes, within 1% of the weights + 2 KB."""
+    got = {}
+    for n_layers, width in ((4, 128), (4, 256), (8, 128)):  # 8, 8, 16 tensors; 258 KB to 1 MB
+        path, _ = make_container(tmp_path, "w%d_%d" % (n_layers, width), n_layers, width)
+        code = MODEL + OPEN_BIND + """
 data = open(%r, "rb").read()
-model = Net(4, %d)
+cold = measure(Net(%d, %d))
+model = Net(%d, %d)
+warm = measure(model)
+print("cold", "%%d %%d %%d" %% cold)
+print("warm", "%%d %%d %%d" %% warm)
+print("weights", mpy_lazy.report(model, show=False)["flash"])
+print("OK")
+""" % (str(path), n_layers, width, n_layers, width)
+        out = result(run_micropython(code, heapsize="4M"))
+        weights = int(out["weights"])
+        n, opened, bind = (int(x) for x in out["warm"].split())
+        assert n == 2 * n_layers and weights >= 256 * 1024
+        assert opened <= OPEN_MAX, opened
+        assert bind <= PER_TENSOR_MAX * n, (bind, n)
+        n, cold_open, cold_bind = (int(x) for x in out["cold"].split())
+        assert cold_open + cold_bind <= weights // 100 + 2048
+        got[(n_layers, width)] = (opened, bind)
+    print("heap (open, bind) by (layers, width): %s" % got)
+    assert got[(4, 128)] == got[(4, 256)], got  # 4x the weight bytes, same heap
+    per_tensor = (got[(8, 128)][1] - got[(4, 128)][1]) / 8
+    assert 0 < per_tensor <= PER_TENSOR_MAX, per_tensor
+
+
+def test_layer_runner_open_bind_within_target_on_a_tiny_model(tmp_path):
+    """The smallest model is where `open+bind <= 1% of weights + 2 KB` is tightest: the layer
+    runner's declare() then load() must stay within it (declaring is the model's code, not
+    counted), and declare() keeps nothing of the container's metadata."""
+    rng = np.random.default_rng(1)
+    npz = tmp_path / "tiny.npz"
+    np.savez(npz, **{"fc.weight": rng.standard_normal((4, 16)).astype(np.float32),
+                     "fc.bias": rng.standard_normal(4).astype(np.float32),
+                     "out.weight": rng.standard_normal((2, 4)).astype(np.float32)})
+    text = "input shape=16\nlinear w=fc.weight b=fc.bias in=16 out=4\nrelu\nlinear w=out.weight in=4 out=2"
+    path = tmp_path / "tiny.mpyl"
+    pack([str(npz)], str(path), meta=[("layers", text), ("note", "x" * 2000)], quiet=True)
+    code = """
+import gc, mpy_lazy
+from mpy_lazy import model
+data = open(%r, "rb").read()
 gc.collect()
 m0 = gc.mem_alloc()
 c = mpy_lazy.open(data)
-mpy_lazy.load(model, c)
 gc.collect()
-print("delta", gc.mem_alloc() - m0)
-print("weights", mpy_lazy.report(model, show=False)["flash"])
+m1 = gc.mem_alloc()
+m = model.declare(c)
+gc.collect()
+m2 = gc.mem_alloc()
+states = [s for _, s, _, _ in mpy_lazy.state(m)]
+gc.collect()
+m3 = gc.mem_alloc()
+m.load(c)
+gc.collect()
+m4 = gc.mem_alloc()
+print("open", m1 - m0)
+print("declare", m2 - m1)
+print("bind", m4 - m3)
+print("states", states, [s for _, s, _, _ in mpy_lazy.state(m)])
+print("weights", mpy_lazy.report(m, show=False)["flash"])
+print("same", list(m([0.5] * 16)) == list(model.from_container(c)([0.5] * 16)))
 print("OK")
-""" % (str(path), width)
-        out = result(run_micropython(code, heapsize="4M"))
-        assert int(out["weights"]) >= 256 * 1024
-        delta = int(out["delta"])
-        assert delta <= 2048 + 200 * 8, delta
-        deltas.append(delta)
-    print("heap to open + bind 8 tensors: %s bytes" % deltas)
-    assert abs(deltas[0] - deltas[1]) <= 64, deltas  # independent of the weight bytes
+""" % str(path)
+    out = result(run_micropython(code))
+    assert out["states"] == "%s %s" % (["uninit"] * 3, ["bound"] * 3)
+    assert out["same"] == "True"
+    opened, declared, bind, weights = (int(out[k]) for k in ("open", "declare", "bind", "weights"))
+    assert weights == 4 * (64 + 4 + 8)
+    assert opened + bind <= weights // 100 + 2048  # first use in the process: cold
+    assert declared < 2000, declared  # the 2 KB "note" metadata value is not decoded and kept
+    print("tiny model: open %d + bind %d bytes (limit %d), declare %d" % (
+        opened, bind, weights // 100 + 2048, declared))
 
 
 def test_weights_8x_the_heap_bind_from_romfs(tmp_path):
