@@ -611,6 +611,9 @@ class View:
         fmt = STRUCT[info.dtype]
         step = ITEMSIZE[info.dtype]
         scales = self._scales() if info.quant == 2 else None
+        # ulab stores an int into a float array through a C int: on a 32-bit port an i32/u32
+        # value outside the 31-bit small ints raises OverflowError, so hand it a float
+        wide = not info.quant and fmt in "iI"
         i = 0
         while i < n:
             m = min(32, n - i)  # decode in chunks: bounded temporary tuples
@@ -621,6 +624,8 @@ class View:
                     q = info.scale * (q - info.zero_point)
                 elif scales is not None:
                     q = scales[self._channel(i + j, info)] * q
+                elif wide:
+                    q = float(q)
                 out[i + j] = q
             i += m
         return out

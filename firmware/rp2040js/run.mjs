@@ -116,7 +116,7 @@ function main() {
     for (;;) {
       pump();
       if (done()) return;
-      if (Date.now() > deadline) throw new EmulatorError(`timeout after ${opts.timeout} s waiting for ${what}; serial: ${JSON.stringify(rx.slice(-300))}`);
+      if (Date.now() > deadline) throw new EmulatorError(`timeout after ${opts.timeout} s waiting for ${what}; serial so far: ${JSON.stringify(rx)}`);
       for (let i = 0; i < BATCH; i++) {
         if (mcu.core.waiting) {
           const nanos = sim.clock.nanosToNextAlarm;

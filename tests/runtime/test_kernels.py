@@ -316,8 +316,10 @@ def test_zero_input_and_buffer_reuse():
 def test_f16_decode_edge_values():
     # bit patterns, not struct.pack: MicroPython's struct 'e' rounds negative subnormals to -0.0
     bits = (0x0000, 0x8000, 0x3C00, 0xC100, 0x7BFF, 0x0400, 0x0001, 0x8200, 0x7C00, 0xFC00)
-    vals = [0.0, -0.0, 1.0, -2.5, 65504.0, 6.103515625e-05, 5.960464477539063e-08,
-            -3.0517578125e-05, float("inf"), float("-inf")]
+    # powers of two, not decimal literals: a single-precision port parses 6.103515625e-05 to a
+    # float one ulp below 2**-14
+    vals = [0.0, -0.0, 1.0, -2.5, 65504.0, 2.0 ** -14, 2.0 ** -24, -(2.0 ** -15),
+            float("inf"), float("-inf")]
     w = nn.raw(struct.pack("<%dH" % len(bits), *bits), "f16", (len(bits),))
     import array
 

@@ -19,4 +19,12 @@ MICROPY_HW_ROMFS_PART0_SIZE = 0x00080000
 CFLAGS += -DMICROPY_EMIT_THUMB=1 -DMICROPY_EMIT_INLINE_THUMB=1
 MPY_CROSS_FLAGS := -march=armv6m
 
+# Frozen native (viper) code must be word aligned on ARMv6-M. Upstream's mpy-tool.py emits each
+# frozen native function as a byte array with __attribute__((aligned (2))), but the runtime reads
+# its first word (the prelude index, mp_obj_fun_native_get_prelude_ptr) with an LDR: when the
+# linker puts the array at 2 mod 4, calling any frozen viper function HardFaults on a Cortex-M0
+# (Cortex-M3 loads unaligned words in hardware; a .mpy loaded at run time sits in aligned heap).
+# Raise every alignment in the generated file to at least 4. docs/FIRMWARE.md, "Known problems".
+$(BUILD)/frozen_content.o: CFLAGS += -D'aligned(n)=aligned((n) < 4 ? 4 : (n))'
+
 include $(BOARD_DIR)/../common.mk
