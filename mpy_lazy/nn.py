@@ -196,12 +196,12 @@ def _buf(role, typecode, n):
     return a
 
 
-def _np_scratch(n):
+def _np_scratch(n, role="np"):
     np = backend.np
-    a = _scratch.get("np")
+    a = _scratch.get(role)
     if a is None or a.size < n:
         a = np.zeros(n, dtype=_float())
-        _scratch["np"] = a
+        _scratch[role] = a
     return a[:n]
 
 
@@ -319,12 +319,14 @@ def linear(x, w, b=None, t=0, out=None):
         return _linear_nd(x, w, b, t, n_in, n_out)
     if out is None:
         out = _new(n_out)
+    # every buffer (a non-f32 bias decodes once) before the float loops: their garbage floats
+    # leave the heap in small holes until the next collection
+    bv = weight(b).values() if b is not None else None
     if w.dtype == "i8":
         _linear_i8(x, w, t, n_in, n_out, out)
     else:
         _linear_f(x, w, t, n_in, n_out, out)
-    if b is not None:
-        bv = weight(b).values()
+    if bv is not None:
         for o in range(n_out):
             out[o] += bv[o]
     return out
@@ -447,17 +449,17 @@ def _linear_nd(x, w, b, t, n_in, n_out):
     x = x.reshape((n_in,)) if len(x.shape) != 1 else x
     if w.quant == 2 and w.axis != (1 if t else 0):
         x = x * _scales_nd(w, n_in)
-    y = np.dot(x, a) if t else np.dot(a, x)
-    if w.quant == 1:
-        if w.zero_point:
-            y = y - w.zero_point * np.sum(x)
-        y = y * w.scale
-    elif w.quant == 2 and w.axis == (1 if t else 0):
-        y = y * _scales_nd(w, n_out)
+    y = np.dot(x, a) if t else np.dot(a, x)  # a new array: the rest works in place on it
     if backend.kind() == "numpy":
         y = y.astype(np.float32)
+    if w.quant == 1:
+        if w.zero_point:
+            y -= w.zero_point * np.sum(x)
+        y *= w.scale
+    elif w.quant == 2 and w.axis == (1 if t else 0):
+        y *= _scales_nd(w, n_out)
     if b is not None:
-        y = y + _bias_nd(b)
+        y += _bias_nd(b)
     return y
 
 
@@ -493,6 +495,7 @@ def conv2d(x, shape, w, b=None, stride=(1, 1), pad=(0, 0), out=None):
     c, h, wd = shape
     ph, pw = pad
     hp, wp = h + 2 * ph, wd + 2 * pw
+    bv = weight(b).values() if b is not None else None  # before the float loops (see linear)
     if w.dtype == "i8":
         _conv_i8(x, shape, w, stride, pad, oh, ow, out)
     else:
@@ -507,8 +510,7 @@ def conv2d(x, shape, w, b=None, stride=(1, 1), pad=(0, 0), out=None):
                     for xx in range(wd):
                         xp[dst + xx] = x[src + xx]
         _conv_f(xp, c, hp, wp, w, stride, oh, ow, out)
-    if b is not None:
-        bv = weight(b).values()
+    if bv is not None:
         n = oh * ow
         for oc in range(o):
             bo = bv[oc]
@@ -622,14 +624,17 @@ def _conv_nd(x, shape, w, b, stride, pad, oh, ow):
     sh, sw = stride
     hp, wp = h + 2 * ph, wd + 2 * pw
     x = x.reshape((c * h, wd))
+    # the padded input and the im2col matrix live in module scratch, reused by every call and
+    # layer: after the first call a forward pass needs no large new block but the results
     if ph or pw:
-        xp = np.zeros((c * hp, wp), dtype=_float())
+        xp = _np_scratch(c * hp * wp, "nd_xpad").reshape((c * hp, wp))
+        xp[:, :] = 0.0
         for ci in range(c):
             xp[ci * hp + ph: ci * hp + ph + h, pw: pw + wd] = x[ci * h: ci * h + h, :]
     else:
         xp = x
-    cols = np.zeros((c * kh * kw, oh * ow), dtype=_float())
-    r = 0
+    cols = _np_scratch(c * kh * kw * oh * ow, "nd_cols").reshape((c * kh * kw, oh * ow))
+    r = 0  # every element of cols is written below
     for ci in range(c):
         for ky in range(kh):
             for kx in range(kw):
@@ -638,15 +643,15 @@ def _conv_nd(x, shape, w, b, stride, pad, oh, ow):
                 cols[r, :] = patch.flatten()
                 r += 1
     a = _nd_weight(w, (o, c * kh * kw))
-    y = np.dot(a, cols)
-    if w.quant == 1:
-        y = y * w.scale
-    elif w.quant == 2:
-        y = y * _scales_nd(w, o).reshape((o, 1))
-    if b is not None:
-        y = y + _bias_nd(b).reshape((o, 1))
+    y = np.dot(a, cols)  # a new array: the rest works in place on it
     if backend.kind() == "numpy":
         y = y.astype(np.float32)
+    if w.quant == 1:
+        y *= w.scale
+    elif w.quant == 2:
+        y *= _scales_nd(w, o).reshape((o, 1))
+    if b is not None:
+        y += _bias_nd(b).reshape((o, 1))
     return y.reshape((o * oh, ow))
 
 

@@ -2,20 +2,28 @@
 # written here for clarity (numpy/torch check the same semantics in tests/host/test_layers.py).
 # Tolerances: float paths within float32 rounding; int8 on 'viper'/'pure' follows the integer
 # reference exactly (the int32 accumulators are compared, not just the outputs).
+import array
 import struct
 
-from rt_util import IS_MICROPYTHON, raises
+from rt_util import IS_MICROPYTHON, raises, skip
 
 from mpy_lazy import ContainerError, nn
 
 
+def zeros(n):
+    """A preallocated array for values computed in a float-heavy loop. On single-precision
+    boards every float is a heap object: a list grown by append keeps its floats scattered
+    between the loop's garbage, and after a collection the free heap is all sub-KB holes."""
+    return array.array("d", bytes(8 * n))
+
+
 def rand(n, seed, lo=-1.0, hi=1.0):
     """Deterministic floats (LCG), identical on both interpreters, exact in float32."""
-    out = []
+    out = zeros(n)
     s = seed
-    for _ in range(n):
+    for i in range(n):
         s = (s * 1103515245 + 12345) & 0x7FFFFFFF
-        out.append(lo + (hi - lo) * ((s >> 8) & 0xFFFF) / 65536.0)
+        out[i] = lo + (hi - lo) * ((s >> 8) & 0xFFFF) / 65536.0
     return out
 
 
@@ -63,12 +71,12 @@ def quantize_act(x):
 
 
 def ref_linear(x, w, b, n_in, n_out, t=0):
-    y = []
+    y = zeros(n_out)
     for o in range(n_out):
         s = 0.0
         for i in range(n_in):
             s += (w[i * n_out + o] if t else w[o * n_in + i]) * x[i]
-        y.append(s + (b[o] if b else 0.0))
+        y[o] = s + (b[o] if b else 0.0)
     return y
 
 
@@ -77,7 +85,8 @@ def ref_conv(x, shape, w, wshape, b, stride, pad):
     o, _, kh, kw = wshape
     oh = (h + 2 * pad[0] - kh) // stride[0] + 1
     ow = (wd + 2 * pad[1] - kw) // stride[1] + 1
-    y = []
+    y = zeros(o * oh * ow)
+    k = 0
     for oc in range(o):
         for yy in range(oh):
             for xx in range(ow):
@@ -89,7 +98,8 @@ def ref_conv(x, shape, w, wshape, b, stride, pad):
                             ix = xx * stride[1] + kx - pad[1]
                             if 0 <= iy < h and 0 <= ix < wd:
                                 s += w[((oc * c + ci) * kh + ky) * kw + kx] * x[(ci * h + iy) * wd + ix]
-                y.append(s + (b[oc] if b else 0.0))
+                y[k] = s + (b[oc] if b else 0.0)
+                k += 1
     return y, (o, oh, ow)
 
 
@@ -167,7 +177,7 @@ def test_linear_int8():
     acc_c = ref_linear(xq, qw_c, None, n_in, n_out)
     int_t = [acc_t[o] * (sx * scale) + b32[o] for o in range(n_out)]
     int_c = [acc_c[o] * (sx * scales[o]) + b32[o] for o in range(n_out)]
-    assert all(a == int(a) for a in acc_t + acc_c)
+    assert all(a == int(a) for acc in (acc_t, acc_c) for a in acc)
 
     def run(p):
         b = nn.raw(f32(bv), "f32", (n_out,))
@@ -321,11 +331,82 @@ def test_f16_decode_edge_values():
     vals = [0.0, -0.0, 1.0, -2.5, 65504.0, 2.0 ** -14, 2.0 ** -24, -(2.0 ** -15),
             float("inf"), float("-inf")]
     w = nn.raw(struct.pack("<%dH" % len(bits), *bits), "f16", (len(bits),))
-    import array
-
     out = array.array("f", bytes(4 * len(bits)))
     nn.decode_into(w, out)
     assert list(out) == vals
     assert str(out[1]) == "-0.0"
     nn.decode_into(w, out, 2, 3)  # a slice: elements 2..4 into out[0:3]
     assert list(out[:3]) == vals[2:5]
+
+
+def test_kernels_need_no_large_block_after_the_first_call():
+    """A second forward pass runs in a heap whose free space is only holes of < 2 KB (what a
+    loop that keeps floats leaves on a single-precision board): scratch and output buffers are
+    reused, and the im2col matrix here (3.9 KB on ulab) would not fit in any hole."""
+    if not IS_MICROPYTHON:
+        skip("CPython has no fixed-size heap")
+    import gc
+
+    shape = (3, 6, 6)
+    w = nn.raw(f32(rand(54, 16)), "f32", (2, 3, 3, 3))
+    qw, scale, _ = quant_tensor(rand(54, 17))
+    wq = nn.raw(qw, "i8", (2, 3, 3, 3), scale=scale)
+    b = nn.raw(f32([0.5, -0.5]), "f32", (2,))
+    lq, lscale, _ = quant_tensor(rand(720, 18))
+    lw = nn.raw(lq, "i8", (10, 72), scale=lscale)
+    runs = []
+    for p in nn.available():
+        nn.use(p)
+        x = nn.act(rand(108, 19), shape)
+        bufs = (None, None, None) if p == "ulab" else (nn.act([0.0] * 72), nn.act([0.0] * 72), nn.act([0.0] * 10))
+        runs.append((p, x, bufs))
+
+    def forward(x, bufs):
+        y = nn.conv2d(x, shape, w, b, (1, 1), (1, 1), out=bufs[0])
+        yq = nn.conv2d(x, shape, wq, b, (1, 1), (1, 1), out=bufs[1])
+        return nn.argmax(nn.linear(nn.relu(y), lw, out=bufs[2])), nn.argmax(yq)
+
+    want = []
+    for p, x, bufs in runs:
+        nn.use(p)
+        want.append(forward(x, bufs))  # first call: scratch grows
+    # fill the heap with 1 KB tuples (one allocation each), then free every other one in
+    # address order (MicroPython's id() is the address): every hole is then < 2 KB
+    gc.collect()
+    n = gc.mem_free() // 1000 + 1
+    blocks = [None] * n
+    order = list(range(n))  # allocated before the heap is full
+
+    def address(i):
+        return id(blocks[i])
+
+    items = 1000 // struct.calcsize("P")
+    count = 0
+    try:
+        while count < n:
+            blocks[count] = (None,) * items
+            count += 1
+    except MemoryError:
+        pass
+    order.sort(key=address)
+    j = 0
+    for i in order:
+        if blocks[i] is not None:
+            if j % 2 and j < count - 1:  # the last one stays: the tail behind it is < 1 KB
+                blocks[i] = None
+            j += 1
+    order = None
+    gc.collect()
+    try:
+        try:
+            bytearray(3000)
+            skip("the heap grows on demand here (unix port): it cannot be left in holes")
+        except MemoryError:  # the heap is in holes, as intended
+            pass
+        for k in range(len(runs)):
+            p, x, bufs = runs[k]
+            nn.use(p)
+            assert forward(x, bufs) == want[k], p
+    finally:
+        blocks = None
+        nn.use()
