@@ -23,11 +23,13 @@ EMULATE_TESTS :=
 -include firmware/rp2.mk
 -include firmware/esp32.mk
 
-.PHONY: firmware-help firmware unix-ulab emulate-test emulate-test-qemu \
+.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu \
 	check-mpy-dir check-ulab-dir check-mpy-lib-dir $(addprefix firmware-,$(FIRMWARE_BOARDS))
 
 firmware-help:
 	@echo "make firmware BOARD=<board>  build a firmware; boards: $(FIRMWARE_BOARDS)"
+	@echo "make flash BOARD=<board>     write it to a board: RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"
+	@echo "make deploy MODEL=m.mpyl     mpy-lazy romfs + mpremote romfs deploy [PORT=/dev/ttyACM0]"
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
 	@echo "variables (none is fetched; tested versions in brackets):"
@@ -41,6 +43,13 @@ firmware:
 	@case " $(FIRMWARE_BOARDS) " in *" $(BOARD) "*) ;; \
 	*) echo "BOARD=$(BOARD) is unknown: one of $(FIRMWARE_BOARDS)"; exit 1;; esac
 	@$(MAKE) --no-print-directory firmware-$(BOARD)
+
+# rp2.mk / esp32.mk define flash-<BOARD> for the boards that have real hardware.
+flash:
+	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"; exit 1; fi
+	@case "$(BOARD)" in RPI_PICO_MPY_LAZY|ESP32_S3_MPY_LAZY) ;; \
+	*) echo "BOARD=$(BOARD) cannot be flashed: one of RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY (qemu boards run in the emulator)"; exit 1;; esac
+	@$(MAKE) --no-print-directory flash-$(BOARD)
 
 check-mpy-dir:
 	@if [ -z "$(MPY_DIR)" ]; then echo "MPY_DIR is not set: point it at a MicroPython checkout (tested: $(MPY_TESTED))"; exit 1; fi

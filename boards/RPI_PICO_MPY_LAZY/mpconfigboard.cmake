@@ -8,3 +8,13 @@ set(PICO_PLATFORM "rp2040")
 set(MICROPY_BOARD_PINS ${MICROPY_PORT_DIR}/boards/RPI_PICO/pins.csv)
 
 set(MICROPY_FROZEN_MANIFEST ${MICROPY_BOARD_DIR}/manifest.py)
+
+# Frozen native (viper) code must be word aligned on the Cortex-M0+. Upstream's mpy-tool.py emits
+# each frozen native function as a byte array with __attribute__((aligned (2))), but the runtime
+# reads its first word (the prelude index, mp_obj_fun_native_get_prelude_ptr) with an LDR: when
+# the linker puts the array at 2 mod 4, the first call of a frozen viper function faults.
+# Raise every alignment in the generated frozen_content.c (and only there) to at least 4, as
+# boards/qemu/MICROBIT does. This file is included by ports/rp2/CMakeLists.txt, so the property
+# is set in the directory that adds frozen_content.c (py/mkrules.cmake) to the firmware target.
+set_source_files_properties(${CMAKE_BINARY_DIR}/frozen_content.c PROPERTIES
+    COMPILE_OPTIONS "-Daligned(n)=aligned((n) < 4 ? 4 : (n))")

@@ -141,10 +141,10 @@ def main():
                 line += "  %+.2f pt %s" % (0.0 - drop, "ok" if ok else "MORE THAN 1 POINT")
             print(line)
     print()
-    print("RAM on the board (bytes; heap after open + build + bind, after the first forward pass):")
+    print("RAM on the board (heap bytes; model declaration + open + bind, then after the first forward pass):")
     for (cont, p), h in sorted(heap.items()):
         if p == "viper":
-            print("  %-12s open+bind %6s  with activation buffers %6s  (%s MACs/image)"
+            print("  %-12s declare+open+bind %6s  with activation buffers %6s  (%s MACs/image)"
                   % (cont, h["open+bind"], h["after_forward"], h["macs"]))
     for cont in ("cnn-int8c",):
         if cont in reports:
