@@ -60,6 +60,9 @@ def accuracy(model, x, y):
 def train_one(name, x_train, y_train, x_test, y_test, progress=None):
     import torch
 
+    # One thread: these models are tiny, and torch's worker threads only fight each other (and
+    # anything else running) on a small machine: 7x slower with 2 threads on a busy 2-core box.
+    torch.set_num_threads(1)
     torch.manual_seed(SEED)
     model = build(name)
     opt = torch.optim.Adam(model.parameters(), lr=RECIPE["lr"])
