@@ -15,10 +15,14 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
 from conftest import ROOT, RUNTIME_TESTS
+
+sys.path.insert(0, ROOT)
+from firmware.qemu_run import RAMDISK, romfs_image  # noqa: E402
 
 HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
@@ -119,23 +123,30 @@ except SystemExit:
 """
 
 
-def _tests_image(tmp_path):
-    """ROMFS image with runtime/ (tests, compiled to .mpy) and golden/, as rt_util expects."""
-    from mpremote.romfs import make_romfs
-
-    src = tmp_path / "romfs"
-    shutil.copytree(RUNTIME_TESTS, src / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(GOLDEN, src / "golden", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    return make_romfs(str(src), mpy_cross=True)
+def _tests_image():
+    """ROMFS image with runtime/ and golden/, as rt_util expects, built by `mpy-lazy romfs`'s
+    writer: the golden containers are aligned, so they are read in place. The tests go in as .py
+    (compiled on the board): mpy-cross folds `2.0 ** -14` to a decimal literal in the .mpy, which
+    the single-precision board parses one ulp off."""
+    files = []
+    for sub, d, exts in (("runtime", RUNTIME_TESTS, (".py",)), ("golden", GOLDEN, (".mpyl", ".json"))):
+        for name in sorted(os.listdir(d)):
+            if name.endswith(exts):
+                with open(os.path.join(d, name), "rb") as f:
+                    files.append((sub + "/" + name, f.read()))
+    return romfs_image(files)
 
 
 @pytest.fixture(scope="module")
-def runtime_results(pico, tmp_path_factory):
-    image = _tests_image(tmp_path_factory.mktemp("rt"))
-    scripts = [CASE.format(mod=m, func=f) for m, f in RUNTIME_CASES]
+def runtime_results(pico):
+    image = _tests_image()
+    # The Pico's own littlefs cannot be written in the emulator (no flash programming): the
+    # tests that write files get a 16 KB littlefs RAM disk at /tmp, as on the qemu boards.
+    scripts = [RAMDISK % 32] + [CASE.format(mod=m, func=f) for m, f in RUNTIME_CASES]
     rc, results, err = pico(scripts, image)
     assert rc == 0, err
-    return {case: res for case, res in zip(RUNTIME_CASES, results)}
+    assert results[0]["err"] == "", results[0]
+    return {case: res for case, res in zip(RUNTIME_CASES, results[1:])}
 
 
 @pytest.mark.parametrize("module,func", RUNTIME_CASES, ids=["%s::%s" % c for c in RUNTIME_CASES])
