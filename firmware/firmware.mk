@@ -23,7 +23,7 @@ EMULATE_TESTS :=
 -include firmware/rp2.mk
 -include firmware/esp32.mk
 
-.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu \
+.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo \
 	check-mpy-dir check-ulab-dir check-mpy-lib-dir $(addprefix firmware-,$(FIRMWARE_BOARDS))
 
 firmware-help:
@@ -32,6 +32,7 @@ firmware-help:
 	@echo "make deploy MODEL=m.mpyl     mpy-lazy romfs + mpremote romfs deploy [PORT=/dev/ttyACM0]"
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
+	@echo "make emulate-demo            digits models on the emulated boards, one table [EMULATE_DEMO_ARGS=--full]"
 	@echo "variables (none is fetched; tested versions in brackets):"
 	@echo "  MPY_DIR      MicroPython checkout [$(MPY_TESTED)]"
 	@echo "  ULAB_DIR     micropython-ulab checkout [$(ULAB_TESTED)]"
@@ -93,3 +94,9 @@ emulate-test-qemu: $(STAMP)
 	done; exit $$status
 
 emulate-test: emulate-test-qemu $(EMULATE_TESTS)
+
+# The digits demo's models on every emulated board whose firmware is in BUILD_DIR (others are
+# skipped with a reason; EMULATE_DEMO_ARGS=--require-all makes that an error, --full runs all
+# test images on rp2040js too).
+emulate-demo: $(STAMP)
+	$(PY) firmware/emulate_digits.py --build-dir $(BUILD_DIR) $(EMULATE_DEMO_ARGS)

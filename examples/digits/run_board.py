@@ -3,10 +3,13 @@
 #
 #   micropython run_board.py IMAGE [PATH ...]     (unix port: the image file stands in for flash)
 #   on a board with the image in its ROMFS partition: import run_board; run_board.main()
+#   (firmware/emulate_digits.py sends this file's functions over the raw REPL, then calls main)
 #
 # PATH: kernel paths to run ('ulab', 'viper', 'pure'; default: the best available).
 # A path may carry a sample limit, e.g. pure:60 (every (360/60)th test image).
-# Prints one line per model x path:  RESULT <container> <path> <correct> <n> <ms/image>
+# main(only=[...]) runs only the named containers (e.g. ['mlp-int8']).
+# Prints per model x path:  RESULT <container> <path> <correct> <n> <ms/image>
+#                           HEAP <container> <path> open+bind=B after_forward=B free=B macs=N
 import gc
 import sys
 import time
@@ -41,7 +44,7 @@ def evaluate(m, xs, ys, scale, step=1):
     return correct, done
 
 
-def main(image=None, paths=None, where="/rom"):
+def main(image=None, paths=None, where="/rom", only=None):
     import os
 
     root = mount(image, where)
@@ -50,6 +53,8 @@ def main(image=None, paths=None, where="/rom"):
     ys = test.view("y").array()
     scale = float(test.meta["input_scale"])
     files = sorted(f for f in os.listdir(root) if f.endswith(".mpyl") and f != "test.mpyl")
+    if only:
+        files = [f for f in files if f[:-5] in only]
     paths = paths or [nn.available()[0]]
     for fname in files:
         gc.collect()
@@ -70,8 +75,8 @@ def main(image=None, paths=None, where="/rom"):
             ms = time.ticks_diff(time.ticks_ms(), t) / n
             gc.collect()
             print("RESULT %s %s %d %d %.3f" % (fname[:-5], name, correct, n, ms))
-            print("HEAP %s %s open+bind=%d after_forward=%d macs=%d" % (
-                fname[:-5], name, bound, live - before, m.macs()))
+            print("HEAP %s %s open+bind=%d after_forward=%d free=%d macs=%d" % (
+                fname[:-5], name, bound, live - before, gc.mem_free(), m.macs()))
         print("REPORT", fname[:-5])
         mpy_lazy.report(m)
         del m, c
