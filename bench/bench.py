@@ -27,7 +27,8 @@ OUT = os.path.join(ROOT, "build", "bench")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples", "digits"))
 
-from host_tools import cli, layers  # noqa: E402
+from demo import micropython  # noqa: E402  ($MICROPYTHON, else the venv's binary)
+from host_tools import cli  # noqa: E402
 
 DTYPES = (("f32", "none"), ("f16", "f16"), ("int8", "int8"), ("int8c", "int8-channel"))
 
@@ -197,11 +198,6 @@ for path, raw in %(files)r:
     del arrays
     gc.collect()
 """
-
-
-def micropython():
-    here = os.path.join(os.path.dirname(sys.executable), "micropython")
-    return os.environ.get("MICROPYTHON") or (here if os.path.exists(here) else "micropython")
 
 
 def run_mpy(code, exe=None, heapsize=None, timeout=1200, root=ROOT):

@@ -205,7 +205,7 @@ class _Table:
         stored = struct.unpack_from("<I", mv, 60)[0]
         if crc != stored:
             _fail("header_crc", "0x%08x stored, 0x%08x computed" % (stored, crc))
-        count, align = self._count, self.alignment
+        count = self._count
         starts, ends, per_channel = [], [], []
         prev, ordered = None, True
         for i in range(count):

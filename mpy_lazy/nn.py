@@ -418,8 +418,8 @@ def _dense_i8_pure(wt, q, acc, n_in, n_out, t):
 
 
 def _nd_weight(w, shape2):
-    """(ndarray of stored values reshaped to shape2, per-row scale factor or None)."""
-    np = backend.np
+    """The stored values as a backend ndarray of shape2 (f16, and f32 on a double-float ulab,
+    decoded into the reused scratch)."""
     a = w.nd()
     if a is None:  # ulab: no f16 dtype (and maybe no f32): decode into the reused scratch
         a = decode_into(w, _np_scratch(w.size))

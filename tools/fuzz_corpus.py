@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from host_tools.container import FLAG_AUX, NO_INDEX, Entry, Layout  # noqa: E402
+from host_tools.container import FLAG_AUX, Entry, Layout  # noqa: E402
 
 DTYPES = ("f32", "f16", "i8", "u8", "i16", "u16", "i32", "u32")
 # (offset, struct code) of every field; ENTRY offsets are relative to the entry

@@ -5,7 +5,6 @@ test set on the `micropython` binary with the image mounted through vfs.VfsRom (
 
 Prints each model x dtype's accuracy on the board next to PyTorch's, and the RAM report."""
 import os
-import re
 import subprocess
 import sys
 import time
