@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 MICROPYTHON := $(VENV)/bin/micropython
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test bench mpy clean help
+.PHONY: all demo test bench mpy clean help tflite-fixtures fuzz
 all: help
 
 help:
@@ -15,6 +15,8 @@ help:
 	@echo "make test   - run the host and runtime test suites (CPython and MicroPython)"
 	@echo "make bench  - print the speed and memory table"
 	@echo "make mpy    - compile the runtime to .mpy files in build/mpy"
+	@echo "make tflite-fixtures - remake tests/golden/tflite/*.tflite with TensorFlow (own venv .venv-tf)"
+	@echo "make fuzz   - long fuzzing runs of the reader and the graph runner (both interpreters)"
 	@echo "firmware targets: make firmware-help"
 
 $(STAMP): pyproject.toml requirements-dev.txt
@@ -34,6 +36,13 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench.py
+
+fuzz: $(STAMP)
+	$(PY) tools/fuzz.py --count 200000
+	$(PY) tools/fuzz.py --graphs --count 20000
+
+tflite-fixtures: $(STAMP)
+	$(PY) tools/make_tflite_fixtures.py
 
 mpy: $(STAMP)
 	$(PY) tools/build_mpy.py build/mpy

@@ -10,7 +10,7 @@ gc.collect), free heap after the run, and emulated ms/image (a relative figure: 
 is cycle-accurate).
 
 Boards: qemu MPS2_AN385 (Cortex-M3) and MICROBIT (Cortex-M0), all models, all 360 test images;
-rp2040js Pico (RP2040, about 4.5x slower than real time): the int8/int8c models on every 6th
+rp2040js Pico (RP2040, about 4.5x slower than real time): the int8 and .tflite models on every 6th
 image (60), all 360 with --full. A board whose firmware or emulator is missing is skipped with
 a one-line reason (--require-all: exit status 1 instead).
 
@@ -33,9 +33,9 @@ from firmware import rp2_run  # noqa: E402
 from firmware.qemu_run import BoardError, BoardFault, BoardTimeout, Qemu  # noqa: E402
 
 MODELS = ("mlp", "cnn")
-DTYPES = ("f32", "f16", "int8", "int8c")
+DTYPES = ("f32", "f16", "int8", "tflite")
 PATHS = ("viper", "ulab")
-RP2_DTYPES = ("int8", "int8c")  # the RP2040 has no FPU: the integer models are its fast path
+RP2_DTYPES = ("int8", "tflite")  # the RP2040 has no FPU: the integer models are its fast path
 RP2_SUBSET = 60  # test images per model on rp2040js without --full (every 6th of 360)
 
 

@@ -32,7 +32,7 @@ firmware-help:
 	@echo "make deploy MODEL=m.mpyl     mpy-lazy romfs + mpremote romfs deploy [PORT=/dev/ttyACM0]"
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
-	@echo "make emulate-demo            digits models on the emulated boards, one table [EMULATE_DEMO_ARGS=--full]"
+	@echo "make emulate-demo            digits + MLPerf Tiny int8 models on the emulated boards [EMULATE_DEMO_ARGS=--full]"
 	@echo "variables (none is fetched; tested versions in brackets):"
 	@echo "  MPY_DIR      MicroPython checkout [$(MPY_TESTED)]"
 	@echo "  ULAB_DIR     micropython-ulab checkout [$(ULAB_TESTED)]"
@@ -100,3 +100,4 @@ emulate-test: emulate-test-qemu $(EMULATE_TESTS)
 # test images on rp2040js too).
 emulate-demo: $(STAMP)
 	$(PY) firmware/emulate_digits.py --build-dir $(BUILD_DIR) $(EMULATE_DEMO_ARGS)
+	$(PY) firmware/emulate_models.py --build-dir $(BUILD_DIR)

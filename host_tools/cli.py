@@ -26,19 +26,55 @@ def _regexes(patterns, option):
 
 
 def cmd_pack(args):
-    from .pack import pack
-    from .layers import layers_meta
+    from . import convert
+    from .pack import pack, select
+    from .readers import detect, read
 
     include = _regexes(args.include, "--include")
     exclude = _regexes(args.exclude, "--exclude")
     renames = [_pair(r, "--rename") for r in args.rename or ()]
-    meta = layers_meta(args.inputs, [_pair(m, "--meta") for m in args.meta or ()], args.layers,
-                       include, exclude, renames, args.quiet)
-    entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
-                           include=include, exclude=exclude, renames=renames, meta=meta,
-                           quiet=args.quiet)
+    meta = [_pair(m, "--meta") for m in args.meta or ()]
+    if any(k == "graph" for k, _ in meta):
+        raise PackError("--meta: the key 'graph' is written by pack (use --graph FILE)")
+    model = None
+    kinds = [detect(p) for p in args.inputs]
+    models = [p for p, k in zip(args.inputs, kinds) if k in ("onnx", "tflite")]
+    if len(args.inputs) > 1 and models and not (args.weights_only or args.graph):
+        raise PackError("%s is a model: pack it on its own to run it on the board, or add --weights-only "
+                        "to merge only its weights with the other files" % models[0])
+    if args.weights_only or args.graph or not models:
+        if args.calibrate:
+            raise PackError("--calibrate needs a model (ONNX), not weight files")
+        if args.graph:
+            try:
+                with open(args.graph, encoding="utf-8") as f:
+                    text = f.read().strip()
+            except (OSError, UnicodeDecodeError) as e:
+                raise PackError("--graph %s: %s" % (args.graph, getattr(e, "strerror", None) or e))
+            srcs = select([s for p in args.inputs for s in read(p)], include, exclude, renames)
+            meta.append(("graph", convert.weights_graph(text, {s.name: s.shape for s in srcs})))
+        entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
+                               include=include, exclude=exclude, renames=renames, meta=meta,
+                               quiet=args.quiet)
+        if not args.graph and not args.quiet:
+            print("weights only (no graph): declare the model in code and bind them with mpy_lazy.load()")
+    else:
+        if include or exclude or renames:
+            raise PackError("--include/--exclude/--rename select tensors: they go with --weights-only")
+        if len(args.inputs) != 1:
+            raise PackError("pack one model file at a time (or add --weights-only to merge weights)")
+        g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet)
+        model = g.check()  # checked once already: the model for the summary
+        meta.append(("graph", g.text()))
+        entries, layout = pack(args.inputs, args.output, alignment=args.align, meta=meta,
+                               quiet=args.quiet, sources=convert.sources(g, convert.origin(args.inputs[0])),
+                               label=args.quantize if not g.int8() or args.quantize != "none" else "int8")
     if args.quiet:
         return 0
+    if model is not None:
+        mem = model.memory()
+        print("graph: %d ops, %d MACs per inference, %s; arena %d bytes + scratch %d bytes"
+              % (len(model.ops), model.macs(), "int8" if g.int8() else "float", mem["arena"], mem["scratch"]))
     quantized = [e for e in entries if getattr(e, "error", None) is not None]
     if quantized:
         width = max(len(e.name) for e in quantized)
@@ -91,19 +127,25 @@ def parser():
     p.add_argument("--version", action="version", version="mpy-lazy " + __version__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("pack", help="pack safetensors / torch / npz / onnx files into a container")
+    s = sub.add_parser("pack", help="pack an ONNX or .tflite model (graph + weights), or weight files "
+                       "(--weights-only), into a container")
     s.add_argument("inputs", nargs="+", metavar="INPUT")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--quantize", default="none", choices=["none", "f16", "int8", "int8-channel"],
-                   help="float storage: none (f32; f16 kept), f16, int8 (per tensor) or int8-channel "
-                   "(per output channel, axis 0); int8 applies to tensors with 2+ dims")
+                   help="models: none (f32), f16 (weights), int8 (the integer pipeline: needs --calibrate; "
+                   "int8-channel is the same). --weights-only: float storage f32, f16, int8 per tensor or "
+                   "per channel (tensors with 2+ dims)")
     s.add_argument("--align", type=int, default=16, help="tensor alignment in bytes (power of 2, 4..4096)")
     s.add_argument("--include", action="append", metavar="REGEX", help="keep only matching names")
     s.add_argument("--exclude", action="append", metavar="REGEX", help="drop matching names")
     s.add_argument("--rename", action="append", metavar="OLD=NEW", help="replace name prefix OLD by NEW")
     s.add_argument("--meta", action="append", metavar="KEY=VALUE", help="add a metadata entry")
-    s.add_argument("--layers", metavar="FILE", help="layer description for the runtime's layer runner "
-                   "(docs/FORMAT.md); an ONNX input gets one automatically when its graph is supported")
+    s.add_argument("--calibrate", metavar="INPUTS.npy", help="representative inputs for --quantize int8 "
+                   "(.npy or .npz, shape (N, *input shape)): the int8 pipeline's activation scales")
+    s.add_argument("--weights-only", action="store_true", help="pack the tensors of weight files (merged) "
+                   "with no graph, for a model declared in code")
+    s.add_argument("--graph", metavar="FILE", help="a graph description (docs/FORMAT.md) for the packed "
+                   "weights, checked against them")
     s.add_argument("-q", "--quiet", action="store_true")
     s.set_defaults(fn=cmd_pack)
 

@@ -61,16 +61,22 @@ def plan(sources, quantize):
         dtype, source = _PLAIN[s.dtype]
         is_float = s.dtype in _FLOATS
         quant = QUANT_NONE
-        if quantize == "f16" and is_float:
+        axis = 0
+        scales = getattr(s, "scales", None)  # int8 codes quantized already: (scales, axis)
+        if scales is not None:
+            dtype, quant, axis, source = "i8", QUANT_CHANNEL, scales[1], "f32"
+        elif quantize == "f16" and is_float:
             dtype = "f16"
         elif quantize in ("int8", "int8-channel") and is_float and len(s.shape) >= 2:
             dtype = "i8"
             quant = QUANT_TENSOR if quantize == "int8" else QUANT_CHANNEL
-        e = Entry(s.name, dtype, s.shape, source, quant)
+        e = Entry(s.name, dtype, s.shape, source, quant, axis)
         e.src = s
         new = [e]
+        if scales is not None:
+            e.scales = np.asarray(scales[0], dtype="<f4")
         if quant == QUANT_CHANNEL:
-            aux = Entry(s.name + "#scales", "f32", (s.shape[0],), "f32", flags=FLAG_AUX)
+            aux = Entry(s.name + "#scales", "f32", (s.shape[axis],), "f32", flags=FLAG_AUX)
             _check_name(aux.name, where + " (its scales tensor %r)" % aux.name)
             aux.parent = e
             new.append(aux)
@@ -119,23 +125,25 @@ def metadata(inputs, quantize, extra=()):
 
 
 def pack(inputs, output, quantize="none", alignment=16, include=(), exclude=(), renames=(),
-         meta=(), quiet=False, log=None):
-    """Pack `inputs` into `output`; returns the entries (with `.error`, the max abs
-    quantization error, on converted floats)."""
+         meta=(), quiet=False, sources=None, label=None):
+    """Pack `inputs` (or the given `sources`: a graph's tensors, in their stored form) into
+    `output`; returns (entries, layout). Entries of converted floats carry `.error`, the max
+    abs quantization error. `label` is the metadata's `quantize` value (default: quantize)."""
     if quantize not in QUANT_MODES:
         raise PackError("unknown --quantize %r (choose from %s)" % (quantize, ", ".join(QUANT_MODES)))
     if alignment < 4 or alignment > 4096 or alignment & (alignment - 1):
         raise PackError("--align %d: must be a power of two from 4 to 4096" % alignment)
     if not inputs:
         raise PackError("no input files")
-    sources = []
-    for path in inputs:
-        sources += read(path)
-    sources = select(sources, include, exclude, renames)
+    if sources is None:
+        sources = []
+        for path in inputs:
+            sources += read(path)
+        sources = select(sources, include, exclude, renames)
     if not sources:
         raise PackError("no tensors selected from %s" % ", ".join(inputs))
     entries = plan(sources, quantize)
-    layout = Layout(entries, metadata(inputs, quantize, meta), alignment)
+    layout = Layout(entries, metadata(inputs, label or quantize, meta), alignment)
     if layout.file_size > U32_MAX:
         raise PackError("%s: the container would be %d bytes, more than 4 GiB" % (output, layout.file_size))
     total = sum(e.size * _src_itemsize(e.src) for e in entries if not e.flags & FLAG_AUX)
@@ -210,6 +218,10 @@ def _emit(e, out, bar):
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     where = "tensor %r in %s" % (s.name, s.origin)
+    if getattr(s, "scales", None) is not None:  # int8 codes already
+        out(arr.astype(np.int8))
+        _advance(bar, arr)
+        return None
     if e.quant == QUANT_TENSOR:
         return _emit_int8_tensor(e, arr, out, bar, where)
     if e.quant == QUANT_CHANNEL:

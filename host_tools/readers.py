@@ -76,11 +76,15 @@ def detect(path):
         return "torch"  # legacy (pre-zip) torch.save: a pickle stream
     if head[:1] == b"\x08":
         return "onnx"  # ModelProto starts with field 1 (ir_version, a varint)
-    raise PackError("%s: unrecognised input format (expected safetensors, torch, npz, npy or onnx)" % path)
+    if head[4:8] == b"TFL3":
+        return "tflite"  # the flatbuffer's file identifier
+    raise PackError("%s: unrecognised input format (expected onnx, tflite, safetensors, torch, npz or npy)" % path)
 
 
 def read(path):
     kind = detect(path)
+    if kind == "tflite":
+        raise PackError("%s: a .tflite model packs as a model (no --weights-only)" % path)
     return {"safetensors": read_safetensors, "torch": read_torch, "npz": read_npz,
             "npy": read_npy, "onnx": read_onnx}[kind](path)
 

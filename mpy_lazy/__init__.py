@@ -5,4 +5,4 @@ from .container import open_container as open
 from .param import Param
 from .module import Module, load, state, report
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

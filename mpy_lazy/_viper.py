@@ -1,109 +1,825 @@
-# Viper kernels: integer-only inner loops (viper has no floats). Imported by mpy_lazy.nn on
-# MicroPython only; the decorators do not exist on CPython.
+# Viper kernels: the int8 kernels of _pure.py (same arguments, same integers) as integer-only
+# native code. Imported by mpy_lazy.kernels on MicroPython only (the decorators do not exist
+# on CPython). Viper has no floats; an RP2040 has no FPU: this is the boards' fast path.
 #
-# int8 operands come in as bytes-like objects read through ptr8, which yields 0..255:
-# ((v ^ 0x80) - 0x80) turns that into the signed value without a branch.
-# Accumulators are array('i') (int32); per output |acc| <= 127 * 127 * n, so n < 133 000.
+# Portability rules (the same source runs on 32-bit boards and the 64-bit unix port):
+#  - ptr8/ptr16/ptr32 loads are zero-extended on 64-bit: an int8 is sign-extended with
+#    ((v ^ 0x80) - 0x80), an int32 that may be negative with ((v ^ SG) - SG), SG = 1 << 31.
+#  - no literal outside the 31-bit small ints (SG is built at run time), and no int return
+#    values (a large one would be boxed on the heap): results go into buffers.
+#  - products stay below 2**31 in magnitude: the 64-bit product of mbqm is assembled from 16-bit
+#    pieces, so the same bits come out on both word sizes.
+# A kernel allocates nothing: calls between viper functions with buffer arguments box nothing.
 import micropython
 
 
-@micropython.viper
-def dense_i8(w, x, acc, n_in: int, n_out: int):
-    # acc[o] = sum_i w[o * n_in + i] * x[i]        (w: [n_out, n_in] int8)
-    pw = ptr8(w)
-    px = ptr8(x)
-    pa = ptr32(acc)
-    end = n_in - 3
-    k = 0
-    o = 0
-    while o < n_out:
-        s = 0
-        i = 0
-        while i < end:  # 4 at a time: fewer loop tests
-            j = k + i
-            s += (((pw[j] ^ 0x80) - 0x80) * ((px[i] ^ 0x80) - 0x80)
-                  + ((pw[j + 1] ^ 0x80) - 0x80) * ((px[i + 1] ^ 0x80) - 0x80)
-                  + ((pw[j + 2] ^ 0x80) - 0x80) * ((px[i + 2] ^ 0x80) - 0x80)
-                  + ((pw[j + 3] ^ 0x80) - 0x80) * ((px[i + 3] ^ 0x80) - 0x80))
-            i += 4
-        while i < n_in:
-            s += ((pw[k + i] ^ 0x80) - 0x80) * ((px[i] ^ 0x80) - 0x80)
-            i += 1
-        pa[o] = s
-        k += n_in
-        o += 1
-
 
 @micropython.viper
-def dense_i8_t(w, x, acc, n_in: int, n_out: int):
-    # acc[o] = sum_i w[i * n_out + o] * x[i]       (w: [n_in, n_out] int8, ONNX MatMul layout)
-    pw = ptr8(w)
-    px = ptr8(x)
+def requant(acc, mq, dst, p):
+    # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])); OC < 0: raw int32 into dst (see _pure)
     pa = ptr32(acc)
-    o = 0
-    while o < n_out:
-        pa[o] = 0
-        o += 1
-    k = 0
+    pm = ptr32(mq)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    y = int(pp[0])
+    n = int(pp[1])
+    oc = int((pp[2] ^ sg) - sg)
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    raw = 0
+    if oc < 0:
+        raw = 1
+        oc = -oc
+    wide = 0
+    if sg > 0:  # 1 << 31 is positive only on 64-bit words
+        wide = 1
+    one30 = 1
+    one30 <<= 30
+    m32 = (sg << 1) - 1  # 0xFFFFFFFF: 2**32 - 1 on 64-bit words, all ones (-1) on 32-bit ones
+    d8 = ptr8(dst)
+    d32 = ptr32(dst)
+    c = 0
     i = 0
-    while i < n_in:
-        xi = (px[i] ^ 0x80) - 0x80
-        if xi != 0:
-            o = 0
-            while o < n_out:
-                pa[o] = pa[o] + ((pw[k + o] ^ 0x80) - 0x80) * xi
-                o += 1
-        k += n_out
+    while i < n:
+        x = int((pa[i] ^ sg) - sg)
+        m = int(pm[c])
+        s = int((pm[oc + c] ^ sg) - sg)
+        rs = 0
+        if s > 0:
+            x = (((x << s) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
+        else:
+            rs = -s
+        # srdhm(x, m), m >= 0: floor((|x| * m + nudge) / 2**31), negated for x < 0
+        neg = 0
+        if x < 0:
+            neg = 1
+            x = -x  # -(-2**31) wraps to the bit pattern of 2**31 on 32 bits: the fields below are right
+        if wide:  # 64-bit words: the product fits
+            r = (x * m + one30 - neg) >> 31
+        else:  # 32-bit words: |x| * m from 16-bit pieces (every partial product < 2**31)
+            a0 = x & 0xFFFF
+            a1 = (x >> 16) & 0xFFFF
+            b0 = m & 0xFFFF
+            b1 = (m >> 16) & 0xFFFF
+            p00 = a0 * b0
+            p01 = a0 * b1
+            p10 = a1 * b0
+            c0 = (p00 & 0xFFFF) + 0xFFFF * neg  # nudge: 2**30 (product >= 0) or 2**30 - 1
+            t = ((p00 >> 16) & 0xFFFF) + (p01 & 0xFFFF) + (p10 & 0xFFFF) + 0x4000 - neg + (c0 >> 16)
+            u = (t >> 16) + (p01 >> 16) + (p10 >> 16) + a1 * b1
+            r = (u << 1) + ((t >> 15) & 1)
+        if neg:
+            r = -r
+        if rs:  # rounding divide by 2**rs, half away from zero
+            mask = (1 << rs) - 1
+            th = mask >> 1
+            if r < 0:
+                th += 1
+            rem = r & mask
+            r = r >> rs
+            if rem > th:
+                r += 1
+        if raw:
+            d32[y + i] = r
+        else:
+            r += zy
+            if r < lo:
+                r = lo
+            elif r > hi:
+                r = hi
+            d8[y + i] = r
+        c += 1
+        if c == oc:
+            c = 0
         i += 1
 
 
 @micropython.viper
-def conv_i8(w, x, acc, dims):
-    # acc[o, y, x] = sum_{c, ky, kx} w[o, c, ky, kx] * x[c, y * sh + ky, x * sw + kx]
-    # x is the already zero-padded int8 input [c_in, hp, wp]; dims is array('i') of
-    # c_in, hp, wp, c_out, kh, kw, sh, sw, oh, ow (too many for arguments).
-    pw = ptr8(w)
-    px = ptr8(x)
-    pa = ptr32(acc)
-    pd = ptr32(dims)
-    c_in = pd[0]
-    hp = pd[1]
-    wp = pd[2]
-    c_out = pd[3]
-    kh = pd[4]
-    kw = pd[5]
-    sh = pd[6]
-    sw = pd[7]
-    oh = pd[8]
-    ow = pd[9]
-    ksize = c_in * kh * kw
-    a = 0
-    o = 0
-    while o < c_out:
-        y = 0
-        while y < oh:
-            xo = 0
-            while xo < ow:
-                s = 0
-                wk = o * ksize
-                c = 0
-                while c < c_in:
-                    row = (c * hp + y * sh) * wp + xo * sw
-                    ky = 0
-                    while ky < kh:
+def conv(b, p):
+    # Two loop orders, the same sums: few input channels per group (a first layer on an image)
+    # -> for each input pixel of the window, every output channel at once (long inner loop);
+    # else one output at a time, a dot product over the input channels (4 at a time when the
+    # weights are contiguous along them, as OHWI is).
+    a = ptr8(b[0])
+    w = ptr8(b[1])
+    bias = ptr32(b[2])
+    mq = b[3]
+    accb = b[4]
+    acc = ptr32(accb)
+    arena = b[0]
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    yo = int(pp[7])
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    oc = int(pp[2])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    dh = int(pp[17])
+    dw = int(pp[18])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    wso = int(pp[21])
+    wsy = int(pp[22])
+    wsx = int(pp[23])
+    wsc = int(pp[24])
+    cpg = int(pp[25])
+    opg = int(pp[26])
+    zx = int((pp[27] ^ sg) - sg) + 0x80  # (v ^ 0x80) - 0x80 - ZX in one subtraction
+    hasb = int(pp[28])
+    scatter = 0
+    if cpg < 4 and opg == oc:
+        scatter = 1
+    ksize = kh * kw * cpg
+    col = ptr32(b[5])  # int32 scratch: one output pixel's window
+    wbase = uint(w)
+    oy = 0
+    while oy < oh:
+        k = 0
+        ox = 0
+        while ox < ow:
+            y0 = oy * sh - pt
+            x0 = ox * sw - pl
+            if scatter:
+                o = 0
+                while o < oc:
+                    if hasb:
+                        acc[k + o] = bias[o]
+                    else:
+                        acc[k + o] = 0
+                    o += 1
+                ky = 0
+                while ky < kh:
+                    iy = y0 + ky * dh
+                    if 0 <= iy and iy < h:
                         kx = 0
                         while kx < kw:
-                            s += ((pw[wk + kx] ^ 0x80) - 0x80) * ((px[row + kx] ^ 0x80) - 0x80)
+                            ix = x0 + kx * dw
+                            if 0 <= ix and ix < wd:
+                                xi = xo + (iy * wd + ix) * c
+                                ci = 0
+                                while ci < cpg:
+                                    v = (a[xi + ci] ^ 0x80) - zx
+                                    if v != 0:
+                                        wi = ky * wsy + kx * wsx + ci * wsc
+                                        ko = k
+                                        end = k + oc
+                                        while ko < end:
+                                            acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * v
+                                            wi += wso
+                                            ko += 1
+                                    ci += 1
                             kx += 1
-                        wk += kw
-                        row += wp
-                        ky += 1
-                    c += 1
-                pa[a] = s
-                a += 1
-                xo += 1
-            y += 1
+                    ky += 1
+                k += oc
+                ox += 1
+                continue
+            # the window of this output pixel, (x - ZX) as int32 in the weights' order (padding
+            # is a real zero), once for every output channel: then each output is a plain dot
+            g = 0
+            while g < oc // opg:
+                ci0 = g * cpg
+                ky = 0
+                while ky < kh:
+                    iy = y0 + ky * dh
+                    kx = 0
+                    while kx < kw:
+                        ix = x0 + kx * dw
+                        ci = 0
+                        ci_ = ky * wsy + kx * wsx
+                        if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                            xi = xo + (iy * wd + ix) * c + ci0
+                            while ci < cpg:
+                                col[ci_] = (a[xi] ^ 0x80) - zx
+                                ci_ += wsc
+                                xi += 1
+                                ci += 1
+                        else:
+                            while ci < cpg:
+                                col[ci_] = 0
+                                ci_ += wsc
+                                ci += 1
+                        kx += 1
+                    ky += 1
+                csum = 0  # w * c = (w ^ 0x80) * c - 128 * c: the weights' sign costs one sum
+                j = 0
+                while j < ksize:
+                    csum += col[j]
+                    j += 1
+                csum = 0 - (csum << 7)
+                o = g * opg
+                oend = o + opg
+                while o < oend:
+                    s = csum
+                    if hasb:
+                        s += bias[o]
+                    pw = ptr8(wbase + o * wso)  # pointers bumped, loads at constant offsets:
+                    pc = col  # about half the instructions of indexed loads
+                    j = ksize >> 3
+                    while j:
+                        s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
+                              + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
+                              + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
+                              + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
+                        pw = ptr8(uint(pw) + 8)
+                        pc = ptr32(uint(pc) + 32)
+                        j -= 1
+                    j = ksize & 7
+                    while j:
+                        s += (pw[0] ^ 0x80) * pc[0]
+                        pw = ptr8(uint(pw) + 1)
+                        pc = ptr32(uint(pc) + 4)
+                        j -= 1
+                    acc[k + o] = s
+                    o += 1
+                g += 1
+            k += oc
+            ox += 1
+        pp[0] = yo + oy * ow * oc
+        pp[1] = ow * oc
+        requant(accb, mq, arena, p)
+        oy += 1
+
+
+@micropython.viper
+def depthwise(b, p):
+    # NHWC: for each output pixel and kernel tap, one pass over the channels, contiguous in
+    # the input and (1hwo layout) in the weights, summing into the row of accumulators.
+    # Sums wrap mod 2**32 in the stores, which is exact: requant() reads them signed.
+    a = ptr8(b[0])
+    w = ptr8(b[1])
+    bias = ptr32(b[2])
+    mq = b[3]
+    accb = b[4]
+    acc = ptr32(accb)
+    arena = b[0]
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    yo = int(pp[7])
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    oc = int(pp[2])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    dh = int(pp[17])
+    dw = int(pp[18])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    wso = int(pp[21])
+    wsy = int(pp[22])
+    wsx = int(pp[23])
+    opg = int(pp[26])
+    zx = int((pp[27] ^ sg) - sg) + 0x80
+    hasb = int(pp[28])
+    wbase = uint(w)
+    abase = uint(a)
+    accbase = uint(acc)
+    oy = 0
+    while oy < oh:
+        k = 0
+        ox = 0
+        while ox < ow:
+            y0 = oy * sh - pt
+            x0 = ox * sw - pl
+            o = 0
+            while o < oc:
+                if hasb:
+                    acc[k + o] = bias[o]
+                else:
+                    acc[k + o] = 0
+                o += 1
+            ky = 0
+            while ky < kh:
+                iy = y0 + ky * dh
+                if 0 <= iy and iy < h:
+                    kx = 0
+                    while kx < kw:
+                        ix = x0 + kx * dw
+                        if 0 <= ix and ix < wd:
+                            xi = xo + (iy * wd + ix) * c
+                            wi = ky * wsy + kx * wsx
+                            ko = k
+                            if opg == 1 and wso == 1:  # the common case: contiguous channels
+                                pw = ptr8(wbase + wi)
+                                px = ptr8(abase + xi)
+                                pa = ptr32(accbase + 4 * ko)
+                                j = oc >> 2
+                                while j:
+                                    pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - zx)
+                                    pa[1] = pa[1] + ((pw[1] ^ 0x80) - 0x80) * ((px[1] ^ 0x80) - zx)
+                                    pa[2] = pa[2] + ((pw[2] ^ 0x80) - 0x80) * ((px[2] ^ 0x80) - zx)
+                                    pa[3] = pa[3] + ((pw[3] ^ 0x80) - 0x80) * ((px[3] ^ 0x80) - zx)
+                                    pw = ptr8(uint(pw) + 4)
+                                    px = ptr8(uint(px) + 4)
+                                    pa = ptr32(uint(pa) + 16)
+                                    j -= 1
+                                j = oc & 3
+                                while j:
+                                    pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - zx)
+                                    pw = ptr8(uint(pw) + 1)
+                                    px = ptr8(uint(px) + 1)
+                                    pa = ptr32(uint(pa) + 4)
+                                    j -= 1
+                            else:
+                                o = 0
+                                while o < oc:
+                                    acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * ((a[xi + o // opg] ^ 0x80) - zx)
+                                    wi += wso
+                                    ko += 1
+                                    o += 1
+                        kx += 1
+                ky += 1
+            k += oc
+            ox += 1
+        pp[0] = yo + oy * ow * oc
+        pp[1] = ow * oc
+        requant(accb, mq, arena, p)
+        oy += 1
+
+
+@micropython.viper
+def dense(b, p):
+    # (x - ZX) converted once into the int32 column b[5], then one dot product per output
+    a = ptr8(b[0])
+    w = ptr8(b[1])
+    bias = ptr32(b[2])
+    accb = b[4]
+    acc = ptr32(accb)
+    col = ptr32(b[5])
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    n = int(pp[8])
+    oc = int(pp[2])
+    wso = int(pp[9])
+    wsi = int(pp[10])
+    zx = int((pp[11] ^ sg) - sg) + 0x80
+    hasb = int(pp[12])
+    wbase = uint(w)
+    csum = 0
+    i = 0
+    while i < n:
+        v = (a[xo + i] ^ 0x80) - zx
+        col[i] = v
+        csum += v
+        i += 1
+    csum = 0 - (csum << 7)  # w * c = (w ^ 0x80) * c - 128 * c
+    o = 0
+    while o < oc:
+        s = csum
+        if hasb:
+            s += bias[o]
+        if wsi == 1:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
+            pw = ptr8(wbase + o * wso)
+            pc = col
+            i = n >> 3
+            while i:
+                s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
+                      + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
+                      + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
+                      + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
+                pw = ptr8(uint(pw) + 8)
+                pc = ptr32(uint(pc) + 32)
+                i -= 1
+            i = n & 7
+            while i:
+                s += (pw[0] ^ 0x80) * pc[0]
+                pw = ptr8(uint(pw) + 1)
+                pc = ptr32(uint(pc) + 4)
+                i -= 1
+        else:
+            wi = o * wso
+            i = 0
+            while i < n:
+                s += (w[wi] ^ 0x80) * col[i]
+                wi += wsi
+                i += 1
+        acc[o] = s
         o += 1
+    pp[0] = pp[7]
+    pp[1] = oc
+    requant(accb, b[3], b[0], p)
+
+
+@micropython.viper
+def add(b, p):
+    # b = (arena, t, acc, mq1, mq2, mq): see _pure.add
+    a = ptr8(b[0])
+    tb = b[1]
+    t = ptr32(tb)
+    accb = b[2]
+    acc = ptr32(accb)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    x1 = int(pp[6])
+    x2 = int(pp[7])
+    y = int(pp[8])
+    n = int(pp[9])
+    bc = int(pp[10])
+    block = int(pp[11])
+    oc = int(pp[2])
+    pp[1] = 256
+    pp[2] = -1
+    side = 0
+    while side < 2:
+        z = int((pp[12 + side] ^ sg) - sg)
+        k = 0
+        while k < 256:
+            acc[k] = (k - 128 - z) << 20
+            k += 1
+        pp[0] = 256 * side
+        requant(accb, b[3 + side], tb, p)
+        side += 1
+    pp[2] = oc
+    i = 0
+    j = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        k = 0
+        while k < m:
+            acc[k] = int((t[((a[x1 + i + k] ^ 0x80) - 0x80) + 128] ^ sg) - sg) \
+                + int((t[((a[x2 + j] ^ 0x80) - 0x80) + 384] ^ sg) - sg)
+            j += 1
+            if j == bc:
+                j = 0
+            k += 1
+        pp[0] = y + i
+        pp[1] = m
+        requant(accb, b[5], b[0], p)
+        i += m
+
+
+@micropython.viper
+def mul(b, p):
+    a = ptr8(b[0])
+    accb = b[2]
+    acc = ptr32(accb)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    x1 = int(pp[6])
+    x2 = int(pp[7])
+    y = int(pp[8])
+    n = int(pp[9])
+    bc = int(pp[10])
+    block = int(pp[11])
+    z1 = int((pp[12] ^ sg) - sg) + 0x80
+    z2 = int((pp[13] ^ sg) - sg) + 0x80
+    i = 0
+    j = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        k = 0
+        while k < m:
+            acc[k] = ((a[x1 + i + k] ^ 0x80) - z1) * ((a[x2 + j] ^ 0x80) - z2)
+            j += 1
+            if j == bc:
+                j = 0
+            k += 1
+        pp[0] = y + i
+        pp[1] = m
+        requant(accb, b[1], b[0], p)
+        i += m
+
+
+@micropython.viper
+def _pool(b, p, is_max: int):
+    a = ptr8(b[0])
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    k = int(pp[7])
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    oy = 0
+    while oy < oh:
+        ox = 0
+        while ox < ow:
+            ch = 0
+            while ch < c:
+                s = 0
+                if is_max:
+                    s = -128
+                n = 0
+                ky = 0
+                while ky < kh:
+                    iy = oy * sh - pt + ky
+                    if 0 <= iy and iy < h:
+                        kx = 0
+                        while kx < kw:
+                            ix = ox * sw - pl + kx
+                            if 0 <= ix and ix < wd:
+                                v = (a[xo + (iy * wd + ix) * c + ch] ^ 0x80) - 0x80
+                                if is_max:
+                                    if v > s:
+                                        s = v
+                                else:
+                                    s += v
+                                    n += 1
+                            kx += 1
+                    ky += 1
+                if not is_max:
+                    if s > 0:
+                        s = (s + n // 2) // n
+                    else:
+                        s = 0 - ((n // 2 - s) // n)
+                if s < lo:
+                    s = lo
+                elif s > hi:
+                    s = hi
+                a[k] = s
+                k += 1
+                ch += 1
+            ox += 1
+        oy += 1
+
+
+def maxpool(b, p):
+    _pool(b, p, 1)
+
+
+def avgpool(b, p):
+    _pool(b, p, 0)
+
+
+@micropython.viper
+def mean(b, p):
+    a = ptr8(b[0])
+    accb = b[2]
+    acc = ptr32(accb)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    hw = int(pp[8])
+    c = int(pp[10])
+    zx = int((pp[9] ^ sg) - sg)
+    ch = 0
+    while ch < c:
+        acc[ch] = 0 - zx * hw
+        ch += 1
+    k = xo
+    i = 0
+    while i < hw:
+        ch = 0
+        while ch < c:
+            acc[ch] = int((acc[ch] ^ sg) - sg) + ((a[k] ^ 0x80) - 0x80)
+            k += 1
+            ch += 1
+        i += 1
+    pp[0] = pp[7]
+    pp[1] = c
+    requant(accb, b[1], b[0], p)
+
+
+@micropython.viper
+def lut(b, p):
+    a = ptr8(b[0])
+    t = ptr8(b[1])
+    pp = ptr32(p)
+    xo = int(pp[6])
+    yo = int(pp[7])
+    n = int(pp[8])
+    i = 0
+    while i < n:
+        a[yo + i] = t[((a[xo + i] ^ 0x80) - 0x80) + 128]
+        i += 1
+
+
+@micropython.viper
+def _srdhm(t):
+    # t[2] = srdhm(t[0], t[1]) for any int32 t[0], t[1] (gemmlowp): softmax's fixed point
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    x = int((pt[0] ^ sg) - sg)
+    m = int((pt[1] ^ sg) - sg)
+    if x == m and x == 0 - sg:  # both -2**31 (0 - sg is -2**31 on both word sizes)
+        pt[2] = sg - 1
+        return
+    neg = 0
+    if x < 0:
+        neg = 1 - neg
+        x = 0 - x
+    if m < 0:
+        neg = 1 - neg
+        m = 0 - m
+    a0 = x & 0xFFFF
+    a1 = (x >> 16) & 0xFFFF
+    b0 = m & 0xFFFF
+    b1 = (m >> 16) & 0xFFFF
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    c0 = (p00 & 0xFFFF) + 0xFFFF * neg
+    t1 = ((p00 >> 16) & 0xFFFF) + (p01 & 0xFFFF) + (p10 & 0xFFFF) + 0x4000 - neg + (c0 >> 16)
+    u = (t1 >> 16) + ((p01 >> 16) & 0xFFFF) + ((p10 >> 16) & 0xFFFF) + a1 * b1
+    r = (u << 1) + ((t1 >> 15) & 1)
+    if neg:
+        r = 0 - r
+    pt[2] = r
+
+
+@micropython.viper
+def _reciprocal(t):
+    # t[0] = sum of exps (Q12.19, 0 < t[0] < 2**28) -> t[0] = 1 / sum as a Q0.31 scale and
+    # t[3] = the output exponent (num_bits_over_unit + 23): TFLM's GetReciprocal with
+    # gemmlowp's one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 steps)
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    x = int(pt[0])
+    head = 0
+    while not ((x >> (31 - head)) & 1):
+        head += 1
+    pt[3] = 35 - head
+    a = (x << head) - sg  # shifted_sum_minus_one, in [0, 2**31) on both word sizes
+    one30 = 1
+    one30 <<= 30  # constants >= 2**30 are built at run time (no 31-bit small int holds them)
+    half = (a >> 1) + one30  # RoundingHalfSum(a, One)
+    k = 0x3C3C
+    pt[0] = half
+    pt[1] = 0 - ((k << 16) | 0x3C3C)  # -32/17 in Q2.29: -1010580540
+    _srdhm(t)
+    k = 0x5A5A
+    x2 = ((k << 16) | 0x5A5A) + int((pt[2] ^ sg) - sg)  # 48/17 in Q2.29: 1515870810
+    lim = (1 << 29) - 1
+    i = 0
+    while i < 3:
+        pt[0] = half
+        pt[1] = x2
+        _srdhm(t)
+        pt[0] = x2
+        pt[1] = (1 << 29) - int((pt[2] ^ sg) - sg)
+        _srdhm(t)
+        v = int((pt[2] ^ sg) - sg)
+        if v > lim:  # saturating << 2 (Rescale<2>)
+            v = sg - 1
+        elif v < 0 - lim:
+            v = 0 - sg
+        else:
+            v = v << 2
+        x2 = x2 + v
+        i += 1
+    if x2 > one30 - 1:  # saturating << 1 (Rescale<0> of the Q1.30 half)
+        x2 = sg - 1
+    elif x2 < 1 - one30:
+        x2 = 0 - sg
+    else:
+        x2 = x2 << 1
+    pt[0] = x2
+
+
+@micropython.viper
+def softmax(b, p):
+    a = ptr8(b[0])
+    e = ptr32(b[1])
+    t = b[2]
+    pt = ptr32(t)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6])
+    yo = int(pp[7])
+    n = int(pp[8])
+    rows = int(pp[9])
+    r = 0
+    while r < rows:
+        top = -128
+        i = 0
+        while i < n:
+            v = (a[xo + i] ^ 0x80) - 0x80
+            if v > top:
+                top = v
+            i += 1
+        total = 0
+        i = 0
+        while i < n:  # rdbpot(exp, 12); exps are >= 0
+            v = int(e[top - ((a[xo + i] ^ 0x80) - 0x80)])
+            q = v >> 12
+            if (v & 0xFFF) > 0x7FF:
+                q += 1
+            total += q
+            i += 1
+        pt[0] = total
+        _reciprocal(t)
+        scale = int((pt[0] ^ sg) - sg)
+        ex = int(pt[3])
+        i = 0
+        while i < n:
+            pt[0] = scale
+            pt[1] = e[top - ((a[xo + i] ^ 0x80) - 0x80)]
+            _srdhm(t)
+            _rdbpot(t, ex)
+            v = int((pt[2] ^ sg) - sg) - 128
+            if v < -128:
+                v = -128
+            elif v > 127:
+                v = 127
+            a[yo + i] = v
+            i += 1
+        xo += n
+        yo += n
+        r += 1
+
+
+@micropython.viper
+def _rdbpot(t, e: int):
+    # t[2] = rdbpot(t[2], e)
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    x = int((pt[2] ^ sg) - sg)
+    mask = (1 << e) - 1
+    th = mask >> 1
+    if x < 0:
+        th += 1
+    rem = x & mask
+    x = x >> e
+    if rem > th:
+        x += 1
+    pt[2] = x
+
+
+def move(b, p):
+    # dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ], i < ROWS, j < COLS (int8 buffers);
+    # p = [SO, DO, ROWS, COLS, SS, SJ, DS, DJ], b = (src, dst)
+    put(b[0], b[1], p)
+
+
+@micropython.viper
+def put(src, dst, p):
+    # move() with the buffers as arguments (no tuple to build: an input copied in per call)
+    s = ptr8(src)
+    d = ptr8(dst)
+    pp = ptr32(p)
+    so = int(pp[0])
+    do = int(pp[1])
+    rows = int(pp[2])
+    cols = int(pp[3])
+    ss = int(pp[4])
+    sj = int(pp[5])
+    ds = int(pp[6])
+    dj = int(pp[7])
+    i = 0
+    while i < rows:
+        si = so + i * ss
+        di = do + i * ds
+        j = 0
+        while j < cols:
+            d[di] = s[si]
+            si += sj
+            di += dj
+            j += 1
+        i += 1
+
+
+@micropython.viper
+def fill(b, p):
+    # dst[DO + i] = V for i < N; p = [DO, N, V], b = (dst,)
+    d = ptr8(b[0])
+    pp = ptr32(p)
+    do = int(pp[0])
+    n = int(pp[1])
+    v = int(pp[2])
+    i = 0
+    while i < n:
+        d[do + i] = v
+        i += 1
 
 
 @micropython.viper
@@ -134,32 +850,3 @@ def f16_to_f32(src, first: int, dst, n: int):
             f = sign | (e << 23) | ((m & 0x3FF) << 13)
         pd[i] = f
         i += 1
-
-
-# Native (not viper) float loops around the integer kernels: the same arithmetic, in the same
-# order, as mpy_lazy.nn's pure-Python versions, so both paths give identical results.
-@micropython.native
-def quantize(x, n, q):
-    amax = 0.0
-    for i in range(n):
-        v = x[i]
-        if v > amax:
-            amax = v
-        elif -v > amax:
-            amax = -v
-    if amax == 0.0:
-        return 0.0
-    inv = 127.0 / amax
-    for i in range(n):
-        q[i] = round(x[i] * inv)
-    return amax / 127.0
-
-
-@micropython.native
-def rescale(acc, out, n, s, scales):
-    if scales is None:
-        for o in range(n):
-            out[o] = acc[o] * s
-    else:
-        for o in range(n):
-            out[o] = acc[o] * (s * scales[o])

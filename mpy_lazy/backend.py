@@ -101,6 +101,21 @@ def array_nbytes(a):
     return a.size * a.itemsize
 
 
+_UCT = {"f32": "FLOAT32", "i8": "INT8", "u8": "UINT8", "i16": "INT16", "u16": "UINT16",
+        "i32": "INT32", "u32": "UINT32"}
+
+
+def typed_view(mv, dtype, n):
+    """Flat indexable of the n stored values of a little-endian buffer (f32 and the int
+    dtypes), without a copy: a cast memoryview on CPython, a uctypes array on MicroPython."""
+    if hasattr(mv, "cast"):  # CPython
+        return mv.cast("B").cast(STRUCT[dtype])
+    import uctypes
+
+    layout = {"a": (uctypes.ARRAY | 0, getattr(uctypes, _UCT[dtype]) | n)}
+    return uctypes.struct(uctypes.addressof(mv), layout, uctypes.LITTLE_ENDIAN).a
+
+
 def _typecode(a):
     tc = getattr(a, "typecode", None)
     if tc is None:  # MicroPython's array has no .typecode: read it from repr "array('f', ...)"

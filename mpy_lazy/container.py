@@ -97,28 +97,41 @@ def utf8(b):
 class TensorInfo:
     """One tensor-table entry, decoded. Fields as in FORMAT.md; `dtype` is the storage dtype
     name, `scales` the name of the per-channel scales tensor (or None), `size` the element
-    count, `index` the table index, `aux` the AUX flag, `axis` the quant_axis."""
+    count, `index` the table index, `aux` the AUX flag, `axis` the quant_axis.
 
-    def __init__(self, name, index, e):
+    The fields are read from the (validated) entry when asked for: an info costs three
+    attributes, which matters when load() makes one per tensor on a board."""
+
+    scales = None  # set for per-channel tensors
+
+    def __init__(self, name, index, table):
         self.name = name
         self.index = index
-        self.dtype = DTYPES[e[2]]
-        self.shape = tuple(e[4 : 4 + e[3]])
+        self._t = table
+
+    def _u(self, fmt, off):
+        t = self._t
+        return struct.unpack_from(fmt, t._mv, t._toff + self.index * t._esize + off)
+
+    dtype = property(lambda self: DTYPES[self._u("<B", 6)[0]])
+    shape = property(lambda self: self._u("<%dI" % self._u("<B", 7)[0], 8))
+    offset = property(lambda self: self._u("<I", 24)[0])
+    nbytes = property(lambda self: self._u("<I", 28)[0])
+    crc = property(lambda self: self._u("<I", 32)[0])
+    quant = property(lambda self: self._u("<B", 36)[0])
+    axis = property(lambda self: self._u("<B", 37)[0])
+    aux = property(lambda self: bool(self._u("<H", 38)[0] & _AUX))
+    scale = property(lambda self: self._u("<f", 40)[0])
+    zero_point = property(lambda self: self._u("<i", 44)[0])
+    scales_index = property(lambda self: self._u("<I", 48)[0])
+    source_dtype = property(lambda self: _SOURCE[self._u("<B", 52)[0]] if self._u("<B", 52)[0] < len(_SOURCE) else None)
+
+    @property
+    def size(self):
         n = 1
         for d in self.shape:
             n *= d
-        self.size = n
-        self.offset = e[8]
-        self.nbytes = e[9]
-        self.crc = e[10]
-        self.quant = e[11]
-        self.axis = e[12]
-        self.aux = bool(e[13] & _AUX)
-        self.scale = e[14]
-        self.zero_point = e[15]
-        self.scales_index = e[16]
-        self.scales = None
-        self.source_dtype = _SOURCE[e[17]] if e[17] < len(_SOURCE) else None
+        return n
 
     def __repr__(self):
         return "<TensorInfo %s %s%s %d bytes at %d>" % (
@@ -364,17 +377,28 @@ class _Table:
             i, lo, hi = None, 0, self._count
             while key is not None and lo < hi:
                 mid = (lo + hi) // 2
-                b = self._name_bytes(mid, self._entry(mid))
-                if b == key:
+                c = self._compare(mid, key)
+                if c == 0:
                     i = mid
                     break
-                if b < key:
+                if c < 0:
                     lo = mid + 1
                 else:
                     hi = mid
         if i is None:
             raise KeyError(name)
         return i
+
+    def _compare(self, i, key):
+        """-1, 0 or 1 as tensor i's name sorts before, equals or after `key` (bytes), read in
+        place: no entry decoded, no name copied (load() looks up every tensor)."""
+        off, n = struct.unpack_from("<IH", self._mv, self._toff + i * self._esize)
+        mv, s, k = self._mv, self._soff + off, len(key)
+        for j in range(n if n < k else k):
+            a, b = mv[s + j], key[j]
+            if a != b:
+                return -1 if a < b else 1
+        return 0 if n == k else (-1 if n < k else 1)
 
     def __contains__(self, name):
         try:
@@ -385,6 +409,16 @@ class _Table:
 
     def __len__(self):
         return self._count
+
+    def count(self, aux=False):
+        """How many tensors (AUX scale tensors only if aux=True), no names decoded."""
+        if aux:
+            return self._count
+        n = 0
+        for i in range(self._count):
+            if not self._mv[self._toff + i * self._esize + 38] & _AUX:  # tensor_flags, low byte
+                n += 1
+        return n
 
     def names(self, aux=False):
         """Tensor names in table order; AUX (quantization scale) tensors only if aux=True."""
@@ -400,8 +434,7 @@ class _Table:
         return self._info(self._find(name), name)
 
     def _info(self, i, name=None):
-        e = self._entry(i)
-        t = TensorInfo(name if name is not None else self._name(i), i, e)
+        t = TensorInfo(name if name is not None else self._name(i), i, self)
         if t.quant == 2:
             t.scales = self._name(t.scales_index)
         return t
@@ -427,9 +460,10 @@ class Container(_Table):
         return self._view(self._find(name))
 
     def _view(self, i):
-        e = self._entry(i)
-        dtype = DTYPES[e[2]]
-        mv = self._mv[e[8] : e[8] + e[9]]
+        base = self._toff + i * self._esize
+        dtype = DTYPES[self._mv[base + 6]]
+        off, n = struct.unpack_from("<II", self._mv, base + 24)  # data_offset, nbytes
+        mv = self._mv[off : off + n]
         base = _address(mv)
         if base is None or base % ITEMSIZE[dtype] == 0:
             return View(self, i, dtype, mv)

@@ -1,298 +1,428 @@
-# Layer runner: a model is a layer description (docs/FORMAT.md, "Layer description", metadata
-# key `layers`) whose weights are lazy Params bound by name from a container. No per-model glue:
+# The graph runner: a model is a graph description (docs/FORMAT.md, "Graph description",
+# metadata key `graph`) whose weights are lazy Params bound by name from a container.
 #
-#   c = mpy_lazy.open("/rom/cnn.mpyl")
-#   m = mpy_lazy.model.from_container(c)      # declare(c): parse the `layers` metadata, make
-#                                             # the layers and Params; then m.load(c): bind
-#   y = m(x)                                  # x: flat floats in C, H, W order
+#   c = mpy_lazy.open("/rom/kws.mpyl")
+#   m = mpy_lazy.model.from_container(c)   # declare (parse, check, shapes, Params), load (bind
+#                                          # in place), plan (one arena, offsets), prepare ops
+#   y = m(x)                               # x: the input values; y: a view of the output
 #
-# Each layer that makes a new activation (linear, conv2d, pools) owns its output buffer,
-# allocated on the first call and reused after; relu and softmax work in place, flatten is
-# free. On the 'ulab' kernel path ulab allocates its results (no out=).
-from . import nn
+# Memory, as in TensorFlow Lite Micro: every activation lives in one preallocated arena at an
+# offset planned once over the graph's liveness (values alive at the same time never overlap;
+# a reshape shares its input's buffer, an elementwise op may work in place); kernel scratch is
+# one shared buffer sized for the largest op. On int8 models a forward pass allocates nothing.
+import array
+
+from . import _pure, backend, graph, kernels, param
 from .container import ContainerError
+from .graph import Value, fail
 from .module import Module, load
-from .param import Param
+from . import ops as _ops
 
-# op -> (required keys, optional keys)
-_OPS = {
-    "input": (("shape",), ()),
-    "linear": (("w", "in", "out"), ("b", "t")),
-    "conv2d": (("w", "in", "out", "k"), ("b", "stride", "pad")),
-    "maxpool": (("k",), ("stride",)),
-    "avgpool": (("k",), ("stride",)),
-    "relu": ((), ()),
-    "flatten": ((), ()),
-    "softmax": ((), ()),
-}
-_NAMES = ("w", "b")  # keys whose value is a tensor name; every other value is integers
-_PAIRS = ("k", "stride", "pad")  # "3" means "3,3"
+MAX_ARENA = 1 << 26  # bytes; anything larger is a broken description, not a model for a board
+_BUFFERS = (bytes, bytearray, memoryview, array.array)
+_PARAMS = ("bias", "requant", "table", "weight")  # the Param attributes an op may have
 
 
-def _err(n, msg):
-    return ContainerError("layers line %d: %s" % (n, msg), None, "layers")
+class Model(Module):
+    """A model declared from a graph description: ops in execution order (`ops`), values
+    (`values`), graph inputs and outputs. Nothing is bound or allocated until load() and
+    prepare() (from_container() does both). init: the Params' init function (Param API),
+    used only by params that are never bound."""
 
-
-def parse(text):
-    """[(op, {key: value})] from a layer description. Values: tensor names (w, b) as str,
-    k/stride/pad as (h, w) pairs, shape as a tuple, other keys as int."""
-    layers = []
-    n = 0
-    for line in text.split("\n"):
-        n += 1
-        parts = line.split()
-        if not parts or parts[0][0] == "#":
-            continue
-        op = parts[0]
-        if op not in _OPS:
-            raise _err(n, "unknown op %r" % op)
-        kv = {}
-        for p in parts[1:]:
-            i = p.find("=")
-            if i <= 0 or i == len(p) - 1:
-                raise _err(n, "expected key=value, got %r" % p)
-            key, val = p[:i], p[i + 1:]
-            if key in kv:
-                raise _err(n, "key %r given twice" % key)
-            req, opt = _OPS[op]
-            if key not in req and key not in opt:
-                raise _err(n, "%s takes no key %r" % (op, key))
-            if key in _NAMES:
-                kv[key] = val
-                continue
-            try:
-                ints = tuple(int(v) for v in val.split(","))
-            except ValueError:
-                raise _err(n, "%s=%s: expected integers" % (key, val))
-            if any(v < 0 for v in ints):
-                raise _err(n, "%s=%s: negative" % (key, val))
-            if key in _PAIRS:
-                if len(ints) == 1:
-                    ints = ints * 2
-                if len(ints) != 2:
-                    raise _err(n, "%s=%s: expected one or two integers" % (key, val))
-                kv[key] = ints
-            elif key == "shape":
-                if len(ints) not in (1, 3) or 0 in ints:
-                    raise _err(n, "shape=%s: expected N or C,H,W (all >= 1)" % val)
-                kv[key] = ints
-            else:
-                if len(ints) != 1:
-                    raise _err(n, "%s=%s: expected one integer" % (key, val))
-                kv[key] = ints[0]
-        for key in _OPS[op][0]:
-            if key not in kv:
-                raise _err(n, "%s needs %s=" % (op, key))
-        if op == "input" and layers:
-            raise _err(n, "input must be the first line, and only once")
-        if op != "input" and not layers:
-            raise _err(n, "the first line must be input shape=...")
-        layers.append((op, kv))
-    if not layers:
-        raise ContainerError("layers: empty description", None, "layers")
-    return layers
-
-
-def infer_shapes(layers, tensors=None):
-    """Activation shape after each layer ([0] = the input). With tensors ({name: shape}),
-    also check that every weight and bias exists with the shape its layer needs."""
-    shape = layers[0][1]["shape"]
-    shapes = [shape]
-    for n, (op, kv) in enumerate(layers[1:], 2):
-        if op == "linear":
-            if len(shape) != 1 or shape[0] != kv["in"]:
-                raise ContainerError("layer %d (linear): input shape %s, expected (%d,)%s"
-                                     % (n, shape, kv["in"], " (add flatten)" if len(shape) == 3 else ""),
-                                     None, "layers")
-            if kv.get("t", 0) not in (0, 1):
-                raise ContainerError("layer %d (linear): t must be 0 or 1" % n, None, "layers")
-            wshape = (kv["in"], kv["out"]) if kv.get("t") else (kv["out"], kv["in"])
-            shape = (kv["out"],)
-        elif op == "conv2d":
-            if len(shape) != 3:
-                raise ContainerError("layer %d (conv2d): needs a C,H,W input, got %s" % (n, shape),
-                                     None, "layers")
-            wshape = (kv["out"], kv["in"]) + kv["k"]
-            if 0 in kv["k"] or 0 in kv.get("stride", (1, 1)):
-                raise ContainerError("layer %d (conv2d): k and stride must be >= 1" % n, None, "layers")
-            shape = nn.conv_shape(shape, wshape, kv.get("stride", (1, 1)), kv.get("pad", (0, 0)))
-        elif op in ("maxpool", "avgpool"):
-            if len(shape) != 3 or 0 in kv["k"] or 0 in kv.get("stride", kv["k"]):
-                raise ContainerError("layer %d (%s): needs a C,H,W input and k, stride >= 1" % (n, op),
-                                     None, "layers")
-            shape = nn.pool_shape(shape, kv["k"], kv.get("stride", kv["k"]))
-        elif op == "flatten":
-            size = 1
-            for d in shape:
-                size *= d
-            shape = (size,)
-        elif op == "softmax" and len(shape) != 1:
-            raise ContainerError("layer %d (softmax): needs a flat input (add flatten)" % n, None, "layers")
-        if op in ("linear", "conv2d") and tensors is not None:
-            _check_tensor(tensors, kv["w"], wshape, n, op)
-            if "b" in kv:
-                _check_tensor(tensors, kv["b"], (kv["out"],), n, op)
-        shapes.append(shape)
-    return shapes
-
-
-def _check_tensor(tensors, name, shape, n, op):
-    if name not in tensors:
-        raise ContainerError("layer %d (%s): no tensor %r" % (n, op, name), name, "layers")
-    if tuple(tensors[name]) != tuple(shape):
-        raise ContainerError("layer %d (%s): tensor %r has shape %s, expected %s"
-                             % (n, op, name, tuple(tensors[name]), shape), name, "layers")
-
-
-class Layer(Module):
-    """One layer: its op, its settings, its Params (weight, bias) when it has any."""
-
-    # set on the instance by the first forward pass (instance attributes cost heap)
-    _out = None  # output buffer, reused between calls
-    _w = None  # (source, nn.Weight) cache
-    _b = None
-
-    def __init__(self, op, kv, in_shape, out_shape, init=None):
-        self.op = op
-        self.kv = kv
-        self.in_shape = in_shape
-        self.out_shape = out_shape
-        if op == "linear":
-            wshape = (kv["in"], kv["out"]) if kv.get("t") else (kv["out"], kv["in"])
-        elif op == "conv2d":
-            wshape = (kv["out"], kv["in"]) + kv["k"]
-        else:
-            return
-        self.weight = Param(wshape, init=init)
-        if "b" in kv:
-            self.bias = Param((kv["out"],), init=init)
-
-    def _weight(self, p, cache):
-        src = p.val()
-        if cache is not None and cache[0] is src:
-            return cache
-        w = nn.weight(src) if p.view is not None else nn.ram_weight(src, p.shape)
-        return (src, w)
-
-    def __call__(self, x):
-        op, kv = self.op, self.kv
-        if op in ("relu", "softmax", "flatten"):
-            if op == "relu":
-                return nn.relu(x)
-            if op == "softmax":
-                return nn.softmax(x)
-            return x if not hasattr(x, "shape") else x.reshape((x.size,))
-        out = self._buffer()
-        if op in ("maxpool", "avgpool"):
-            f = nn.maxpool if op == "maxpool" else nn.avgpool
-            return f(x, self.in_shape, kv["k"], kv.get("stride", kv["k"]), out)
-        self._w = self._weight(self.weight, self._w)
-        b = None
-        if "b" in kv:
-            self._b = self._weight(self.bias, self._b)
-            b = self._b[1]
-        if op == "linear":
-            return nn.linear(x, self._w[1], b, kv.get("t", 0), out)
-        return nn.conv2d(x, self.in_shape, self._w[1], b, kv.get("stride", (1, 1)),
-                         kv.get("pad", (0, 0)), out)
-
-    def _buffer(self):
-        if nn.path() == "ulab":
-            return None
-        n = 1
-        for d in self.out_shape:
-            n *= d
-        if self._out is None:
-            self._out = nn._new(n)
-        return self._out
-
-
-class Sequential(Module):
-    """A chain of layers built from a layer description: the model's declaration, nothing is
-    bound (Params stay uninit) until load(). Params are named layers.<i>.weight / .bias;
-    `names` maps them to the container's tensor names (used by load()). init: the Params'
-    init function (Param API), used only by params that are never bound."""
-
-    _in = None  # input buffer, set by the first forward pass
+    mem = None  # Memory, once planned
+    _path = None  # kernel path the ops were prepared for
+    _changes = -1  # param.changes when the ops were prepared
 
     def __init__(self, text, init=None):
-        parsed = parse(text)
-        shapes = infer_shapes(parsed)
-        self.input_shape = shapes[0]
-        self.output_shape = shapes[-1]
-        self.layers = [Layer(parsed[i][0], parsed[i][1], shapes[i - 1], shapes[i], init)
-                       for i in range(1, len(parsed))]
+        values = {}
+        self.ops = []
+        self.inputs = []
+        self.outputs = []
+        self.layouts = []
+        order = []
+        for n, op, kv in graph.parse(text):
+            if op == "input":
+                v = self._input(n, kv)
+                self.inputs.append(v)
+                self.layouts.append(kv.get("layout", "hwc"))
+            elif op == "output":
+                v = values.get(kv["x"])
+                if v is None:
+                    raise fail(n, "output %r is no value defined above" % kv["x"], "x")
+                self.outputs.append(v)
+                continue
+            else:
+                names = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
+                ins = []
+                for name in names:
+                    if name not in values:
+                        raise fail(n, "%s: input %r is no value defined above" % (op, name), "x")
+                    ins.append(values[name])
+                o = _ops.get(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
+                shape, dtype, q = o.out
+                v = o.y = Value(kv["y"], shape, dtype, q)
+                o.x = tuple(ins)
+                del o.out, o.kv, o.n  # what the op needs it keeps as attributes
+                self.ops.append(o)
+            if v.name in values:
+                raise fail(n, "value %r is defined twice" % v.name, "y")
+            values[v.name] = v
+            order.append(v)
+        if not self.inputs or not self.outputs:
+            raise ContainerError("graph: needs at least one input and one output line", None, "graph")
+        self.values = order
+        self._liveness()
 
-    @property
+    def _input(self, n, kv):
+        shape = graph.check_shape(kv["shape"], n)
+        dtype = kv.get("dtype", "f32")
+        if (dtype == "i8") != ("q" in kv):
+            raise fail(n, "input: an i8 input needs q=scale,zero_point, an f32 one has none", "q")
+        if kv.get("layout") == "chw" and len(shape) != 3:
+            raise fail(n, "input: layout=chw needs an H,W,C shape", "layout")
+        return Value(kv["y"], shape, dtype, kv.get("q"))
+
+    def _liveness(self):
+        """first/last op index of each value; reshape outputs share their input's buffer, an
+        elementwise op whose input dies there works in place; lifetimes merged per buffer."""
+        end = len(self.ops)
+        for v in self.values:
+            v.first, v.last = end, -1
+        for v in self.inputs:
+            v.first = 0
+        for i, op in enumerate(self.ops):
+            op.y.first = i
+            for x in op.x:
+                x.last = i
+        for v in self.outputs:
+            v.last = end
+        for v in self.values:
+            if v.last < v.first:  # never read (a dead branch): alive for its own op only
+                v.last = v.first
+        for op in self.ops:
+            if op.name == "reshape" and op.alias:
+                op.y.alias = op.x[0]
+        self._merge()
+        for i, op in enumerate(self.ops):
+            x = op.x[0]
+            r = x.root()
+            if op.inplace and r.last == i and r not in self.inputs and x.dtype == op.y.dtype:
+                op.y.alias = x
+                self._merge()
+        # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
+        # buffers): it takes room only where no activation is
+        self._scratch = []
+        for i, op in enumerate(self.ops):
+            v = None
+            if op.scratch:
+                v = Value("", (4 * op.scratch,), "i8")
+                v.first = v.last = i
+            self._scratch.append(v)
+
+    def _merge(self):
+        for v in self.values:
+            r = v.root()
+            if r is not v:
+                if v.first < r.first:
+                    r.first = v.first
+                if v.last > r.last:
+                    r.last = v.last
+
+    def named_params(self):
+        """[(name, Param)] sorted by name: ops.<i>.weight, .bias, .requant, .table (what
+        Module.named_params finds, without walking every attribute of every op)."""
+        out = []
+        for i, op in enumerate(self.ops):
+            for attr in _PARAMS:
+                p = getattr(op, attr, None)
+                if p is not None:
+                    out.append(("ops.%d.%s" % (i, attr), p))
+        out.sort()
+        return out
+
     def names(self):
-        """{param name: tensor name}, built on each use (load() needs it once)."""
-        names = {}
-        for j, layer in enumerate(self.layers):
-            if "w" in layer.kv:
-                names["layers.%d.weight" % j] = layer.kv["w"]
-            if "b" in layer.kv:
-                names["layers.%d.bias" % j] = layer.kv["b"]
-        return names
+        """{param name: tensor name} for load(). After the first load the ops no longer keep
+        the names: a bound param's view has it."""
+        out = {}
+        for i, op in enumerate(self.ops):
+            if "tensors" in op.__dict__:
+                for attr, tensor in op.tensors:
+                    out["ops.%d.%s" % (i, attr)] = tensor
+            else:
+                for attr in _PARAMS:
+                    p = getattr(op, attr, None)
+                    if p is not None and p.view is not None:
+                        out["ops.%d.%s" % (i, attr)] = p.view.name
+        return out
 
     def load(self, container, strict=True):
-        """Bind the weights from a container (mpy_lazy.load with `names`); no init runs."""
-        return load(self, container, strict, rename=self.names)
+        """Bind the weights from a container (mpy_lazy.load with names()); no init runs."""
+        r = load(self, container, strict, rename=self.names())
+        if not r["missing"] and not r["mismatched"]:
+            for op in self.ops:
+                if "tensors" in op.__dict__:
+                    del op.tensors  # every param is bound: its view knows the name
+        return r
 
     def macs(self):
         """Multiply-accumulates of one forward pass."""
-        total = 0
-        for layer in self.layers:
-            if layer.op in ("linear", "conv2d"):
-                n = 1
-                for d in layer.weight.shape:
-                    n *= d
-                if layer.op == "conv2d":
-                    n *= layer.out_shape[1] * layer.out_shape[2]
-                total += n
-        return total
+        return sum(getattr(op, "macs", 0) for op in self.ops)
 
-    def __call__(self, x):
-        """Forward pass of one sample: x is a flat sequence of floats (C, H, W order) or an
-        activation of the current kernel path. Returns the output activation."""
-        x = self._input(x)
-        for layer in self.layers:
-            x = layer(x)
-        return x
+    # --- memory -------------------------------------------------------------------------
 
-    def predict(self, x):
-        return nn.argmax(self(x))
+    def plan(self):
+        """Arena offsets (graph.plan) for both dtypes, the int32 kernel scratch in the int8
+        arena; returns (int8 arena bytes, f32 arena elements, f32 scratch elements). Bounded
+        before anything is allocated."""
+        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + [v for v in self._scratch if v],
+                        len(self.ops))
+        nf = graph.plan([v for v in self.values if v.dtype == "f32"], len(self.ops), 1)
+        nfs = max([op.fscratch for op in self.ops] + [0])
+        total = n8 + 4 * (nf + nfs)
+        if total > MAX_ARENA:
+            raise ContainerError("graph: needs %d bytes of activation memory (more than %d)"
+                                 % (total, MAX_ARENA), None, "graph")
+        try:
+            import gc
 
-    def _input(self, x):
-        n = 1
-        for d in self.input_shape:
-            n *= d
-        if nn.path() == "ulab":
-            if hasattr(x, "shape"):
-                return x
-            return nn.act(x, self.input_shape)
-        if self._in is None:
-            self._in = nn._new(n)
-        if x is self._in:
-            return x
-        buf = self._in
+            gc.collect()  # mem_free() does not count garbage: declaring and loading leave some
+            free = gc.mem_free()
+        except (ImportError, AttributeError):
+            free = None
+        if free is not None and total > free:
+            raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free"
+                                 % (total, free), None, "graph")
+        return n8, nf, nfs
+
+    def prepare(self):
+        """Plan and allocate the arena and scratch (once), then each op's prepare step. Called
+        by from_container(), and by a forward pass after kernels.use() changed the path."""
+        if self.mem is None:
+            mem = Memory(*self.plan())
+            self._io(mem)  # the views stay valid across re-prepares: the arena does not move
+            self.mem = mem  # only now: a MemoryError above leaves the model as it was
+        self.mem.path()
+        self._changes = param.changes[0]
+        for op, v in zip(self.ops, self._scratch):
+            op.prepare(self.mem, memoryview(self.mem.a8)[v.offset: v.offset + v.size] if v else None)
+        self._path = kernels.path()
+
+    def memory(self):
+        """{'arena': bytes of the activations (int8 and f32) and the int8 kernels' scratch,
+        'scratch': bytes of the float kernels' scratch}."""
+        n8, nf, nfs = self.plan() if self.mem is None else self.mem.planned
+        return {"arena": n8 + 4 * nf, "scratch": 4 * nfs}
+
+    def _io(self, mem):
+        """Views of the inputs and outputs in the arena, made once (a call returns them)."""
+        views = []
+        for v in self.inputs + self.outputs:
+            if v.dtype == "i8":
+                mv = memoryview(mem.a8)[v.offset: v.offset + v.size]
+                views.append(backend.typed_view(mv, "i8", v.size))
+            else:
+                mv = memoryview(mem.af)[4 * v.offset: 4 * (v.offset + v.size)]
+                views.append(backend.typed_view(mv, "f32", v.size))
+        k = len(self.inputs)
+        # move() parameters copying int8 input i from a buffer (transposing C, H, W data)
+        self._moves = []
+        for v, layout in zip(self.inputs, self.layouts):
+            c = v.shape[-1]
+            hw = v.size // c
+            if layout == "chw":
+                self._moves.append(array.array("i", (0, v.offset, c, hw, hw, 1, 1, c)))
+            else:
+                self._moves.append(array.array("i", (0, v.offset, 1, v.size, 0, 1, 0, 1)))
+        self.input = views[0]
+        self._in = views[:k]
+        self.output = views[k]
+        self._out = views[k] if len(self.outputs) == 1 else tuple(views[k:])
+
+    def clone(self, arrays=False):
+        """A copy with every Param cloned (Param.clone semantics) and its own arena."""
+        c = Module.clone(self, arrays)
+        c.values = [_copy_value(v) for v in self.values]
+        index = {}
+        for a, b in zip(self.values, c.values):
+            index[id(a)] = b
+        for b in c.values:
+            if b.alias is not None:
+                b.alias = index[id(b.alias)]
+        c.inputs = [index[id(v)] for v in self.inputs]
+        c.outputs = [index[id(v)] for v in self.outputs]
+        for op in c.ops:
+            op.x = tuple(index[id(v)] for v in op.x)
+            op.y = index[id(op.y)]
+            p = getattr(op, "p", None)
+            if p is not None:  # kernels write into their parameters: each clone its own
+                op.p = array.array("i", p)
+        c._scratch = [_copy_value(v) if v else None for v in self._scratch]
+        c.mem = None
+        if self.mem is not None:
+            c.prepare()
+        return c
+
+    # --- running ------------------------------------------------------------------------
+
+    def __call__(self, x=None, *more):
+        """One forward pass. x (and one more argument per further input) is the input's
+        values in its layout order: ints for an i8 input (a list, or bytes / bytearray /
+        array('b') of int8 codes: copied by one kernel call), or floats (quantized with the
+        input's q), or `m.input` filled in place (no copy; H, W, C order), or None to run on
+        what the inputs hold. The forward pass reuses the input's memory (as TFLite Micro's
+        arena does): give the input again for every call. Returns the output view (a tuple for several outputs), which
+        the next call overwrites. (One argument: no tuple is made, nothing is allocated.)"""
+        if self._path != kernels.path() or self._changes != param.changes[0]:
+            self.prepare()  # another kernel path, or a param was bound, written or re-initialized
+        if x is not None and x is not self._in[0]:
+            self._set(0, x)
+        for i in range(len(more)):
+            if more[i] is not None and more[i] is not self._in[i + 1]:
+                self._set(i + 1, more[i])
+        for op in self.ops:
+            op.run()
+        return self._out
+
+    def _set(self, i, x):
+        v = self.inputs[i]
+        dst = self._in[i]
+        n = v.size
         if len(x) != n:
-            raise ValueError("input has %d values, the model takes %d" % (len(x), n))
-        for i in range(n):
-            buf[i] = x[i]
-        return buf
+            raise ValueError("input %r has %d values, the model takes %d" % (v.name, len(x), n))
+        chw = self.layouts[i] == "chw"
+        c = v.shape[-1]
+        hw = n // c
+        if v.dtype == "i8" and isinstance(x, _BUFFERS) and _bytewise(x):
+            # int8 codes as bytes (or array('b')): one kernel call, no Python loop
+            if kernels.i8 is _pure:  # reads items: they must be signed
+                x = backend.typed_view(memoryview(x), "i8", n)
+            kernels.i8.put(x, self.mem.arena, self._moves[i])
+            return
+        q = v.q
+        for j in range(n):
+            k = (j % hw) * c + j // hw if chw else j
+            val = x[j]
+            if q is not None and not isinstance(val, int):
+                val = _quantize(val, q)
+            dst[k] = val
 
+    def quantize(self, values, i=0):
+        """An int8 input filled from floats: returns m.input (pass it to m())."""
+        self._set(i, values)
+        return self._in[i]
+
+    def tolist(self, i=0):
+        """Output i as a list of its stored values (ints for i8, floats for f32). The views a
+        call returns index like arrays (y[j]) but on MicroPython have no len() or iteration
+        (uctypes): this makes a list (it allocates)."""
+        out = self._out if len(self.outputs) == 1 else self._out[i]
+        return [out[j] for j in range(self.outputs[i].size)]
+
+    def dequantize(self, i=0):
+        """Output i as a list of floats (real values of an i8 output; it allocates)."""
+        v = self.outputs[i]
+        vals = self.tolist(i)
+        if v.dtype != "i8":
+            return vals
+        s, z = v.q
+        return [s * (q - z) for q in vals]
+
+    def predict(self, x=None, *more):
+        """Index of the largest element of the (first) output."""
+        y = self(x, *more)
+        if len(self.outputs) > 1:
+            y = y[0]
+        best = 0
+        for j in range(1, self.outputs[0].size):
+            if y[j] > y[best]:
+                best = j
+        return best
+
+
+def _bytewise(x):
+    """True for buffers of one byte per item (bytes, bytearray, array('b'/'B'), memoryview of
+    bytes): an array('i') of codes is a sequence of ints, not raw bytes."""
+    if isinstance(x, array.array):
+        return backend._typecode(x) in "bB"
+    if isinstance(x, memoryview):
+        return getattr(x, "itemsize", 1) == 1
+    return True
+
+
+def _quantize(f, q):
+    """round(f / scale) + zero point, saturated to int8 (rounding half away from zero)."""
+    r = f / q[0]
+    r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
+    r += q[1]
+    return -128 if r < -128 else (127 if r > 127 else r)
+
+
+def _copy_value(v):
+    c = Value(v.name, v.shape, v.dtype, v.q)
+    c.first, c.last, c.offset = v.first, v.last, v.offset
+    c.alias = v.alias
+    return c
+
+
+class Memory:
+    """The buffers a model's ops run in, allocated once: `arena` (int8 values, a signed view
+    of the bytearray `a8`, which also holds the int8 kernels' scratch), `farena` (f32 values,
+    over `af`), `fscratch` (f32, shared by the float ops), and on the ndarray path `nd`, the
+    f32 arena as a backend array."""
+
+    nd = None
+
+    def __init__(self, n8, nf, nfs):
+        self.planned = (n8, nf, nfs)
+        self.a8 = bytearray(n8 or 1)
+        self.arena = backend.typed_view(memoryview(self.a8), "i8", n8 or 1)
+        self.af = bytearray(4 * (nf or 1))
+        self.farena = backend.typed_view(memoryview(self.af), "f32", nf or 1)
+        self.fscratch = array.array("f", bytes(4 * (nfs or 1)))
+        self._nds = {}
+
+    def path(self):
+        """Set `nd` for the current kernel path: the f32 arena as an ndarray (no copy) where
+        the backend has float32 ndarrays (numpy, single-float ulab)."""
+        self.nd = None
+        if kernels.nd():
+            np = backend.np
+            if backend.kind() == "numpy":
+                self.nd = np.frombuffer(self.af, dtype=np.float32)
+            elif backend.SINGLE_FLOAT:
+                self.nd = np.frombuffer(self.af, dtype=np.float)
+
+    def nd_view(self, v):
+        """The f32 value v as a flat backend ndarray over the arena (no copy)."""
+        return self.nd[v.offset: v.offset + v.size]
+
+    def nd_scratch(self, role, n):
+        a = self._nds.get(role)
+        if a is None or a.size < n:
+            a = self._nds[role] = backend.np.zeros(n, dtype=self.nd.dtype)
+        return a[:n]
+
+
+# --- containers -----------------------------------------------------------------------------
 
 def declare(c):
-    """The model declared by the container's `layers` metadata, nothing bound (Sequential).
-    Only that one metadata value is read: the metadata dict is not decoded and kept."""
-    text = c._meta_get("layers")
+    """The model declared by the container's `graph` metadata (or a `layers` chain, read as a
+    graph), nothing bound. Only that one metadata value is read."""
+    text = c._meta_get("graph")
     if text is None:
-        raise ContainerError("container has no 'layers' metadata", None, "layers")
-    return Sequential(text)
+        layers = c._meta_get("layers")
+        if layers is None:
+            raise ContainerError("container has no 'graph' metadata: it holds weights only "
+                                 "(declare the model in code and mpy_lazy.load() it)", None, "graph")
+        from .chain import to_graph
+
+        text = to_graph(layers)
+    return Model(text)
 
 
 def from_container(c, strict=True):
-    """declare(c), then bind its weights from c (load)."""
+    """declare(c), bind its weights from c (load), plan the arena and prepare every op."""
     m = declare(c)
     m.load(c, strict)
+    m.prepare()
     return m

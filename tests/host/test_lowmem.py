@@ -1,8 +1,12 @@
-"""Low memory on the MicroPython unix port (docs/RELIABILITY.md): opening a container, binding a
-model and one inference either succeed or raise MemoryError cleanly, and the container stays
-usable: the same objects, retried after gc.collect() with room, give the right answer.
+"""Low memory on the MicroPython unix port (docs/RELIABILITY.md): opening a container, declaring,
+binding and preparing a graph model and one inference either succeed or fail cleanly
+(MemoryError; or, from prepare(), the ContainerError that refuses an arena larger than the free
+heap), and everything stays usable: the failed step, retried on the same objects once there is
+room, gives the right answer.
 
-The runtime is imported as .mpy files (tools/build_mpy.py), as a board would have it frozen."""
+The runtime is imported as .mpy files (tools/build_mpy.py), as a board would have it frozen.
+Models: a float MLP packed from weights with a graph description, and an int8 MLP (int8 ops,
+TFLite Micro arithmetic); their answers are checked against numpy and host_tools.reference."""
 import os
 import sys
 
@@ -15,20 +19,30 @@ from host_util import ROOT
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import build_mpy  # noqa: E402
 
-LAYERS = """input shape=64
-linear w=fc1.weight b=fc1.bias in=64 out=32
-relu
-linear w=fc2.weight b=fc2.bias in=32 out=10
-softmax
+FLOAT_GRAPH = """input y=x shape=64
+linear x=x y=h w=fc1.weight b=fc1.bias out=32 act=relu
+linear x=h y=o w=fc2.weight b=fc2.bias out=10
+softmax x=o y=p
+output x=p
 """
+
+INT8_GRAPH = """input y=x shape=64 dtype=i8 q=0.05,-4
+linear x=x y=h w=fc1.w b=fc1.b m=fc1.m out=32 q=0.1,-128 clamp=-128,127
+linear x=h y=o w=fc2.w b=fc2.b m=fc2.m out=10 q=0.2,3
+softmax x=o y=p q=0.00390625,-128 t=sm.t
+output x=p
+"""
+
+X_FLOAT = [(i % 7) * 0.25 - 0.75 for i in range(64)]
+X_INT8 = [(i * 37) % 256 - 128 for i in range(64)]
 
 PIPELINE = """
 import gc, sys
 sys.path.insert(0, %(mpy)r)
 import mpy_lazy
-from mpy_lazy import model, nn
+from mpy_lazy import model, kernels, ContainerError
 from binascii import crc32
-X = [(i %% 7) * 0.25 - 0.75 for i in range(64)]
+INPUTS = %(inputs)r
 
 
 def fill(leave):
@@ -55,43 +69,69 @@ def fill(leave):
 """
 
 BALLAST = PIPELINE + """
+STAGES = ("open", "declare", "load", "prepare", "infer", "read", "done")
+
+
+def steps(buf, x, objs, start):
+    # run the pipeline from stage `start` on the objects in objs (c, m); returns y
+    for stage in STAGES[STAGES.index(start):]:
+        objs[0] = stage
+        if stage == "open":
+            objs[1] = mpy_lazy.open(buf)
+        elif stage == "declare":
+            objs[2] = model.declare(objs[1])
+        elif stage == "load":
+            objs[2].load(objs[1])
+        elif stage == "prepare":
+            objs[2].prepare()
+        elif stage == "infer":
+            objs[2](x)
+        elif stage == "read":
+            objs[3] = objs[2].tolist()
+    return objs[3]
+
+
 def run(path, kernel, step, limit):
-    nn.use(kernel)
+    kernels.use(kernel)
     buf = bytearray(open(path, "rb").read())
     crc = crc32(buf)
-    ref = nn.tolist(model.from_container(mpy_lazy.open(buf))(X))
-    stages = {}
+    x = INPUTS[path]
+    m = model.from_container(mpy_lazy.open(buf))
+    m(x)
+    ref = m.tolist()
+    m = None
+    failed = {}
     for leave in range(0, limit, step):
-        nn.free_scratch()
-        c = m = None
-        stage = "open"
+        objs = ["open", None, None, None]
         ballast = fill(leave)
+        how = None
         try:
-            c = mpy_lazy.open(buf)
-            stage = "bind"
-            m = model.from_container(c)
-            stage = "infer"
-            y = nn.tolist(m(X))
-            stage = "done"
+            steps(buf, x, objs, "open")
         except MemoryError:
-            pass
+            how = "MemoryError"
+        except ContainerError as e:  # prepare() refusing an arena larger than the free heap
+            if objs[0] != "prepare" or e.field != "graph" or "heap" not in str(e):
+                raise
+            how = "refused"
         ballast = None
         gc.collect()
-        # retry what failed, on the same objects, now with room
-        if stage == "open":
-            c = mpy_lazy.open(buf)
-        if stage in ("open", "bind"):
-            m = model.from_container(c)
-        if stage != "done":
-            y = nn.tolist(m(X))
+        stage = objs[0]
+        if how:  # retry what failed, on the same objects, now with room
+            y = steps(buf, x, objs, stage)
+            failed[stage] = failed.get(stage, 0) + 1
+            if how == "refused":
+                failed["prepare-refused"] = failed.get("prepare-refused", 0) + 1
+        else:
+            y = objs[3]
+            failed["none"] = failed.get("none", 0) + 1
         assert y == ref, (path, kernel, leave, stage, y, ref)
-        assert c.verify() == len(c) and crc32(buf) == crc
-        stages[stage] = stages.get(stage, 0) + 1
-    print("STAGES", path.rsplit("/", 1)[1], kernel, sorted(stages.items()))
+        assert objs[1].verify() == len(objs[1]) and crc32(buf) == crc
+    print("FAILED-AT", path.rsplit("/", 1)[1], kernel, sorted(failed.items()))
+    print("Y", path.rsplit("/", 1)[1], kernel, ref)
 
 for path in %(paths)r:
     for kernel in ("viper", "pure"):
-        run(path, kernel, 80, 14000)
+        run(path, kernel, %(step)d, %(limit)d)
 print("BALLAST-OK")
 """
 
@@ -100,16 +140,37 @@ import sys
 sys.path.insert(0, %(mpy)r)
 print("STAGE import")
 import mpy_lazy
-from mpy_lazy import model, nn
+from mpy_lazy import model
 print("STAGE open")
 c = mpy_lazy.open(open(%(path)r, "rb").read())
 print("STAGE bind")
-m = model.from_container(c)
+m = model.declare(c)
+m.load(c)
+print("STAGE prepare")
+m.prepare()
 print("STAGE infer")
-y = nn.tolist(m([(i %% 7) * 0.25 - 0.75 for i in range(64)]))
+m(%(x)r)
+y = m.tolist()
 print("STAGE done")
 print("Y", y)
 """
+
+
+def _int8_tensors():
+    """An int8 MLP with TFLite Micro's parameters (multipliers from the scales)."""
+    from host_tools import tflm
+
+    rng = np.random.default_rng(3)
+    t = {}
+    s_in, s_h, s_o = 0.05, 0.1, 0.2
+    for name, (n_out, n_in), s_x, s_y in (("fc1", (32, 64), s_in, s_h), ("fc2", (10, 32), s_h, s_o)):
+        t[name + ".w"] = rng.integers(-127, 128, (n_out, n_in)).astype(np.int8)
+        t[name + ".b"] = rng.integers(-2000, 2000, n_out).astype(np.int32)
+        w_scales = [0.004 + 0.002 * (i % 3) for i in range(n_out)]
+        pairs = [tflm.quantize_multiplier(s_x * ws / s_y) for ws in w_scales]
+        t[name + ".m"] = np.array([[p[0] for p in pairs], [p[1] for p in pairs]], dtype=np.int32)
+    t["sm.t"] = np.array(tflm.softmax_table(s_o), dtype=np.int32)
+    return t
 
 
 @pytest.fixture(scope="module")
@@ -120,33 +181,64 @@ def files(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("lowmem")
     rng = np.random.default_rng(0)
-    save_file({"fc1.weight": rng.standard_normal((32, 64)).astype(np.float32),
-               "fc1.bias": rng.standard_normal(32).astype(np.float32),
-               "fc2.weight": rng.standard_normal((10, 32)).astype(np.float32),
-               "fc2.bias": rng.standard_normal(10).astype(np.float32)}, str(d / "mlp.safetensors"))
-    (d / "mlp.layers").write_text(LAYERS)
-    paths = []
-    for quant in ("none", "int8-channel"):
-        out = str(d / ("mlp-%s.mpyl" % quant))
-        assert main(["pack", str(d / "mlp.safetensors"), "-o", out, "--layers", str(d / "mlp.layers"),
-                     "--quantize", quant, "-q"]) == 0
-        paths.append(out)
+    fl = {"fc1.weight": (0.2 * rng.standard_normal((32, 64))).astype(np.float32),
+          "fc1.bias": (0.1 * rng.standard_normal(32)).astype(np.float32),
+          "fc2.weight": (0.3 * rng.standard_normal((10, 32))).astype(np.float32),
+          "fc2.bias": (0.1 * rng.standard_normal(10)).astype(np.float32)}
+    save_file(fl, str(d / "mlp.safetensors"))
+    (d / "mlp.graph").write_text(FLOAT_GRAPH)
+    float_path = str(d / "mlp-float.mpyl")
+    assert main(["pack", str(d / "mlp.safetensors"), "-o", float_path, "--graph", str(d / "mlp.graph"), "-q"]) == 0
+    it = _int8_tensors()
+    np.savez(str(d / "mlp8.npz"), **it)
+    (d / "mlp8.graph").write_text(INT8_GRAPH)
+    int8_path = str(d / "mlp-int8.mpyl")
+    assert main(["pack", str(d / "mlp8.npz"), "-o", int8_path, "--graph", str(d / "mlp8.graph"), "-q"]) == 0
     build_mpy.build(str(d / "mpy"))
-    return {"mpy": str(d / "mpy"), "paths": paths}
+    # the answers, from numpy (float) and host_tools.reference (int8)
+    from host_tools import reference
+
+    x = np.array(X_FLOAT, dtype=np.float32).astype(np.float64)
+    h = np.maximum(fl["fc1.weight"].astype(np.float64) @ x + fl["fc1.bias"], 0)
+    o = fl["fc2.weight"].astype(np.float64) @ h + fl["fc2.bias"]
+    e = np.exp(o - o.max())
+    want_int8 = [int(v) for v in reference.run(INT8_GRAPH, it, np.array(X_INT8))[0].reshape(-1)]
+    return {"mpy": str(d / "mpy"), "paths": [float_path, int8_path],
+            "inputs": {float_path: X_FLOAT, int8_path: X_INT8},
+            "want": {float_path: e / e.sum(), int8_path: want_int8}}
 
 
-def test_memory_error_at_any_point_leaves_the_container_usable(files):
-    """A ballast leaves a hole of 0..14000 bytes (80-byte steps): open, bind and the first
-    inference each fail for some sizes and succeed for larger; after each failure the ballast
-    is freed and the step retried on the same objects: the result equals the reference, every
-    CRC still checks and the container bytes are unchanged."""
-    r = run_micropython(BALLAST % files, heapsize="256K", timeout=300)
+def _check_answer(files, path, y):
+    want = files["want"][path]
+    if path.endswith("int8.mpyl"):
+        assert y == want, (y, want)
+    else:
+        assert np.allclose(y, want, rtol=1e-5, atol=1e-6), (y, want)
+
+
+def test_memory_error_at_any_point_leaves_everything_usable(files):
+    """A ballast leaves a hole of 0..16000 bytes (128-byte steps): open, declare, load, prepare
+    and the inference each fail for some sizes and succeed for larger; after each failure the
+    ballast is freed and the step retried on the same objects: the result equals the
+    reference (itself checked against numpy / host_tools.reference), every CRC still checks
+    and the container bytes are unchanged. An int8 forward pass on viper allocates nothing:
+    it never fails."""
+    args = dict(files, step=128, limit=16000)
+    r = run_micropython(BALLAST % args, heapsize="256K", timeout=300)
     assert r.returncode == 0 and "BALLAST-OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
-    lines = [line for line in r.stdout.splitlines() if line.startswith("STAGES")]
-    assert len(lines) == 4
-    for line in lines:  # every stage failed at least once, and the whole run fit at the end
-        for stage in ("'open'", "'bind'", "'infer'", "'done'"):
+    lines = [line for line in r.stdout.splitlines() if line.startswith("FAILED-AT")]
+    assert len(lines) == 4, r.stdout
+    for line in lines:
+        for stage in ("'open'", "'declare'", "'prepare'", "'none'"):
             assert stage in line, line
+        if "int8" in line and "viper" in line:
+            assert "'infer'" not in line, line
+    print("\n".join(lines))
+    for line in r.stdout.splitlines():
+        if line.startswith("Y "):
+            _, name, kernel, y = line.split(" ", 3)
+            path = [p for p in files["paths"] if p.endswith(name)][0]
+            _check_answer(files, path, eval(y))
 
 
 def _outcome(r):
@@ -157,27 +249,27 @@ def _outcome(r):
         return "done", "done"
     assert r.returncode == 1, "not a clean exit (rc %d): %s" % (r.returncode, out[-2000:])
     last = out.strip().splitlines()[-1]
-    assert last.startswith("MemoryError"), out[-2000:]
-    return (stages[-1] if stages else "startup"), "MemoryError"
+    assert last.startswith("MemoryError") or (
+        stages[-1:] == ["prepare"] and last.startswith("ContainerError") and "heap" in last), out[-2000:]
+    return (stages[-1] if stages else "startup"), last.split(":")[0]
 
 
 def test_heap_sizes_from_comfortable_to_tiny(files):
     """Fresh processes with heaps from 256K down to 2K: each run finishes with the right
-    answer or exits with a MemoryError traceback (at startup, import, open, bind or
+    answer or exits with a MemoryError traceback (at startup, import, open, bind, prepare or
     inference), never a crash."""
-    heaps = [256, 160, 128] + list(range(120, 60, -2)) + [48, 32, 16, 8, 4, 2]
+    heaps = [256, 160, 128] + list(range(120, 40, -8)) + [40, 32, 24, 16, 8, 4, 2]
     for path in files["paths"]:
-        ref = None
         seen = {}
         for kb in heaps:
-            r = run_micropython(FRESH % {"mpy": files["mpy"], "path": path}, heapsize="%dK" % kb)
+            r = run_micropython(FRESH % {"mpy": files["mpy"], "path": path, "x": files["inputs"][path]},
+                                heapsize="%dK" % kb)
             stage, result = _outcome(r)
             seen.setdefault(stage, kb)
             if result == "done":
                 y = [line for line in r.stdout.splitlines() if line.startswith("Y ")][0]
-                ref = ref or y
-                assert y == ref, (kb, y, ref)
-        assert seen.get("done") == 256 and ref is not None
+                _check_answer(files, path, eval(y[2:]))
+        assert seen.get("done") == 256, seen
         # the sweep reaches a MemoryError inside the runtime, not only at import
-        assert set(seen) & {"open", "bind", "infer"}, seen
+        assert set(seen) & {"open", "bind", "prepare", "infer"}, seen
         assert "startup" in seen or "import" in seen, seen

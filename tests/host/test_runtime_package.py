@@ -8,7 +8,8 @@ import sys
 
 from conftest import ROOT, micropython_binary
 
-RUNTIME = sorted(f for f in os.listdir(os.path.join(ROOT, "mpy_lazy")) if f.endswith(".py"))
+RUNTIME = sorted(os.path.relpath(os.path.join(d, f), os.path.join(ROOT, "mpy_lazy"))
+                 for d, _, files in os.walk(os.path.join(ROOT, "mpy_lazy")) for f in files if f.endswith(".py"))
 
 
 def test_package_json_lists_every_runtime_module():
@@ -57,7 +58,9 @@ def test_mpremote_mip_install_from_local_package_json(tmp_path, capsys):
     mip._install_package(DirTransport(str(board)), os.path.join(ROOT, "package.json"),
                          "https://micropython.org/pi/v2", "/lib", None, False)
     lib = board / "lib"
-    assert sorted(os.listdir(lib / "mpy_lazy")) == RUNTIME
+    installed = sorted(os.path.relpath(os.path.join(d, f), str(lib / "mpy_lazy"))
+                       for d, _, files in os.walk(lib / "mpy_lazy") for f in files)
+    assert installed == RUNTIME
     code = "import sys\nsys.path.insert(0, %r)\nimport mpy_lazy\nprint(mpy_lazy.__file__)\n" % str(lib)
     r = subprocess.run([micropython_binary(), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))
     assert r.returncode == 0 and str(lib) in r.stdout, r.stdout + r.stderr
@@ -67,7 +70,8 @@ def test_build_mpy(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_mpy.py"), str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + r.stdout
-    built = sorted(os.listdir(tmp_path / "mpy_lazy"))
+    built = sorted(os.path.relpath(os.path.join(d, f), str(tmp_path / "mpy_lazy"))
+                   for d, _, files in os.walk(tmp_path / "mpy_lazy") for f in files)
     assert built == [f[:-3] + ".mpy" for f in RUNTIME]
     code = "import sys, gc\nsys.path.insert(0, %r)\nimport mpy_lazy\nprint(mpy_lazy.__file__)\n" % str(tmp_path)
     r = subprocess.run([micropython_binary(), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))

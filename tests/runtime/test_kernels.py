@@ -1,412 +1,883 @@
-# Kernels (mpy_lazy.nn) on every path this interpreter has, against a plain-Python reference
-# written here for clarity (numpy/torch check the same semantics in tests/host/test_layers.py).
-# Tolerances: float paths within float32 rounding; int8 on 'viper'/'pure' follows the integer
-# reference exactly (the int32 accumulators are compared, not just the outputs).
+# The int8 kernels (mpy_lazy/_pure.py, mpy_lazy/_viper.py) and the kernel-path switch
+# (mpy_lazy/kernels.py). Every kernel runs on seeded pseudo-random geometry, parameters and
+# data (rt_util.Lcg: the same cases on CPython and MicroPython) with edge values mixed in, and
+# its whole arena is compared against the plain-integer formula written out in this file
+# (TFLite Micro's reference kernels, gemmlowp's fixed point from rt_util). On MicroPython the
+# viper twin runs the same cases and must give the same bytes as _pure; on CPython (no viper)
+# _pure is checked against the formula alone.
 import array
+import math
 import struct
 
-from rt_util import IS_MICROPYTHON, raises, skip
+from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, ref_mbqm, ref_rdbpot,
+                     ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
+                     weight_index)
 
-from mpy_lazy import ContainerError, nn
+from mpy_lazy import _pure, backend, kernels
+
+_viper = kernels._viper
+IMPLS = [("pure", _pure)] + ([("viper", _viper)] if _viper is not None else [])
+CASES = 8 if small_board() else 40  # random cases per kernel test
+VECTORS = 400 if small_board() else 4000  # fixed-point vectors
+
+EDGE_M = (0, 1, 1 << 30, (1 << 30) + 1, 1518500250, INT32_MAX - 1, INT32_MAX)
+EDGE_ACC = (INT32_MIN, INT32_MIN + 1, INT32_MIN + 2, -(1 << 30) - 1, -(1 << 30), -65536, -256, -129, -128,
+            -2, -1, 0, 1, 2, 127, 128, 255, 65535, 1 << 30, (1 << 30) + 1, INT32_MAX - 1, INT32_MAX)
 
 
-def zeros(n):
-    """A preallocated array for values computed in a float-heavy loop. On single-precision
-    boards every float is a heap object: a list grown by append keeps its floats scattered
-    between the loop's garbage, and after a collection the free heap is all sub-KB holes."""
-    return array.array("d", bytes(8 * n))
+def bitlen(v):
+    v = -v if v < 0 else v
+    n = 0
+    while v:
+        v >>= 1
+        n += 1
+    return n
 
 
-def rand(n, seed, lo=-1.0, hi=1.0):
-    """Deterministic floats (LCG), identical on both interpreters, exact in float32."""
-    out = zeros(n)
-    s = seed
-    for i in range(n):
-        s = (s * 1103515245 + 12345) & 0x7FFFFFFF
-        out[i] = lo + (hi - lo) * ((s >> 8) & 0xFFFF) / 65536.0
+def i8s(r, n, zp=0):
+    """n int8 values, with the edges -128/127 (and the zero point) now and then."""
+    out = []
+    for _ in range(n):
+        k = r.next() % 16
+        out.append(-128 if k == 0 else 127 if k == 1 else zp if k == 2 else r.int(-128, 127))
     return out
 
 
-def f32(vals):
-    return struct.pack("<%df" % len(vals), *vals)
+def multiplier(r):
+    return r.pick(EDGE_M) if r.chance(4) else r.int(1 << 30, INT32_MAX)
 
 
-def f16(vals):
-    return struct.pack("<%de" % len(vals), *vals)
+def shift(r, bound):
+    """A shift for accumulators of magnitude <= bound: mostly one that lands near the int8
+    range, now and then -31 or the largest positive shift for which bound << s fits int32."""
+    top = 0
+    while (bound << (top + 1)) <= INT32_MAX and top < 30:
+        top += 1
+    k = r.next() % 8
+    if k == 0:
+        return -31
+    if k == 1:
+        return top
+    s = 7 - bitlen(bound) + r.int(-3, 3)
+    return -31 if s < -31 else (top if s > top else s)
 
 
-def stored(fmt, b):
-    return list(struct.unpack("<%d%s" % (len(b) // struct.calcsize(fmt), fmt), b))
+def mq_for(r, oc, bound):
+    """Per-channel multipliers then shifts (the kernels' `mq`), for |acc| <= bound."""
+    return [multiplier(r) for _ in range(oc)] + [shift(r, bound) for _ in range(oc)]
 
 
-def quant_tensor(vals):
-    """int8 per-tensor (symmetric, like the packer): bytes, scale, reals."""
-    m = max(abs(v) for v in vals)
-    scale = struct.unpack("<f", struct.pack("<f", m / 127.0))[0]
-    q = [max(-127, min(127, round(v / scale))) for v in vals]
-    return struct.pack("<%db" % len(q), *q), scale, [scale * v for v in q]
+def head(r, oc):
+    """(zy, lo, hi): an output zero point (edges included) and a clamp (mostly the int8 range)."""
+    zy = r.pick((-128, 127, 0, r.int(-128, 127), r.int(-128, 127)))
+    lo, hi = -128, 127
+    if r.chance(3):
+        lo = r.int(-128, 127)
+        hi = r.int(lo, 127)
+    return zy, lo, hi
 
 
-def quant_channel(vals, rows):
-    """int8 per-channel along axis 0: bytes, scales, reals."""
-    n = len(vals) // rows
-    qs, scales, reals = [], [], []
-    for r in range(rows):
-        row = vals[r * n:(r + 1) * n]
-        s = struct.unpack("<f", struct.pack("<f", max(abs(v) for v in row) / 127.0))[0]
-        q = [max(-127, min(127, round(v / s))) for v in row]
-        qs += q
-        scales.append(s)
-        reals += [s * v for v in q]
-    return struct.pack("<%db" % len(qs), *qs), scales, reals
+class Arena:
+    """An int8 arena: garbage, then the regions asked for (each after a random gap), then
+    garbage; `expected` starts as a copy and gets the outputs the formula computes."""
+
+    def __init__(self, r, sizes):
+        self.offsets = []
+        n = r.int(0, 5)
+        for size in sizes:
+            self.offsets.append(n)
+            n += size + r.int(0, 5)
+        n += r.int(0, 5)
+        self.init = i8s(r, n)
+        self.expected = list(self.init)
+
+    def put(self, off, vals):
+        for i in range(len(vals)):
+            self.init[off + i] = vals[i]
+            self.expected[off + i] = vals[i]
+
+    def fresh(self):
+        return array.array("b", self.init)
 
 
-def quantize_act(x):
-    """The kernels' activation quantization: symmetric per tensor, round half to even."""
-    amax = max(abs(v) for v in x)
-    if amax == 0:
-        return [0] * len(x), 0.0
-    inv = 127.0 / amax
-    return [round(v * inv) for v in x], amax / 127.0
+def run_each(build, expected, what):
+    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`."""
+    got = []
+    for name, mod in IMPLS:
+        fn, out = build(mod)
+        fn()
+        vals = [out[i] for i in range(len(out))]
+        for i in range(len(expected)):
+            if vals[i] != expected[i]:
+                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, vals[i], expected[i]))
+        got.append(vals)
+    return got
 
 
-def ref_linear(x, w, b, n_in, n_out, t=0):
-    y = zeros(n_out)
-    for o in range(n_out):
-        s = 0.0
-        for i in range(n_in):
-            s += (w[i * n_out + o] if t else w[o * n_in + i]) * x[i]
-        y[o] = s + (b[o] if b else 0.0)
-    return y
+# --- fixed point ------------------------------------------------------------------------------
+
+def fixed_point_vectors(r, n):
+    """(x, m, s) with x << s within int32 for s > 0 (TFLM's domain)."""
+    out = []
+    for i in range(n):
+        x = EDGE_ACC[i % len(EDGE_ACC)] if i < 3 * len(EDGE_ACC) or r.chance(4) else r.int(INT32_MIN, INT32_MAX)
+        m = r.pick(EDGE_M) if r.chance(3) else r.int(0, INT32_MAX)
+        s = r.int(-31, 6) if not r.chance(6) else r.pick((-31, -30, -1, 0, 1))
+        if s > 0:
+            while not INT32_MIN <= x * (1 << s) <= INT32_MAX:
+                x = c_div(x, 2)
+        out.append((x, m, s))
+    return out
 
 
-def ref_conv(x, shape, w, wshape, b, stride, pad):
-    c, h, wd = shape
-    o, _, kh, kw = wshape
-    oh = (h + 2 * pad[0] - kh) // stride[0] + 1
-    ow = (wd + 2 * pad[1] - kw) // stride[1] + 1
-    y = zeros(o * oh * ow)
-    k = 0
-    for oc in range(o):
-        for yy in range(oh):
-            for xx in range(ow):
-                s = 0.0
-                for ci in range(c):
+def test_fixed_point_primitives_match_gemmlowp():
+    r = Lcg(1)
+    edges = EDGE_ACC + (3, -3, 5, -5, 6, -6)
+    for a in edges:
+        for b in edges:
+            assert _pure.srdhm(a, b) == ref_srdhm(a, b), (a, b)
+    for _ in range(VECTORS):
+        a = r.int(INT32_MIN, INT32_MAX)
+        b = r.pick(edges) if r.chance(4) else r.int(INT32_MIN, INT32_MAX)
+        assert _pure.srdhm(a, b) == ref_srdhm(a, b), (a, b)
+    assert ref_srdhm(INT32_MIN, INT32_MIN) == INT32_MAX and _pure.srdhm(INT32_MIN, INT32_MIN) == INT32_MAX
+    for e in range(32):
+        for x in edges:
+            assert _pure.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
+    for _ in range(VECTORS):
+        x, e = r.int(INT32_MIN, INT32_MAX), r.int(0, 31)
+        assert _pure.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
+    # rounding ties go away from zero
+    assert ref_rdbpot(3, 1) == 2 and ref_rdbpot(-3, 1) == -2 and ref_rdbpot(-5, 2) == -1
+    assert _pure.rdbpot(-3, 1) == -2 and _pure.rdbpot(-1, 1) == -1 and _pure.rdbpot(1, 1) == 1
+    for x, m, s in fixed_point_vectors(r, VECTORS):
+        assert _pure.mbqm(x, m, s) == ref_mbqm(x, m, s), (x, m, s)
+
+
+def test_reciprocal_matches_gemmlowp():
+    """softmax's 1 / sum: _pure.one_over_one_plus_x against gemmlowp's, written out (rt_util),
+    on Q0.31 values in [0, 2**31); viper's _reciprocal (TFLM's GetReciprocal of a Q12.19 sum:
+    the Q0.31 scale and the output exponent bits_over_unit + 23) against the same."""
+    r = Lcg(5)
+    xs = [0, 1, 2, (1 << 30) - 1, 1 << 30, INT32_MAX - 1, INT32_MAX]
+    xs += [r.int(0, INT32_MAX) for _ in range(VECTORS // 4)]
+    for a in xs:
+        assert _pure.one_over_one_plus_x(a) == ref_one_over_one_plus_x(a), a
+    if _viper is None:
+        return
+    t = array.array("i", (0, 0, 0, 0))
+    sums = [1, 2, 3, 1 << 19, (1 << 19) + 1, (1 << 28) - 1, 511 << 19] + [r.int(1, (1 << 28) - 1) for _ in range(VECTORS // 4)]
+    for total in sums:
+        headroom = 0
+        while not (total << headroom) & (1 << 31):
+            headroom += 1
+        shifted = ((total << headroom) & 0xFFFFFFFF) - (1 << 31)
+        t[0] = total
+        _viper._reciprocal(t)
+        assert t[0] == ref_one_over_one_plus_x(shifted) and t[3] == 12 - headroom + 23, (total, t[0], t[3])
+
+
+def test_viper_srdhm_and_rdbpot():
+    if _viper is None:
+        return  # CPython: no viper (the _pure versions are checked above)
+    r = Lcg(2)
+    t = array.array("i", (0, 0, 0, 0))
+    edges = EDGE_ACC + (3, -3)
+    pairs = [(a, b) for a in edges for b in edges]
+    pairs += [(r.int(INT32_MIN, INT32_MAX), r.int(INT32_MIN, INT32_MAX)) for _ in range(VECTORS)]
+    for a, b in pairs:
+        t[0], t[1] = a, b
+        _viper._srdhm(t)
+        assert t[2] == ref_srdhm(a, b), (a, b, t[2])
+    for e in range(32):
+        for x in edges:
+            t[2] = x
+            _viper._rdbpot(t, e)
+            assert t[2] == ref_rdbpot(x, e), (x, e, t[2])
+
+
+def test_requant_raw_and_int8_on_fixed_point_vectors():
+    """requant() over thousands of (acc, m, s): raw mode (OC < 0: the bare mbqm results into an
+    int32 array, one channel per element) and int8 mode (zero point, clamp), every impl."""
+    r = Lcg(3)
+    vecs = fixed_point_vectors(r, VECTORS)
+    n = len(vecs)
+    acc = [v[0] for v in vecs]
+    mq = [v[1] for v in vecs] + [v[2] for v in vecs]
+    want_raw = [ref_mbqm(x, m, s) for x, m, s in vecs]
+
+    def raw(mod):
+        out = array.array("i", bytes(4 * (n + 3)))
+        p = array.array("i", (2, n, -n, 99, -128, 127))
+        return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), out, p)), out
+
+    run_each(raw, [0, 0] + want_raw + [0], "requant raw")
+    for zy, lo, hi in ((0, -128, 127), (-128, -128, 127), (127, -128, 127), (5, -7, 9), (-3, 0, 0)):
+        want = [ref_requant(x, m, s, zy, lo, hi) for x, m, s in vecs]
+
+        def int8(mod):
+            out = array.array("b", bytes(n + 1))
+            p = array.array("i", (1, n, n, zy, lo, hi))  # OC = n: one channel per element
+            return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), out, p)), out
+
+        run_each(int8, [0] + want, "requant int8 %d %d %d" % (zy, lo, hi))
+
+
+def test_requant_paths_agree_when_the_shift_overflows():
+    """Outside TFLite Micro's defined domain: a positive shift whose acc << shift leaves int32
+    (undefined behaviour in TFLM's `x * (1 << left_shift)`; the shift and the accumulator are
+    both in range: conv bias 2**20 and shift 20 reach it). Whatever the answer, _pure and viper
+    must give the same one (the runtime's promise: the same integers on every path)."""
+    if _viper is None:
+        return  # one implementation: nothing to compare
+    r = Lcg(6)
+    vecs = [(1 << 20, 1 << 30, 20), (3 << 28, INT32_MAX, 30), (-(1 << 25), 1 << 30, 12), (1 << 29, 1 << 30, 5),
+            (INT32_MIN, 1 << 30, 1), (INT32_MAX, INT32_MAX, 1)]
+    for _ in range(200):
+        s = r.int(1, 30)
+        vecs.append((r.int(INT32_MIN, INT32_MAX) | (1 << (31 - s)), r.int(1 << 30, INT32_MAX), s))
+    n = len(vecs)
+    acc = array.array("i", [v[0] for v in vecs])
+    mq = array.array("i", [v[1] for v in vecs] + [v[2] for v in vecs])
+    outs = []
+    for _, mod in IMPLS:
+        d = array.array("b", bytes(n))
+        mod.requant(acc, mq, d, array.array("i", (0, n, n, 0, -128, 127)))
+        outs.append(list(d))
+    bad = [(vecs[i], outs[0][i], outs[1][i]) for i in range(n) if outs[0][i] != outs[1][i]]
+    assert not bad, "%d of %d differ (acc, m, shift), pure, viper: %s" % (len(bad), n, bad[:4])
+
+
+def test_requant_channels_cycle_and_header():
+    """Element i uses channel i % OC; RQ_Y/RQ_N select the block; nothing else is written."""
+    r = Lcg(4)
+    for _ in range(CASES):
+        oc = r.int(1, 7)
+        n = oc * r.int(1, 5) + r.int(0, oc - 1)
+        acc = [r.pick(EDGE_ACC) if r.chance(5) else r.int(-(1 << 20), 1 << 20) for _ in range(n)]
+        bound = 1 << 20
+        for v in acc:
+            if abs(v) > bound:
+                bound = abs(v)
+        mq = mq_for(r, oc, bound)
+        zy, lo, hi = head(r, oc)
+        ar = Arena(r, [n])
+        y = ar.offsets[0]
+        for i in range(n):
+            ar.expected[y + i] = ref_requant(acc[i], mq[i % oc], mq[oc + i % oc], zy, lo, hi)
+
+        def build(mod):
+            a = ar.fresh()
+            p = array.array("i", (y, n, oc, zy, lo, hi))
+            return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), a, p)), a
+
+        run_each(build, ar.expected, "requant")
+
+
+# --- conv / depthwise -------------------------------------------------------------------------
+
+def conv_case(r, dw):
+    while True:
+        h, w = r.int(1, 6), r.int(1, 6)
+        if dw:
+            c = r.int(1, 4)
+            mult = r.pick((1, 1, 2, 3))
+            oc, cpg, opg = c * mult, 1, mult
+        else:
+            g = r.pick((1, 1, 1, 2, 3))
+            cpg, opg = r.pick((1, 2, 3, 4, 5, 8)), r.int(1, 3)  # viper: < 4 and >= 4 take two loop orders
+            c, oc = g * cpg, g * opg
+        kh, kw = r.int(1, 3), r.int(1, 3)
+        sh, sw = r.pick((1, 1, 2, 3)), r.pick((1, 1, 2))
+        dh, dwd = r.pick((1, 1, 1, 2)), r.pick((1, 1, 2))
+        eh, ew = dh * (kh - 1) + 1, dwd * (kw - 1) + 1
+        pads = (r.int(0, eh - 1), r.int(0, ew - 1), r.int(0, eh - 1), r.int(0, ew - 1))
+        oh = (h + pads[0] + pads[2] - eh) // sh + 1
+        ow = (w + pads[1] + pads[3] - ew) // sw + 1
+        if oh >= 1 and ow >= 1:
+            return h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg
+
+
+STRIDES = {  # (WSO, WSY, WSX, WSC) as functions of (oc, kh, kw, cpg): the kernels' ABI
+    "ohwi": lambda oc, kh, kw, cpg: (kh * kw * cpg, kw * cpg, cpg, 1),
+    "oihw": lambda oc, kh, kw, cpg: (cpg * kh * kw, kw, 1, kh * kw),
+    "1hwo": lambda oc, kh, kw, cpg: (1, kw * oc, oc, 1),
+    "o1hw": lambda oc, kh, kw, cpg: (kh * kw, kw, 1, 1),
+}
+
+
+def check_conv(seed, dw):
+    r = Lcg(seed)
+    for case in range(CASES):
+        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, dw)
+        layout = r.pick(("1hwo", "o1hw") if dw else ("ohwi", "oihw"))
+        zx = r.pick((-128, 127, 0, r.int(-128, 127)))
+        x = i8s(r, h * w * c, zx)
+        wts = i8s(r, oc * kh * kw * cpg)  # canonical order (o, ky, kx, ci)
+        wbuf = [0] * len(wts)
+        k = 0
+        for o in range(oc):
+            for ky in range(kh):
+                for kx in range(kw):
+                    for ci in range(cpg):
+                        wbuf[weight_index(layout, o, ky, kx, ci, oc, kh, kw, cpg)] = wts[k]
+                        k += 1
+        taps = kh * kw * cpg * 128 * 255
+        hasb = r.next() % 3 != 0
+        mq = mq_for(r, oc, taps + 65536)
+        bias = []
+        for o in range(oc):
+            if not hasb:
+                bias.append(0)
+            elif mq[oc + o] > 0 or r.chance(2):
+                bias.append(r.int(-65536, 65536))
+            else:  # near the int32 limits, leaving room for the taps
+                big = INT32_MAX - taps
+                bias.append(r.pick((big, -big, r.int(-big, big))))
+                mq[oc + o] = r.int(-31, 0)
+        zy, lo, hi = head(r, oc)
+        ar = Arena(r, [h * w * c, oh * ow * oc])
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for oy in range(oh):
+            for ox in range(ow):
+                for o in range(oc):
+                    acc = bias[o]
+                    g = o // opg
+                    for ky in range(kh):
+                        iy = oy * sh - pads[0] + ky * dh
+                        for kx in range(kw):
+                            ix = ox * sw - pads[1] + kx * dwd
+                            if 0 <= iy < h and 0 <= ix < w:
+                                for ci in range(cpg):
+                                    wv = wts[((o * kh + ky) * kw + kx) * cpg + ci]
+                                    acc += wv * (x[(iy * w + ix) * c + g * cpg + ci] - zx)
+                    assert INT32_MIN <= acc <= INT32_MAX
+                    ar.expected[yo + (oy * ow + ox) * oc + o] = ref_requant(acc, mq[o], mq[oc + o], zy, lo, hi)
+        ws = STRIDES[layout](oc, kh, kw, cpg)
+        p = [0, 0, oc, zy, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
+        p += list(ws) + [cpg, opg, zx, 1 if hasb else 0]
+        what = "%s case %d %s" % ("depthwise" if dw else "conv", case, p)
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            b = (a, array.array("b", wbuf), array.array("i", bias) if hasb else pa, array.array("i", mq),
+                 array.array("i", bytes(4 * ow * oc)), array.array("i", bytes(4 * kh * kw * cpg)))
+            fn = mod.depthwise if dw else mod.conv
+            return (lambda: fn(b, pa)), a
+
+        run_each(build, ar.expected, what)
+
+
+def test_conv():
+    check_conv(10, False)
+
+
+def test_depthwise():
+    check_conv(11, True)
+
+
+def test_grouped_conv_equals_depthwise():
+    """A conv with one input channel per group (groups = C, ohwi weights) computes what
+    depthwise computes with the same filters in 1hwo or o1hw (how a torch depthwise conv may
+    arrive): conv() and depthwise() give the same bytes on every impl."""
+    r = Lcg(12)
+    for case in range(CASES // 2):
+        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, True)
+        x = i8s(r, h * w * c)
+        wts = i8s(r, oc * kh * kw)  # canonical (o, ky, kx)
+        mq = mq_for(r, oc, kh * kw * 128 * 255)
+        outs = []
+        for layout in ("ohwi", "1hwo", "o1hw"):
+            wbuf = [0] * len(wts)
+            for o in range(oc):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        wbuf[weight_index(layout, o, ky, kx, 0, oc, kh, kw, 1)] = wts[(o * kh + ky) * kw + kx]
+            p = [0, 0, oc, 0, -128, 127, 0, h * w * c, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
+            p += list(STRIDES[layout](oc, kh, kw, 1)) + [1, opg, 3, 0]
+            for _, mod in IMPLS:
+                a = array.array("b", x + [0] * (oh * ow * oc))
+                pa = array.array("i", p)
+                fn = mod.conv if layout == "ohwi" else mod.depthwise
+                fn((a, array.array("b", wbuf), pa, array.array("i", mq), array.array("i", bytes(4 * ow * oc)),
+                    array.array("i", bytes(4 * kh * kw))), pa)
+                outs.append(list(a))
+        for o in outs[1:]:
+            assert o == outs[0], case
+
+
+# --- dense ------------------------------------------------------------------------------------
+
+def test_dense():
+    """oi (WSI 1: viper's 4-wide unrolled loop, n_in not a multiple of 4 included) and io
+    layouts, with gaps between weight rows; bias or not."""
+    r = Lcg(20)
+    sizes = (1, 2, 3, 4, 5, 7, 8, 9, 13, 32, 33)
+    for case in range(CASES + 10):
+        n_in = sizes[case % len(sizes)] if case < 2 * len(sizes) else r.int(1, 40)
+        n_out = r.int(1, 6)
+        io = case % 2 == 1
+        gap = r.pick((0, 0, 1, 3))
+        wso, wsi = (1, n_out + gap) if io else (n_in + gap, 1)
+        wts = [i8s(r, n_in) for _ in range(n_out)]  # wts[o][i]
+        size = (n_in - 1) * wsi + (n_out - 1) * wso + 1
+        wbuf = i8s(r, size)  # garbage in the gaps
+        for o in range(n_out):
+            for i in range(n_in):
+                wbuf[o * wso + i * wsi] = wts[o][i]
+        zx = r.pick((-128, 127, 0, r.int(-128, 127)))
+        x = i8s(r, n_in, zx)
+        bound = n_in * 128 * 255
+        mq = mq_for(r, n_out, bound + 100000)
+        hasb = r.next() % 3 != 0
+        bias = []
+        for o in range(n_out):
+            if not hasb:
+                bias.append(0)
+            elif mq[n_out + o] > 0 or r.chance(2):
+                bias.append(r.int(-100000, 100000))
+            else:
+                big = INT32_MAX - bound
+                bias.append(r.pick((big, -big)))
+                mq[n_out + o] = r.int(-31, 0)
+        zy, lo, hi = head(r, n_out)
+        ar = Arena(r, [n_in, n_out])
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for o in range(n_out):
+            acc = bias[o]
+            for i in range(n_in):
+                acc += wts[o][i] * (x[i] - zx)
+            ar.expected[yo + o] = ref_requant(acc, mq[o], mq[n_out + o], zy, lo, hi)
+        p = [0, 0, n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, zx, 1 if hasb else 0]
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            b = (a, array.array("b", wbuf), array.array("i", bias) if hasb else pa, array.array("i", mq),
+                 array.array("i", bytes(4 * n_out)), array.array("i", bytes(4 * n_in)))
+            return (lambda: mod.dense(b, pa)), a
+
+        run_each(build, ar.expected, "dense case %d %s" % (case, p))
+
+
+# --- add / mul --------------------------------------------------------------------------------
+
+def binary_case(r):
+    c = r.int(1, 8)
+    n = c * r.pick((1, 2, 7, 40, 90))
+    bc = c if r.chance(2) and n > c else n  # broadcast a per-channel x2 (BC < N), or not
+    block = r.pick((256, 257, 300, 1024))
+    return n, bc, block
+
+
+def test_add():
+    """TFLM's int8 add: both inputs (q - Z) << 20 rescaled (m1, s1), (m2, s2), summed, rescaled
+    (m, s); broadcast x2 (BC < N); several blocks; the 512-entry table built by the kernel."""
+    r = Lcg(30)
+    for case in range(CASES):
+        n, bc, block = binary_case(r)
+        z1, z2 = r.pick((-128, 127, r.int(-128, 127))), r.pick((-128, 127, r.int(-128, 127)))
+        m1, m2, m = multiplier(r), multiplier(r), multiplier(r)
+        s1, s2 = r.int(-12, 0), r.pick((-31, r.int(-12, 0)))
+        bound = 2 * (255 << 20)
+        s = shift(r, bound)
+        zy, lo, hi = head(r, 1)
+        x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
+        ar = Arena(r, [n, bc, n])
+        o1, o2, yo = ar.offsets
+        ar.put(o1, x1)
+        ar.put(o2, x2)
+        for i in range(n):
+            a = ref_mbqm((x1[i] - z1) * (1 << 20), m1, s1)
+            b = ref_mbqm((x2[i % bc] - z2) * (1 << 20), m2, s2)
+            ar.expected[yo + i] = ref_requant(a + b, m, s, zy, lo, hi)
+        p = [0, 0, 1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            b = (a, array.array("i", bytes(4 * 512)), array.array("i", bytes(4 * max(block, 256))),
+                 array.array("i", (m1, s1)), array.array("i", (m2, s2)), array.array("i", (m, s)))
+
+            def run():
+                mod.add(b, pa)
+                assert list(pa)[2:] == p[2:], "add changed its parameters"
+
+            return run, a
+
+        run_each(build, ar.expected, "add case %d %s" % (case, p))
+
+
+def test_mul():
+    r = Lcg(31)
+    for case in range(CASES):
+        n, bc, block = binary_case(r)
+        z1, z2 = r.pick((-128, 127, r.int(-128, 127))), r.pick((-128, 127, r.int(-128, 127)))
+        m = multiplier(r)
+        s = shift(r, 255 * 255)
+        zy, lo, hi = head(r, 1)
+        x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
+        ar = Arena(r, [n, bc, n])
+        o1, o2, yo = ar.offsets
+        ar.put(o1, x1)
+        ar.put(o2, x2)
+        for i in range(n):
+            ar.expected[yo + i] = ref_requant((x1[i] - z1) * (x2[i % bc] - z2), m, s, zy, lo, hi)
+        p = [0, 0, 1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            b = (a, array.array("i", (m, s)), array.array("i", bytes(4 * block)))
+            return (lambda: mod.mul(b, pa)), a
+
+        run_each(build, ar.expected, "mul case %d %s" % (case, p))
+
+
+# --- pooling, mean ------------------------------------------------------------------------------
+
+def pool_case(r):
+    while True:
+        h, w, c = r.int(1, 7), r.int(1, 7), r.int(1, 3)
+        kh, kw = r.int(1, 4), r.int(1, 4)
+        sh, sw = r.int(1, 3), r.int(1, 3)
+        pads = (r.int(0, kh - 1), r.int(0, kw - 1), r.int(0, kh - 1), r.int(0, kw - 1))
+        oh = (h + pads[0] + pads[2] - kh) // sh + 1
+        ow = (w + pads[1] + pads[3] - kw) // sw + 1
+        if oh >= 1 and ow >= 1:
+            return h, w, c, oh, ow, kh, kw, sh, sw, pads
+
+
+def check_pool(seed, is_max):
+    r = Lcg(seed)
+    partial = 0
+    for case in range(CASES):
+        h, w, c, oh, ow, kh, kw, sh, sw, pads = pool_case(r)
+        lo, hi = -128, 127
+        if r.chance(3):
+            lo = r.int(-128, 100)
+            hi = r.int(lo, 127)
+        x = i8s(r, h * w * c)
+        if r.chance(3):  # mostly negative values: negative sums to round
+            x = [v if v < 0 else -v - 1 for v in x]
+        ar = Arena(r, [h * w * c, oh * ow * c])
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    vals = []
                     for ky in range(kh):
                         for kx in range(kw):
-                            iy = yy * stride[0] + ky - pad[0]
-                            ix = xx * stride[1] + kx - pad[1]
-                            if 0 <= iy < h and 0 <= ix < wd:
-                                s += w[((oc * c + ci) * kh + ky) * kw + kx] * x[(ci * h + iy) * wd + ix]
-                y[k] = s + (b[oc] if b else 0.0)
-                k += 1
-    return y, (o, oh, ow)
+                            iy, ix = oy * sh - pads[0] + ky, ox * sw - pads[1] + kx
+                            if 0 <= iy < h and 0 <= ix < w:
+                                vals.append(x[(iy * w + ix) * c + ch])
+                    assert vals  # pad < k: every window keeps one element
+                    if len(vals) < kh * kw:
+                        partial += 1
+                    if is_max:
+                        v = max(vals)
+                    else:  # TFLM: (sum +- count / 2) / count, C division; count = in-bounds only
+                        s, n = sum(vals), len(vals)
+                        v = c_div(s + n // 2, n) if s > 0 else c_div(s - n // 2, n)
+                    ar.expected[yo + (oy * ow + ox) * c + ch] = lo if v < lo else (hi if v > hi else v)
+        p = [0, 0, c, 0, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            fn = mod.maxpool if is_max else mod.avgpool
+            return (lambda: fn((a,), pa)), a
+
+        run_each(build, ar.expected, "%s case %d %s" % ("maxpool" if is_max else "avgpool", case, p))
+    assert partial > 0  # padding that leaves partial windows was reached
 
 
-def close(got, want, rel=2e-5, what=""):
-    assert len(got) == len(want), (what, len(got), len(want))
-    scale = max([abs(v) for v in want] + [1e-6])
-    for i in range(len(want)):
-        assert abs(got[i] - want[i]) <= rel * scale + 1e-7, (what, i, got[i], want[i])
+def test_maxpool():
+    check_pool(40, True)
 
 
-def exact_int(got, want, unit, what=""):
-    """got/want are floats that are integers times `unit`: equal as integers, within float32
-    rounding (an off-by-one accumulator is `unit` away, far outside this tolerance)."""
-    assert len(got) == len(want)
-    for i in range(len(want)):
-        assert abs(got[i] - want[i]) <= 1e-6 * abs(want[i]) + 1e-3 * unit, (what, i, got[i], want[i])
+def test_avgpool():
+    check_pool(41, False)
 
 
-def each_path(fn):
-    for p in nn.available():
-        nn.use(p)
-        fn(p)
-    nn.use()
+def test_avgpool_rounds_half_away_from_zero():
+    """Exact cases: sums -3, -2, -1, 1, 2, 3 over 2 elements and -5 over 4 (TFLM rounds the
+    average half away from zero: -1.5 -> -2, -0.5 -> -1, 0.5 -> 1, -1.25 -> -1)."""
+    cases = (((-1, -2), -2), ((-1, -1), -1), ((0, -1), -1), ((0, 1), 1), ((1, 1), 1), ((1, 2), 2),
+             ((-1, -1, -1, -2), -1), ((-128, -128), -128), ((127, 127), 127), ((-3, -2, -2), -2))
+    for vals, want in cases:
+        n = len(vals)
+        p = [0, 0, 1, 0, -128, 127, 0, n, 1, n, 1, 1, 1, 1, n, 1, 1, 1, 1, 0, 0]
+        for name, mod in IMPLS:
+            a = array.array("b", list(vals) + [99])
+            mod.avgpool((a,), array.array("i", p))
+            assert a[n] == want, (name, vals, a[n], want)
 
 
-def test_paths_available():
-    paths = nn.available()
-    assert paths[-1] == "pure"
-    if IS_MICROPYTHON:
-        assert "viper" in paths  # the unix port has the native emitter
-    else:
-        assert paths[0] == "ulab"  # numpy stands in for ulab on CPython
-    assert raises(ValueError, nn.use, "cuda")
-    assert nn.use("pure") == "pure" and nn.path() == "pure"
-    nn.use()
+def test_mean():
+    r = Lcg(50)
+    for case in range(CASES):
+        hw, c = r.int(1, 60), r.int(1, 6)
+        zx = r.pick((-128, 127, r.int(-128, 127)))
+        m = multiplier(r)
+        s = shift(r, hw * 255)
+        zy = r.pick((-128, 127, r.int(-128, 127)))
+        x = i8s(r, hw * c, zx)
+        ar = Arena(r, [hw * c, c])
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for ch in range(c):
+            total = 0
+            for i in range(hw):
+                total += x[i * c + ch] - zx
+            ar.expected[yo + ch] = ref_requant(total, m, s, zy)
+        p = [0, 0, 1, zy, -128, 127, xo, yo, hw, zx, c]
+
+        def build(mod):
+            a = ar.fresh()
+            pa = array.array("i", p)
+            return (lambda: mod.mean((a, array.array("i", (m, s)), array.array("i", bytes(4 * c))), pa)), a
+
+        run_each(build, ar.expected, "mean case %d %s" % (case, p))
 
 
-def test_linear_float():
-    n_in, n_out = 37, 11
-    x = rand(n_in, 1)
-    wv = rand(n_in * n_out, 2)
-    bv = rand(n_out, 3)
-    want = ref_linear(x, stored("f", f32(wv)), stored("f", f32(bv)), n_in, n_out)
-    want16 = ref_linear(x, stored("e", f16(wv)), stored("f", f32(bv)), n_in, n_out)
+# --- lut, softmax -----------------------------------------------------------------------------
 
-    def run(p):
-        w = nn.raw(f32(wv), "f32", (n_out, n_in))
-        b = nn.raw(f32(bv), "f32", (n_out,))
-        close(nn.tolist(nn.linear(nn.act(x), w, b)), want, what=p)
-        w16 = nn.raw(f16(wv), "f16", (n_out, n_in))
-        close(nn.tolist(nn.linear(nn.act(x), w16, b)), want16, what=p + " f16")
-        # ONNX MatMul layout: W stored [in, out]
-        wt = [wv[o * n_in + i] for i in range(n_in) for o in range(n_out)]
-        close(nn.tolist(nn.linear(nn.act(x), nn.raw(f32(wt), "f32", (n_in, n_out)), b, t=1)),
-              want, what=p + " t")
-        close(nn.tolist(nn.linear(nn.act(x), nn.raw(f16(wt), "f16", (n_in, n_out)), b, t=1)),
-              want16, what=p + " f16 t")
+def test_lut():
+    r = Lcg(60)
+    for case in range(CASES):
+        n = r.int(1, 300)
+        table = i8s(r, 256)
+        x = i8s(r, n)
+        inplace = r.chance(2)
+        ar = Arena(r, [n] if inplace else [n, n])
+        xo = ar.offsets[0]
+        yo = xo if inplace else ar.offsets[1]
+        ar.put(xo, x)
+        for i in range(n):
+            ar.expected[yo + i] = table[x[i] + 128]
+        p = [0, 0, 1, 0, -128, 127, xo, yo, n]
 
-    each_path(run)
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: mod.lut((a, array.array("b", table)), array.array("i", p))), a
+
+        run_each(build, ar.expected, "lut case %d" % case)
 
 
-def test_linear_int8():
-    n_in, n_out = 45, 13
-    x = rand(n_in, 4, -2.0, 3.0)
-    wv = rand(n_in * n_out, 5)
-    bv = rand(n_out, 6)
-    qt, scale, reals_t = quant_tensor(wv)
-    qc, scales, reals_c = quant_channel(wv, n_out)
-    xq, sx = quantize_act(x)
-    qw_t = stored("b", qt)
-    qw_c = stored("b", qc)
-    b32 = stored("f", f32(bv))
-    # integer reference: int32 accumulators, then one rescale per output
-    acc_t = ref_linear(xq, qw_t, None, n_in, n_out)
-    acc_c = ref_linear(xq, qw_c, None, n_in, n_out)
-    int_t = [acc_t[o] * (sx * scale) + b32[o] for o in range(n_out)]
-    int_c = [acc_c[o] * (sx * scales[o]) + b32[o] for o in range(n_out)]
-    assert all(a == int(a) for acc in (acc_t, acc_c) for a in acc)
-
-    def run(p):
-        b = nn.raw(f32(bv), "f32", (n_out,))
-        yt = nn.tolist(nn.linear(nn.act(x), nn.raw(qt, "i8", (n_out, n_in), scale=scale), b))
-        yc = nn.tolist(nn.linear(nn.act(x), nn.raw(qc, "i8", (n_out, n_in), scales=scales), b))
-        if p == "ulab":  # float math over the int8 weights, activations not quantized
-            close(yt, ref_linear(x, reals_t, b32, n_in, n_out), what=p)
-            close(yc, ref_linear(x, reals_c, b32, n_in, n_out), what=p)
+def exp_table(r):
+    """(exps, dmax): exp(-d * k) in Q0.31 (exps[0] = INT32_MAX, TFLM's One), 0 beyond dmax
+    (TFLM's diff_min); or a flat table (every element equal: the largest sums)."""
+    kind = r.next() % 5
+    dmax = r.pick((255, 255, r.int(1, 254), r.int(5, 60)))
+    k = r.pick((0.01, 0.05, 0.1, 0.3, 1.0)) * (1 + (r.next() % 100) / 100.0)
+    exps = []
+    for d in range(256):
+        if d > dmax:
+            exps.append(0)
+        elif kind == 0:
+            exps.append(INT32_MAX)
         else:
-            exact_int(yt, int_t, sx * scale, p)
-            exact_int(yc, int_c, sx * min(scales), p)
-            # and the quantization error stays small against the float result
-            close(yt, ref_linear(x, reals_t, b32, n_in, n_out), rel=0.02, what=p)
-
-    each_path(run)
+            v = int(math.exp(-d * k) * 2147483648.0)
+            exps.append(INT32_MAX if v > INT32_MAX else v)
+    return exps, dmax
 
 
-def test_linear_int8_zero_point_and_transposed():
-    n_in, n_out = 20, 7
-    x = rand(n_in, 7)
-    q = [((i * 37) % 200) - 100 for i in range(n_in * n_out)]
-    zp, scale = 3, 0.01
-    reals = [scale * (v - zp) for v in q]
-    qb = struct.pack("<%db" % len(q), *q)
-    xq, sx = quantize_act(x)
-    acc = ref_linear(xq, [v - zp for v in q], None, n_in, n_out)
-    want_int = [a * sx * scale for a in acc]
-    # transposed [in, out] with per-channel scales along the input axis (axis 0)
-    qt = [q[o * n_in + i] for i in range(n_in) for o in range(n_out)]
-    in_scales = rand(n_in, 8, 0.005, 0.02)
-    reals_t = [in_scales[i] * qt[i * n_out + o] for i in range(n_in) for o in range(n_out)]
+def test_softmax():
+    r = Lcg(70)
+    depths = (1, 2, 3, 10, 64, 255, 511)
+    below = 0
+    for case in range(CASES):
+        n = depths[case % len(depths)] if case < len(depths) or not small_board() else r.int(1, 20)
+        if small_board() and n > 64:
+            n = 64
+        rows = r.int(1, 3)
+        exps, dmax = exp_table(r)
+        spread = r.pick((3, 30, 255))
+        x = []
+        for _ in range(rows):
+            top = r.int(-128, 127)
+            x += [top if r.chance(4) else max(-128, top - r.int(0, spread)) for _ in range(n)]
+        ar = Arena(r, [n * rows, n * rows])
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for row in range(rows):
+            got = ref_softmax_row(x[row * n:(row + 1) * n], exps, dmax)
+            top = max(x[row * n:(row + 1) * n])
+            below += sum(1 for v in x[row * n:(row + 1) * n] if top - v > dmax)
+            for i in range(n):
+                ar.expected[yo + row * n + i] = got[i]
+        p = [0, 0, 1, -128, -128, 127, xo, yo, n, rows]
 
-    def run(p):
-        y = nn.tolist(nn.linear(nn.act(x), nn.raw(qb, "i8", (n_out, n_in), scale=scale, zero_point=zp)))
-        if p == "ulab":
-            close(y, ref_linear(x, reals, None, n_in, n_out), what=p)
+        def build(mod):
+            a = ar.fresh()
+            b = (a, array.array("i", exps), array.array("i", (0, 0, 0, 0)))
+            return (lambda: mod.softmax(b, array.array("i", p))), a
+
+        run_each(build, ar.expected, "softmax case %d n %d" % (case, n))
+    assert below > 0  # elements below diff_min were reached
+
+
+def test_softmax_sums_to_one():
+    """Sanity of the formula itself: a flat row of n gives 256/n each (rounded), a single
+    dominant element gives 255/256 -> 127."""
+    for n in (1, 2, 4, 256):
+        exps = [INT32_MAX] * 256
+        out = ref_softmax_row([5] * n, exps, 255)
+        assert out == [min(127, c_div(256 + n // 2, n) - 128)] * n, (n, out)
+        for _, mod in IMPLS:
+            a = array.array("b", [5] * n + [0] * n)
+            mod.softmax((a, array.array("i", exps), array.array("i", (0, 0, 0, 0))),
+                        array.array("i", (0, 0, 1, -128, -128, 127, 0, n, n, 1)))
+            assert list(a)[n:] == out
+    exps = [INT32_MAX] + [0] * 255
+    assert ref_softmax_row([100, -100, 0], exps, 255) == [127, -128, -128]
+
+
+# --- move, fill ---------------------------------------------------------------------------------
+
+def test_move_and_fill():
+    """move() / put(): strided copies (transposes, concatenation, padding, a model's input)
+    between two buffers or inside one; fill(): a run of one value. Nothing outside the
+    destination changes."""
+    r = Lcg(80)
+    for case in range(CASES):
+        rows, cols = r.int(1, 6), r.int(1, 6)
+        ss, sj = r.pick((cols, cols + 2, 1)), r.pick((1, rows, 2))
+        if ss == 1 and sj == 1:
+            sj = rows
+        ds, dj = r.pick((cols, cols + 1)), 1
+        if r.chance(2):
+            ds, dj = 1, rows  # transposed destination
+        n_src = (rows - 1) * ss + (cols - 1) * sj + 1
+        n_dst = (rows - 1) * ds + (cols - 1) * dj + 1
+        same = r.chance(3)
+        ar = Arena(r, [n_src, n_dst])
+        so, do = ar.offsets
+        src = list(ar.init)
+        dst0 = i8s(r, n_dst + r.int(0, 4))
+        do2 = r.int(0, len(dst0) - n_dst)
+        want = list(ar.init) if same else list(dst0)
+        base = do if same else do2
+        for i in range(rows):
+            for j in range(cols):
+                want[base + i * ds + j * dj] = src[so + i * ss + j * sj]
+        p = [so, base, rows, cols, ss, sj, ds, dj]
+
+        def build(mod):
+            a = ar.fresh()
+            d = a if same else array.array("b", dst0)
+            return (lambda: mod.move((a, d), array.array("i", p))), d
+
+        def build_put(mod):  # put(): move() with the buffers as arguments (a model's input)
+            a = ar.fresh()
+            d = a if same else array.array("b", dst0)
+            return (lambda: mod.put(a, d, array.array("i", p))), d
+
+        run_each(build, want, "move case %d %s" % (case, p))
+        run_each(build_put, want, "put case %d %s" % (case, p))
+        # the float arena (array('f')) goes through _pure.move
+        fsrc = array.array("f", [v * 0.5 for v in src])
+        fdst = array.array("f", [v * 0.25 for v in dst0])
+        fwant = list(fdst)
+        for i in range(rows):
+            for j in range(cols):
+                fwant[do2 + i * ds + j * dj] = fsrc[so + i * ss + j * sj]
+        _pure.move((fsrc, fdst), array.array("i", (so, do2, rows, cols, ss, sj, ds, dj)))
+        assert list(fdst) == fwant
+        # fill
+        n = r.int(0, len(dst0))
+        off = r.int(0, len(dst0) - n)
+        v = r.pick((-128, 127, 0, r.int(-128, 127)))
+        fwant = list(dst0)
+        for i in range(n):
+            fwant[off + i] = v
+
+        def fill(mod):
+            d = array.array("b", dst0)
+            return (lambda: mod.fill((d,), array.array("i", (off, n, v)))), d
+
+        run_each(fill, fwant, "fill")
+
+
+# --- kernel paths, f16 -------------------------------------------------------------------------
+
+def test_paths():
+    paths = kernels.available()
+    try:
+        assert paths[-1] == "pure"
+        assert ("viper" in paths) == (_viper is not None)
+        if IS_MICROPYTHON:
+            assert _viper is not None  # the unix port and the boards have the native emitter
         else:
-            exact_int(y, want_int, sx * scale, p)
-        wt = nn.raw(struct.pack("<%db" % len(qt), *qt), "i8", (n_in, n_out), scales=in_scales, axis=0)
-        yt = nn.tolist(nn.linear(nn.act(x), wt, t=1))
-        close(yt, ref_linear(x, reals_t, None, n_in, n_out, t=1), rel=0.03 if p != "ulab" else 2e-5,
-              what=p + " t")
-
-    each_path(run)
-
-
-def test_conv2d():
-    cases = (((3, 7, 6), (4, 3, 3, 3), (1, 1), (1, 1)),
-             ((2, 9, 8), (5, 2, 3, 2), (2, 3), (0, 1)),
-             ((1, 5, 5), (2, 1, 1, 1), (1, 1), (0, 0)))
-    for shape, wshape, stride, pad in cases:
-        n = shape[0] * shape[1] * shape[2]
-        nw = wshape[0] * wshape[1] * wshape[2] * wshape[3]
-        x = rand(n, n, -1.0, 2.0)
-        wv = rand(nw, nw + 1)
-        bv = rand(wshape[0], 9)
-        b32 = stored("f", f32(bv))
-        want, oshape = ref_conv(x, shape, stored("f", f32(wv)), wshape, b32, stride, pad)
-        want16, _ = ref_conv(x, shape, stored("e", f16(wv)), wshape, b32, stride, pad)
-        qt, scale, reals_t = quant_tensor(wv)
-        qc, scales, reals_c = quant_channel(wv, wshape[0])
-        xq, sx = quantize_act(x)
-        acc_c, _ = ref_conv(xq, shape, stored("b", qc), wshape, None, stride, pad)
-        per = oshape[1] * oshape[2]
-        int_c = [acc_c[i] * (sx * scales[i // per]) + b32[i // per] for i in range(len(acc_c))]
-
-        def run(p):
-            b = nn.raw(f32(bv), "f32", (wshape[0],))
-            y = nn.conv2d(nn.act(x, shape), shape, nn.raw(f32(wv), "f32", wshape), b, stride, pad)
-            close(nn.tolist(y), want, what=p)
-            y = nn.conv2d(nn.act(x, shape), shape, nn.raw(f16(wv), "f16", wshape), b, stride, pad)
-            close(nn.tolist(y), want16, what=p + " f16")
-            yt = nn.conv2d(nn.act(x, shape), shape, nn.raw(qt, "i8", wshape, scale=scale), b, stride, pad)
-            yc = nn.conv2d(nn.act(x, shape), shape, nn.raw(qc, "i8", wshape, scales=scales), b, stride, pad)
-            close(nn.tolist(yt), ref_conv(x, shape, reals_t, wshape, b32, stride, pad)[0],
-                  rel=2e-5 if p == "ulab" else 0.03, what=p + " i8")
-            if p == "ulab":
-                close(nn.tolist(yc), ref_conv(x, shape, reals_c, wshape, b32, stride, pad)[0], what=p)
-            else:
-                exact_int(nn.tolist(yc), int_c, sx * min(scales), p + " i8c")
-
-        each_path(run)
-    assert nn.conv_shape((3, 7, 6), (4, 3, 3, 3), (1, 1), (1, 1)) == (4, 7, 6)
-
-
-def test_conv2d_errors():
-    w = nn.raw(f32([0.0] * 18), "f32", (2, 1, 3, 3))
-    assert raises(ContainerError, nn.conv_shape, (2, 5, 5), w.shape, (1, 1), (0, 0))  # channels
-    assert raises(ContainerError, nn.conv_shape, (1, 2, 2), w.shape, (1, 1), (0, 0))  # too small
-    wz = nn.raw(bytes(18), "i8", (2, 1, 3, 3), scale=0.1, zero_point=2)
-    assert raises(ContainerError, nn.conv2d, nn.act([0.0] * 25, (1, 5, 5)), (1, 5, 5), wz)
-    assert raises(ContainerError, nn.raw, bytes(17), "f32", (2, 2))  # size
-    assert raises(ContainerError, nn.raw, bytes(4), "i8", (2, 2))  # i8 needs a scale
-    assert raises(ContainerError, nn.raw, bytes(16), "i32", (2, 2))
-
-
-def test_pool_relu_softmax_argmax():
-    shape = (2, 5, 6)
-    x = rand(60, 11, -1.0, 1.0)
-
-    def ref_pool(k, s, is_max):
-        c, h, w = shape
-        oh, ow = (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1
-        y = []
-        for ci in range(c):
-            for yy in range(oh):
-                for xx in range(ow):
-                    vals = [x[(ci * h + yy * s[0] + ky) * w + xx * s[1] + kx]
-                            for ky in range(k[0]) for kx in range(k[1])]
-                    y.append(max(vals) if is_max else sum(vals) / len(vals))
-        return y
-
-    def run(p):
-        for k, s in (((2, 2), (2, 2)), ((3, 2), (1, 2))):
-            close(nn.tolist(nn.maxpool(nn.act(x, shape), shape, k, s)), ref_pool(k, s, True), what=p)
-            close(nn.tolist(nn.avgpool(nn.act(x, shape), shape, k, s)), ref_pool(k, s, False), what=p)
-        close(nn.tolist(nn.relu(nn.act(x))), [max(v, 0.0) for v in x], what=p)
-        v = [0.5, -1.0, 2.0, 0.25]
-        import math
-
-        e = [math.exp(a - 2.0) for a in v]
-        close(nn.tolist(nn.softmax(nn.act(v))), [a / sum(e) for a in e], what=p)
-        assert nn.argmax(nn.act(v)) == 2
-        assert nn.argmax(nn.act([-3.0, -1.0, -2.0])) == 1
-
-    each_path(run)
-    assert nn.pool_shape((2, 5, 6), (2, 2), (2, 2)) == (2, 2, 3)
-
-
-def test_zero_input_and_buffer_reuse():
-    n_in, n_out = 8, 3
-    qt, scale, _ = quant_tensor(rand(24, 12))
-    w = nn.raw(qt, "i8", (n_out, n_in), scale=scale)
-    b = nn.raw(f32([1.0, 2.0, 3.0]), "f32", (3,))
-
-    def run(p):
-        assert nn.tolist(nn.linear(nn.act([0.0] * n_in), w, b)) == [1.0, 2.0, 3.0]
-        if p != "ulab":  # flat paths write into the caller's buffer
-            out = nn.act([9.0] * n_out)
-            assert nn.linear(nn.act([0.0] * n_in), w, b, out=out) is out
-            assert nn.tolist(out) == [1.0, 2.0, 3.0]
-
-    each_path(run)
-
-
-def test_f16_decode_edge_values():
-    # bit patterns, not struct.pack: MicroPython's struct 'e' rounds negative subnormals to -0.0
-    bits = (0x0000, 0x8000, 0x3C00, 0xC100, 0x7BFF, 0x0400, 0x0001, 0x8200, 0x7C00, 0xFC00)
-    # powers of two, not decimal literals: a single-precision port parses 6.103515625e-05 to a
-    # float one ulp below 2**-14
-    vals = [0.0, -0.0, 1.0, -2.5, 65504.0, 2.0 ** -14, 2.0 ** -24, -(2.0 ** -15),
-            float("inf"), float("-inf")]
-    w = nn.raw(struct.pack("<%dH" % len(bits), *bits), "f16", (len(bits),))
-    out = array.array("f", bytes(4 * len(bits)))
-    nn.decode_into(w, out)
-    assert list(out) == vals
-    assert str(out[1]) == "-0.0"
-    nn.decode_into(w, out, 2, 3)  # a slice: elements 2..4 into out[0:3]
-    assert list(out[:3]) == vals[2:5]
-
-
-def test_kernels_need_no_large_block_after_the_first_call():
-    """A second forward pass runs in a heap whose free space is only holes of < 2 KB (what a
-    loop that keeps floats leaves on a single-precision board): scratch and output buffers are
-    reused, and the im2col matrix here (3.9 KB on ulab) would not fit in any hole."""
-    if not IS_MICROPYTHON:
-        skip("CPython has no fixed-size heap")
-    import gc
-
-    shape = (3, 6, 6)
-    w = nn.raw(f32(rand(54, 16)), "f32", (2, 3, 3, 3))
-    qw, scale, _ = quant_tensor(rand(54, 17))
-    wq = nn.raw(qw, "i8", (2, 3, 3, 3), scale=scale)
-    b = nn.raw(f32([0.5, -0.5]), "f32", (2,))
-    lq, lscale, _ = quant_tensor(rand(720, 18))
-    lw = nn.raw(lq, "i8", (10, 72), scale=lscale)
-    runs = []
-    for p in nn.available():
-        nn.use(p)
-        x = nn.act(rand(108, 19), shape)
-        bufs = (None, None, None) if p == "ulab" else (nn.act([0.0] * 72), nn.act([0.0] * 72), nn.act([0.0] * 10))
-        runs.append((p, x, bufs))
-
-    def forward(x, bufs):
-        y = nn.conv2d(x, shape, w, b, (1, 1), (1, 1), out=bufs[0])
-        yq = nn.conv2d(x, shape, wq, b, (1, 1), (1, 1), out=bufs[1])
-        return nn.argmax(nn.linear(nn.relu(y), lw, out=bufs[2])), nn.argmax(yq)
-
-    want = []
-    for p, x, bufs in runs:
-        nn.use(p)
-        want.append(forward(x, bufs))  # first call: scratch grows
-    # fill the heap with 1 KB tuples (one allocation each), then free every other one in
-    # address order (MicroPython's id() is the address): every hole is then < 2 KB
-    gc.collect()
-    n = gc.mem_free() // 1000 + 1
-    blocks = [None] * n
-    order = list(range(n))  # allocated before the heap is full
-
-    def address(i):
-        return id(blocks[i])
-
-    items = 1000 // struct.calcsize("P")
-    count = 0
-    try:
-        while count < n:
-            blocks[count] = (None,) * items
-            count += 1
-    except MemoryError:
-        pass
-    order.sort(key=address)
-    j = 0
-    for i in order:
-        if blocks[i] is not None:
-            if j % 2 and j < count - 1:  # the last one stays: the tail behind it is < 1 KB
-                blocks[i] = None
-            j += 1
-    order = None
-    gc.collect()
-    try:
-        try:
-            bytearray(3000)
-            skip("the heap grows on demand here (unix port): it cannot be left in holes")
-        except MemoryError:  # the heap is in holes, as intended
-            pass
-        for k in range(len(runs)):
-            p, x, bufs = runs[k]
-            nn.use(p)
-            assert forward(x, bufs) == want[k], p
+            assert _viper is None
+        assert ("ulab" in paths) == (backend.kind() is not None)
+        assert paths[0] == ("ulab" if backend.kind() else "viper" if _viper else "pure")
+        for bad in ("cuda", "", "Pure", "numpy"):
+            e = raises(ValueError, kernels.use, bad)
+            assert repr(bad) in str(e) and "pure" in str(e)
+        if _viper is None:
+            raises(ValueError, kernels.use, "viper")
+        before = kernels.path()
+        raises(ValueError, kernels.use, "cuda")
+        assert kernels.path() == before  # a refused path changes nothing
+        for p in paths:
+            assert kernels.use(p) == p and kernels.path() == p
+            assert kernels.nd() == (p == "ulab")
+            assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
+        assert kernels.use() == paths[0] and kernels.path() == paths[0]
+        assert kernels.use(None) == paths[0]
     finally:
-        blocks = None
-        nn.use()
+        kernels.use()
+
+
+def f16_f32_bits(h):
+    """The float32 bits of the f16 value with bits h (exact: every f16 is a float32), computed
+    from the value: (-1)^s * m * 2**(e - 25) (normal) or m * 2**-24 (subnormal)."""
+    sign = -1.0 if h & 0x8000 else 1.0
+    e, m = (h >> 10) & 31, h & 1023
+    if e == 31:
+        return None  # inf / nan: checked apart
+    v = sign * (m * 2.0 ** -24 if e == 0 else (1024 + m) * 2.0 ** (e - 25))
+    return struct.unpack("<I", struct.pack("<f", v))[0]
+
+
+def test_f16_decode_every_value():
+    """kernels.f16 (viper's bit conversion where there is viper) and _pure.f16_to_f32 decode all
+    65536 halfs exactly: the float32 bits equal struct's '<e' and the value computed from the
+    fields; +-inf and NaN stay so. `first` and `n` select the slice; dst past n is untouched."""
+    step = 256 if small_board() else 2048
+    dst = array.array("f", bytes(4 * (step + 1)))
+    fns = [("kernels.f16", kernels.f16), ("_pure", _pure.f16_to_f32)]
+    if _viper is not None:
+        fns.append(("_viper", _viper.f16_to_f32))
+    src = bytearray(2 * step + 6)
+    for start in range(0, 65536, step):
+        for i in range(step):
+            struct.pack_into("<H", src, 6 + 2 * i, start + i)
+        ref = struct.unpack_from("<%de" % step, src, 6)
+        for name, fn in fns:
+            dst[step] = 7.5
+            fn(src, 3, dst, step)  # first = 3 halfs in: skips 6 bytes
+            assert dst[step] == 7.5, name
+            bits = struct.unpack("<%dI" % step, bytes(dst)[:4 * step])
+            for i in range(step):
+                h = start + i
+                want = f16_f32_bits(h)
+                if want is None:
+                    if h & 0x3FF:
+                        assert dst[i] != dst[i], (name, hex(h))  # NaN
+                    else:
+                        assert bits[i] == (0xFF800000 if h & 0x8000 else 0x7F800000), (name, hex(h))
+                    continue
+                assert bits[i] == want, (name, hex(h), hex(bits[i]), hex(want))
+                got = struct.unpack("<I", struct.pack("<f", ref[i]))[0]
+                assert got == want, ("struct", hex(h))
+    # partial: n < the buffer, from an odd first
+    out = array.array("f", (9.0, 9.0, 9.0))
+    kernels.f16(struct.pack("<4e", 1.0, -2.0, 0.5, 65504.0), 1, out, 2)
+    assert list(out) == [-2.0, 0.5, 9.0]

@@ -1,97 +1,1083 @@
-# Layer runner (mpy_lazy.model): the layer description parser and a model run end to end with
-# owned (initialized) params on every kernel path. Containers with a `layers` entry are run by
-# tests/host/test_layers.py (packed there, run on both interpreters).
-from rt_util import raises
+# The graph runner (mpy_lazy.model) end to end: models declared from graph descriptions, with
+# owned (init) params or bound from the golden containers, run on every kernel path of this
+# interpreter and compared with `ref_run`, a plain-Python interpreter of graph descriptions
+# written here from the op definitions (docs/FORMAT.md, TFLite Micro's reference kernels):
+# int8 exactly, floats within float32 rounding. Also: the arena planner (values alive at the
+# same time never share bytes; reshape aliases; in-place elementwise ops), clone(), report(),
+# the model helpers (tolist, dequantize, quantize, predict), old `layers` chains, and the
+# allocation of a forward pass. Parser errors: test_graph.py.
+import gc
+import math
+import struct
 
-from mpy_lazy import ContainerError, nn, state
-from mpy_lazy.model import Sequential, infer_shapes, parse
+from rt_util import (IS_MICROPYTHON, Lcg, c_div, golden, golden_json, raises, ref_mbqm, ref_requant,
+                     ref_softmax_row, weight_index)
 
-CNN = """input shape=1,6,6
-conv2d w=c1.w b=c1.b in=1 out=2 k=3 stride=1 pad=1
-relu
-maxpool k=2
-# a comment line
-conv2d w=c2.w in=2 out=3 k=2,2 stride=1,1
-flatten
-linear w=fc.w b=fc.b in=12 out=4
-softmax"""
-
-
-def test_parse():
-    layers = parse(CNN)
-    assert [op for op, _ in layers] == ["input", "conv2d", "relu", "maxpool", "conv2d", "flatten",
-                                        "linear", "softmax"]
-    assert layers[0][1] == {"shape": (1, 6, 6)}
-    assert layers[1][1] == {"w": "c1.w", "b": "c1.b", "in": 1, "out": 2, "k": (3, 3),
-                            "stride": (1, 1), "pad": (1, 1)}
-    assert layers[3][1] == {"k": (2, 2)}
-    shapes = infer_shapes(layers)
-    assert shapes == [(1, 6, 6), (2, 6, 6), (2, 6, 6), (2, 3, 3), (3, 2, 2), (12,), (4,), (4,)]
-    tensors = {"c1.w": (2, 1, 3, 3), "c1.b": (2,), "c2.w": (3, 2, 2, 2), "fc.w": (4, 12), "fc.b": (4,)}
-    infer_shapes(layers, tensors)
-    tensors["fc.w"] = (12, 4)
-    e = raises(ContainerError, infer_shapes, layers, tensors)
-    assert "fc.w" in str(e) and "(4, 12)" in str(e)
-    del tensors["c1.b"]
-    assert "c1.b" in str(raises(ContainerError, infer_shapes, layers, tensors))
+import mpy_lazy
+from mpy_lazy import ContainerError, kernels, model
+from mpy_lazy.model import Model
 
 
-def test_parse_errors():
-    bad = (
-        "",
-        "relu",  # no input line
-        "input shape=1,8",  # 2-D input
-        "input shape=4\nsigmoid",
-        "input shape=4\nlinear w=a in=4",  # out missing
-        "input shape=4\nlinear w=a in=4 out=2 in=4",
-        "input shape=4\nlinear w=a in=x out=2",
-        "input shape=4\nlinear w=a in=4 out=2 k=3",
-        "input shape=4\nlinear w=a in=4 out=2 junk",
-        "input shape=4\ninput shape=4",
-        "input shape=1,4,4\nmaxpool k=1,2,3",
-    )
-    for text in bad:
-        e = raises(ContainerError, parse, text)
-        assert "layers" in str(e), text
-    shape_errors = (
-        "input shape=1,4,4\nlinear w=a in=16 out=2",  # needs flatten
-        "input shape=5\nlinear w=a in=4 out=2",
-        "input shape=1,4,4\nconv2d w=a in=2 out=2 k=3",  # channels
-        "input shape=1,2,2\nconv2d w=a in=1 out=2 k=3",  # kernel larger than input
-        "input shape=1,4,4\nsoftmax",
-        "input shape=4\nmaxpool k=2",
-        "input shape=1,4,4\nmaxpool k=0",
-    )
-    for text in shape_errors:
-        raises(ContainerError, infer_shapes, parse(text))
+# --- a plain-Python interpreter of graph descriptions -----------------------------------------
+
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
-def _init(shape, dtype):
+def nums(s):
+    return [int(v) for v in s.split(",")]
+
+
+def pair(kv, key, default):
+    if key not in kv:
+        return default
+    v = nums(kv[key])
+    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+
+def pads(kv):
+    v = nums(kv.get("pad", "0"))
+    if len(v) == 1:
+        return (v[0],) * 4
+    if len(v) == 2:
+        return (v[0], v[1], v[0], v[1])
+    return tuple(v)  # top, left, bottom, right
+
+
+def qof(kv):
+    s, z = kv["q"].split(",")
+    return (float(s), int(z))
+
+
+def clamp_of(kv):
+    return tuple(nums(kv["clamp"])) if "clamp" in kv else (-128, 127)
+
+
+def act(v, kv):
+    a = kv.get("act", "none")
+    if a in ("relu", "relu6") and v < 0:
+        v = 0.0
+    if a == "relu6" and v > 6:
+        v = 6.0
+    return v
+
+
+def ref_conv(x, shape, kv, T, q8, xq, dw):
+    h, w, c = shape if len(shape) == 3 else (1, 1, shape[0])
+    kh, kw = pair(kv, "k", None)
+    sh, sw = pair(kv, "stride", (1, 1))
+    dh, dwd = pair(kv, "dil", (1, 1))
+    pt, pl, pb, pr = pads(kv)
+    if dw:
+        mult = int(kv.get("mult", "1"))
+        oc, cpg, opg, layout = c * mult, 1, mult, kv.get("wl", "1hwo")
+    else:
+        oc = int(kv["out"])
+        g = int(kv.get("groups", "1"))
+        cpg, opg, layout = c // g, oc // g, kv.get("wl", "ohwi")
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dwd * (kw - 1) - 1) // sw + 1
+    W, B = T[kv["w"]], T.get(kv.get("b"))
+    zx = xq[1] if q8 else 0
+    if q8:
+        M, (s_y, zy), (lo, hi) = T[kv["m"]], qof(kv), clamp_of(kv)
+    y = []
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                acc = B[o] if B is not None else 0
+                grp = o // opg
+                for ky in range(kh):
+                    iy = oy * sh - pt + ky * dh
+                    for kx in range(kw):
+                        ix = ox * sw - pl + kx * dwd
+                        if 0 <= iy < h and 0 <= ix < w:
+                            for ci in range(cpg):
+                                acc += W[weight_index(layout, o, ky, kx, ci, oc, kh, kw, cpg)] * (
+                                    x[(iy * w + ix) * c + grp * cpg + ci] - zx)
+                y.append(ref_requant(acc, M[o], M[oc + o], zy, lo, hi) if q8 else act(acc, kv))
+    return y, ((oh, ow, oc) if len(shape) == 3 else (oc,))
+
+
+def ref_linear(x, kv, T, q8, xq):
+    n_in, n_out = len(x), int(kv["out"])
+    io = kv.get("wl", "oi") == "io"
+    W, B = T[kv["w"]], T.get(kv.get("b"))
+    zx = xq[1] if q8 else 0
+    y = []
+    for o in range(n_out):
+        acc = B[o] if B is not None else 0
+        for i in range(n_in):
+            acc += (W[i * n_out + o] if io else W[o * n_in + i]) * (x[i] - zx)
+        if q8:
+            M, (_, zy), (lo, hi) = T[kv["m"]], qof(kv), clamp_of(kv)
+            y.append(ref_requant(acc, M[o], M[n_out + o], zy, lo, hi))
+        else:
+            y.append(act(acc, kv))
+    return y, (n_out,)
+
+
+def ref_pool(x, shape, kv, q8, is_max):
+    h, w, c = shape
+    kh, kw = pair(kv, "k", None)
+    sh, sw = pair(kv, "stride", (kh, kw))
+    pt, pl, pb, pr = pads(kv)
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    lo, hi = clamp_of(kv)
+    y = []
+    for oy in range(oh):
+        for ox in range(ow):
+            for ch in range(c):
+                vals = [x[(iy * w + ix) * c + ch] for iy in range(oy * sh - pt, oy * sh - pt + kh)
+                        for ix in range(ox * sw - pl, ox * sw - pl + kw) if 0 <= iy < h and 0 <= ix < w]
+                if is_max:
+                    v = max(vals)
+                elif q8:
+                    s, n = sum(vals), len(vals)
+                    v = c_div(s + n // 2, n) if s > 0 else c_div(s - n // 2, n)
+                else:
+                    v = sum(vals) / len(vals)
+                if q8:
+                    v = lo if v < lo else (hi if v > hi else v)
+                else:
+                    v = act(v, kv)
+                y.append(v)
+    return y, (oh, ow, c)
+
+
+def ref_binary(op, a, b, kv, q8):
+    (xa, sa, qa), (xb, sb, qb) = a, b
+    n = max(len(xa), len(xb))
+    shape = sa if len(xa) >= len(xb) else sb
+    y = []
+    for i in range(n):
+        u, v = xa[i % len(xa)], xb[i % len(xb)]
+        if not q8:
+            y.append(act(u + v if op == "add" else u * v, kv))
+            continue
+        m, (lo, hi), zy = nums(kv["m"]), clamp_of(kv), qof(kv)[1]
+        if op == "add":
+            acc = ref_mbqm((u - qa[1]) * (1 << 20), m[0], m[1]) + ref_mbqm((v - qb[1]) * (1 << 20), m[2], m[3])
+            y.append(ref_requant(acc, m[4], m[5], zy, lo, hi))
+        else:
+            y.append(ref_requant((u - qa[1]) * (v - qb[1]), m[0], m[1], zy, lo, hi))
+    return y, shape
+
+
+def ref_elementwise(op, x, kv):
+    y = []
+    for v in x:
+        if op == "relu":
+            v = max(v, 0.0)
+        elif op == "relu6":
+            v = min(max(v, 0.0), 6.0)
+        elif op == "clip":
+            v = min(max(v, float(kv["lo"])), float(kv["hi"]))
+        elif op == "leakyrelu":
+            v = v if v >= 0 else v * float(kv["alpha"])
+        elif op == "sigmoid":
+            v = 1.0 / (1.0 + math.exp(-v))
+        else:
+            v = math.tanh(v)
+        y.append(v)
+    return y
+
+
+def ref_run(text, T, *inputs):
+    """Outputs (a list of flat lists) of graph `text` with tensors T ({name: flat values,
+    real values for float tensors}) on `inputs` (each in its input's layout order)."""
+    vals = {}
+    outs = []
+    k = 0
+    for line in text.split("\n"):
+        parts = line.split()
+        if not parts or parts[0][0] == "#":
+            continue
+        op = parts[0]
+        kv = {}
+        for tok in parts[1:]:
+            key, v = tok.split("=", 1)
+            kv[key] = v
+        if op == "input":
+            shape = tuple(nums(kv["shape"]))
+            x = list(inputs[k])
+            k += 1
+            if kv.get("layout") == "chw":  # C, H, W order in; stored H, W, C
+                c, hw = shape[2], shape[0] * shape[1]
+                x = [x[(i % c) * hw + i // c] for i in range(len(x))]
+            q8 = kv.get("dtype") == "i8"
+            if not q8:
+                x = [f32(v) for v in x]
+            vals[kv["y"]] = (x, shape, qof(kv) if q8 else None)
+            continue
+        if op == "output":
+            outs.append(vals[kv["x"]][0])
+            continue
+        ins = [vals[n] for n in kv["x"].split(",")]
+        x, shape, xq = ins[0]
+        q8 = xq is not None
+        yq = qof(kv) if "q" in kv else (xq if op in ("reshape", "lut", "pad") else None)
+        if op in ("conv2d", "depthwise"):
+            y, shape = ref_conv(x, shape, kv, T, q8, xq, op == "depthwise")
+        elif op == "linear":
+            y, shape = ref_linear(x, kv, T, q8, xq)
+        elif op in ("maxpool", "avgpool"):
+            y, shape = ref_pool(x, shape, kv, q8, op == "maxpool")
+        elif op in ("add", "mul"):
+            y, shape = ref_binary(op, ins[0], ins[1], kv, q8)
+        elif op == "mean":
+            h, w, c = shape
+            y = []
+            for ch in range(c):
+                s = 0
+                for i in range(h * w):
+                    s += x[i * c + ch] - (xq[1] if q8 else 0)
+                y.append(ref_requant(s, nums(kv["m"])[0], nums(kv["m"])[1], yq[1]) if q8 else s / (h * w))
+            shape = (1, 1, c)
+        elif op == "lut":
+            y = [T[kv["t"]][v + 128] for v in x]
+        elif op == "reshape":
+            new = nums(kv["shape"])
+            if -1 in new:
+                rest = 1
+                for d in new:
+                    rest *= d if d != -1 else 1
+                new[new.index(-1)] = len(x) // rest
+            y = x
+            if kv.get("order") == "chw" and len(shape) == 3:
+                c, hw = shape[2], shape[0] * shape[1]
+                y = [x[(i % hw) * c + i // hw] for i in range(len(x))]
+            shape = tuple(new)
+        elif op == "concat":
+            rows = len(x) // shape[-1]
+            y = []
+            for r in range(rows):
+                for v, s, _ in ins:
+                    y += v[r * s[-1]:(r + 1) * s[-1]]
+            shape = shape[:-1] + (sum(s[-1] for _, s, _ in ins),)
+        elif op == "pad":
+            t, l, b, r = nums(kv["pad"])
+            h, w, c = shape
+            zero = xq[1] if q8 else 0.0
+            y = [zero] * ((h + t + b) * (w + l + r) * c)
+            for iy in range(h):
+                for ix in range(w):
+                    for ch in range(c):
+                        y[((iy + t) * (w + l + r) + ix + l) * c + ch] = x[(iy * w + ix) * c + ch]
+            shape = (h + t + b, w + l + r, c)
+        elif op == "softmax":
+            n = shape[-1]
+            y = []
+            for r in range(len(x) // n):
+                row = x[r * n:(r + 1) * n]
+                if q8:
+                    y += ref_softmax_row(row, T[kv["t"]], 255)
+                else:
+                    beta = float(kv.get("beta", "1"))
+                    e = [math.exp(beta * (v - max(row))) for v in row]
+                    y += [v / sum(e) for v in e]
+        elif op == "quantize":
+            s, z = yq
+            y = []
+            for v in x:
+                r = f32(f32(v) / s)
+                r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
+                y.append(max(-128, min(127, r + z)))
+        elif op == "dequantize":
+            y = [xq[0] * (v - xq[1]) for v in x]
+            yq = None
+        else:
+            y = ref_elementwise(op, x, kv)
+        vals[kv["y"]] = (y, shape, yq)
+    return outs
+
+
+# --- building and running models ----------------------------------------------------------------
+
+def owned(text, tensors):
+    """Model(text, init): every param initialized (owned) by init from `tensors` by name."""
+    box = [None]
+    m = Model(text, init=lambda shape, dtype: box[0])
+    names = m.names()
+    for pname, p in m.named_params():
+        box[0] = tensors[names[pname]]
+        p.val()
+        assert p.state == "owned", pname
+    m.prepare()
+    return m
+
+
+def make_tensors(text, seed):
+    """Values for every tensor of `text`, by the kind of param that takes it: floats that are
+    exact in float32, int8 weights (edges included), int32 biases, requantization tensors
+    (multiplier 2**30..2**31-1, shift so that outputs land mostly inside int8), lut tables,
+    softmax exp tables (Q0.31, exp(0) = INT32_MAX, zero beyond a diff_min)."""
+    r = Lcg(seed)
+    m = Model(text)
+    names = m.names()
+    out = {}
+    for pname, p in m.named_params():  # "ops.<index>.<weight|bias|requant|table>"
+        _, i, attr = pname.split(".")
+        op = m.ops[int(i)]
+        tname = names[pname]
+        n = p.size
+        if p.dtype == "f32":
+            scale = 64.0 if attr == "weight" else 32.0
+            out[tname] = [r.int(-64, 64) / scale for _ in range(n)]
+        elif attr == "weight" or (attr == "table" and p.dtype == "i8"):
+            out[tname] = [r.pick((-128, 127)) if r.chance(12) else r.int(-128, 127) for _ in range(n)]
+        elif attr == "bias":
+            out[tname] = [r.int(-3000, 3000) for _ in range(n)]
+        elif attr == "requant":
+            oc = n // 2
+            taps = op.macs // op.y.size
+            base = int(math.log(40.0 / (5500.0 * math.sqrt(taps))) / math.log(2.0))
+            out[tname] = [r.int(1 << 30, 2147483647) for _ in range(oc)] + [base + r.int(-1, 1) for _ in range(oc)]
+        else:  # softmax table
+            out[tname] = [0 if d > 200 else min(2147483647, int(math.exp(-d * 0.06) * 2147483648.0))
+                          for d in range(256)]
+    assert sorted(out) == sorted(set(names.values()))
+    return out
+
+
+def close(got, want, what, rel=2e-5):
+    assert len(got) == len(want), (what, len(got), len(want))
+    top = max([abs(v) for v in want] + [1e-3])
+    for i in range(len(want)):
+        assert abs(got[i] - want[i]) <= rel * top + 1e-6, (what, i, got[i], want[i])
+
+
+def outputs(m):
+    return [m.tolist(i) for i in range(len(m.outputs))]
+
+
+def check_paths(m, text, T, inputs, exact):
+    """m(*inputs) on every kernel path equals ref_run; the paths agree with each other (exactly
+    for int8, within 1e-5 relative for floats). Returns the outputs of the first path."""
+    want = ref_run(text, T, *inputs)
+    first = None
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            for _ in range(2):  # twice: the arena reuses the input's buffer, m() refills it
+                m(*inputs)
+                got = outputs(m)
+                for i in range(len(want)):
+                    if exact:
+                        assert got[i] == want[i], (path, i, got[i], want[i])
+                    else:
+                        close(got[i], want[i], path)
+            if first is None:
+                first = got
+            for i in range(len(got)):
+                if exact:
+                    assert got[i] == first[i], path
+                else:
+                    close(got[i], first[i], path + " vs " + kernels.available()[0], 1e-5)
+    finally:
+        kernels.use()
+    return first
+
+
+def lcg_inputs(m, seed):
+    """Inputs for every graph input: int8 codes (edges included) or floats in [-2, 2]."""
+    r = Lcg(seed)
+    xs = []
+    for v in m.inputs:
+        if v.dtype == "i8":
+            xs.append([r.pick((-128, 127)) if r.chance(10) else r.int(-128, 127) for _ in range(v.size)])
+        else:
+            xs.append([r.int(-256, 256) / 128.0 for _ in range(v.size)])
+    return xs
+
+
+# --- graphs -----------------------------------------------------------------------------------
+
+FLOAT_BRANCHY = """input y=x shape=6,6,3
+conv2d x=x y=a w=c1.w b=c1.b out=4 k=3 pad=1 act=relu6
+depthwise x=a y=b w=dw.w b=dw.b k=3 pad=1,1,1,1 wl=o1hw
+conv2d x=b y=c w=c2.w out=4 k=1 groups=2 wl=oihw
+add x=a,c y=s act=relu
+avgpool x=s y=p k=3 stride=2 pad=1
+relu6 x=p y=p2
+mean x=p2 y=g
+reshape x=g y=v shape=4
+linear x=v y=o w=fc.w b=fc.b out=5 wl=io
+leakyrelu x=o y=l alpha=0.1
+softmax x=l y=sm beta=0.5
+output x=sm"""
+
+FLOAT_TWO_IN_OUT = """input y=x shape=5,4,2 layout=chw
+input y=z shape=3
+pad x=x y=xp pad=1,0,0,1
+conv2d x=xp y=a w=c.w out=3 k=2,3 dil=2,1 stride=1,2 b=c.b
+clip x=a y=a2 lo=-0.5 hi=0.75
+mul x=z,a2 y=mz
+sigmoid x=mz y=sg
+tanh x=a y=th
+concat x=sg,th y=cat
+maxpool x=cat y=mp k=2 pad=1 stride=1
+reshape x=mp y=flat shape=-1 order=chw
+linear x=flat y=o w=fc.w out=3 act=relu
+output x=o
+output x=th"""
+
+INT8_BRANCHY = """input y=x shape=6,6,3 dtype=i8 q=0.05,-3
+conv2d x=x y=a w=c1.w b=c1.b m=c1.m out=8 k=3 pad=1 q=0.1,2
+depthwise x=a y=b w=dw.w b=dw.b m=dw.m k=3 pad=1 q=0.08,-1 clamp=-100,120
+conv2d x=b y=c w=c2.w b=c2.b m=c2.m out=8 k=1 q=0.1,2
+add x=a,c y=s q=0.15,0 m=1518500250,-1,1288490189,-2,1431655765,-19 clamp=0,127
+lut x=s y=r t=lut.t q=0.15,0
+maxpool x=r y=p k=2 q=0.15,0
+avgpool x=p y=p2 k=2 stride=1 pad=1 q=0.15,0
+mean x=p2 y=g q=0.1,-5 m=1503238554,-3
+reshape x=g y=v shape=8
+linear x=v y=o w=fc.w b=fc.b m=fc.m out=10 q=0.2,3
+softmax x=o y=sm q=0.00390625,-128 t=sm.t
+output x=sm"""
+
+INT8_TWO_IN = """input y=x shape=4,4,2
+input y=s shape=4 dtype=i8 q=0.01,0
+quantize x=x y=q q=0.02,3
+pad x=q y=qp pad=1,1,0,0 q=0.02,3
+depthwise x=qp y=d w=dw.w m=dw.m k=2 mult=2 wl=1hwo q=0.03,-2
+mul x=d,s y=mm q=0.05,1 m=1503238554,-7
+concat x=mm,mm y=cat q=0.05,1
+maxpool x=cat y=mp k=3 stride=2 pad=1,1,1,1 q=0.05,1 clamp=-20,100
+dequantize x=mp y=f
+output x=f
+output x=mm"""
+
+
+def test_float_models_all_paths():
+    for seed, text in ((1, FLOAT_BRANCHY), (2, FLOAT_TWO_IN_OUT)):
+        T = make_tensors(text, seed)
+        m = owned(text, T)
+        xs = lcg_inputs(m, seed + 10)
+        check_paths(m, text, T, xs, exact=False)
+        assert all(p.state == "owned" for p in m.params())
+
+
+def test_int8_models_all_paths():
+    for seed, text in ((3, INT8_BRANCHY), (4, INT8_TWO_IN)):
+        T = make_tensors(text, seed)
+        m = owned(text, T)
+        xs = lcg_inputs(m, seed + 10)
+        y = check_paths(m, text, T, xs, exact=m.outputs[0].dtype == "i8")
+        if text is INT8_TWO_IN:  # mixed outputs: a float one, an int8 one
+            want = ref_run(text, T, *xs)
+            assert y[1] == want[1]
+        else:  # not degenerate: outputs vary and are not all saturated
+            assert len(set(y[0])) > 3, y
+
+
+def test_macs_and_names():
+    m = Model(FLOAT_BRANCHY)
+    assert m.macs() == 6 * 6 * 4 * 27 + 6 * 6 * 4 * 9 + 6 * 6 * 4 * 2 + 4 * 5
+    names = m.names()
+    assert names["ops.0.weight"] == "c1.w" and names["ops.0.bias"] == "c1.b" and names["ops.8.weight"] == "fc.w"
+    assert sorted(n for n, _ in m.named_params()) == sorted(names)
+    assert [p.state for p in m.params()] == ["uninit"] * len(names)  # declaring allocates no weights
+    assert m.mem is None
+
+
+# --- the planner --------------------------------------------------------------------------------
+
+def lifetimes(m):
+    """{id(value): (first, last)} from the op list alone: produced by op `first` (inputs: 0),
+    read last by op `last` (outputs: past the end)."""
+    life = {}
+    for v in m.inputs:
+        life[id(v)] = [0, 0]
+    for i, op in enumerate(m.ops):
+        life[id(op.y)] = [i, i]
+        for x in op.x:
+            if life[id(x)][1] < i:
+                life[id(x)][1] = i
+    for v in m.outputs:
+        life[id(v)][1] = len(m.ops)
+    return life
+
+
+def buffer_of(v):
+    while v.alias is not None:
+        v = v.alias
+    return v
+
+
+def check_plan(m):
+    """Values alive at the same time in different buffers never share arena bytes; values
+    sharing a buffer are a reshape (the same bytes) or an in-place op whose input is dead from
+    then on; every buffer lies inside the arena."""
+    life = lifetimes(m)
+    by_buf = {}
+    for v in m.values:
+        by_buf.setdefault(id(buffer_of(v)), []).append(v)
+    groups = list(by_buf.values())
+    extent = {"i8": 0, "f32": 0}
+    for g in groups:
+        root = buffer_of(g[0])
+        assert all(v.offset == root.offset for v in g)
+        assert 0 <= root.offset, root
+        extent[root.dtype] = max(extent[root.dtype], root.offset + root.size)
+        for v in g:
+            assert v.size <= root.size and v.dtype == root.dtype
+    assert extent["i8"] + 4 * extent["f32"] <= m.memory()["arena"]
+    # int8 kernel scratch planned in the int8 arena (if the model plans it there): never over
+    # a value alive during its op
+    for i, sc in enumerate(getattr(m, "_scratch", None) or ()):
+        if sc is None or getattr(sc, "dtype", "i8") != "i8":
+            continue
+        for v in m.values:
+            if v.dtype == "i8" and life[id(v)][0] <= i <= life[id(v)][1]:
+                r = buffer_of(v)
+                assert r.offset + r.size <= sc.offset or sc.offset + sc.size <= r.offset, (i, v)
+    for i in range(len(groups)):
+        for j in range(i + 1, len(groups)):
+            a, b = buffer_of(groups[i][0]), buffer_of(groups[j][0])
+            if a.dtype != b.dtype:
+                continue
+            alive = any(life[id(u)][0] <= life[id(v)][1] and life[id(v)][0] <= life[id(u)][1]
+                        for u in groups[i] for v in groups[j])
+            if alive:
+                assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset, (a, b)
+    shared = 0
+    for i, op in enumerate(m.ops):
+        y = op.y
+        if y.alias is None:
+            continue
+        shared += 1
+        assert y.alias is op.x[0] and y.offset == op.x[0].offset
+        if op.name == "reshape":
+            continue
+        assert op.inplace, op.name
+        assert op.x[0] not in m.inputs
+        for v in by_buf[id(buffer_of(y))]:  # nothing upstream in the buffer is read after op i
+            if not _downstream(v, y):
+                assert life[id(v)][1] <= i, (op.name, v)
+    return shared
+
+
+def _downstream(v, y):
+    """v is y, or shares y's bytes through an alias chain that passes through y."""
+    while v is not None:
+        if v is y:
+            return True
+        v = v.alias
+    return False
+
+
+def test_planner_branching_graph_with_residual():
+    for text in (FLOAT_BRANCHY, INT8_BRANCHY, FLOAT_TWO_IN_OUT, INT8_TWO_IN):
+        m = owned(text, make_tensors(text, 5))
+        shared = check_plan(m)
+        if text in (FLOAT_BRANCHY, INT8_BRANCHY):
+            assert shared >= 2, shared
+        # buffers are reused: the arena is smaller than every value (and int8 kernel scratch,
+        # if the model plans it in the arena) side by side
+        total = 0
+        for v in m.values:
+            total += v.size * (1 if v.dtype == "i8" else 4)
+        for sc in getattr(m, "_scratch", None) or ():
+            total += sc.size if sc is not None else 0
+        assert m.memory()["arena"] < total, (text, m.memory(), total)
+    # the branchy graphs: reshape aliases (no copy), the elementwise op after the residual add
+    # works in place (its input dies there), the add's inputs (a read twice) get no alias
+    m = owned(FLOAT_BRANCHY, make_tensors(FLOAT_BRANCHY, 5))
+    v = dict((x.name, x) for x in m.values)
+    assert v["v"].alias is v["g"] and v["v"].offset == v["g"].offset
+    assert v["p2"].alias is v["p"] and v["l"].alias is v["o"]
+    assert v["s"].alias is None and v["c"].alias is None
+    m = owned(INT8_BRANCHY, make_tensors(INT8_BRANCHY, 5))
+    v = dict((x.name, x) for x in m.values)
+    assert v["r"].alias is v["s"] and v["v"].alias is v["g"]
+
+
+def test_in_place_only_when_the_input_dies():
+    """relu would clobber a value still needed: through a reshape alias (y shares x's bytes) or
+    a later reader, or a graph input or output. Then no in-place; results stay right."""
+    text = """input y=x shape=2,2,3
+relu x=x y=r0
+reshape x=r0 y=flat shape=12
+relu x=flat y=r1
+reshape x=r0 y=back shape=12
+add x=r1,back y=s
+relu x=s y=r2
+output x=r2
+output x=s"""
+    m = owned(text, {})
+    v = dict((x.name, x) for x in m.values)
+    assert v["r0"].alias is None  # its input is the graph input
+    assert v["r1"].alias is None  # flat (= r0's bytes) is read again through `back`
+    assert v["r2"].alias is None  # s is a graph output
+    check_plan(m)
+    xs = [[(i - 5) * 0.5 for i in range(12)]]
+    check_paths(m, text, {}, xs, exact=False)
+    m(xs[0])
+    assert m.tolist(1) == [2 * max(0.0, a) for a in [(i - 5) * 0.5 for i in range(12)]]
+
+
+CHAIN = """input y=x shape=8,8,4 dtype=i8 q=0.05,0
+conv2d x=x y=a w=w1 m=m1 out=4 k=1 q=0.05,0
+conv2d x=a y=b w=w2 m=m2 out=4 k=1 q=0.05,0
+conv2d x=b y=c w=w3 m=m3 out=4 k=1 q=0.05,0
+output x=c"""
+
+
+def test_input_buffer_is_reused_and_refilled():
+    """Like TFLite Micro the arena reuses the input's buffer once it is dead: m(x) refills it
+    each call, so the same x gives the same y; m(m.input) after a call runs on what is left."""
+    for text in (CHAIN, INT8_BRANCHY):
+        T = make_tensors(text, 6)
+        m = owned(text, T)
+        x = lcg_inputs(m, 7)[0]
+        want = ref_run(text, T, x)[0]
+        m(x)
+        assert m.tolist() == want
+        xv = m.inputs[0]
+        reused = [v.name for v in m.values if v is not xv and v.dtype == "i8" and v.offset < xv.offset + xv.size
+                  and xv.offset < v.offset + v.size]
+        if text is CHAIN:  # x, a, b, c of one size: b goes where x was
+            assert reused == ["b"], reused
+            assert [m.input[i] for i in range(xv.size)] != x  # the call overwrote the input
+        m(x)
+        assert m.tolist() == want
+        s, z = xv.q
+        m.quantize([s * (v - z) for v in x])  # the same codes, from their real values
+        assert [m.input[i] for i in range(len(x))] == x
+        m(m.input)
+        assert m.tolist() == want
+        if text is CHAIN:
+            m(m.input)  # the input was overwritten by the previous call: not the same result
+            assert m.tolist() != want
+
+
+def test_int8_input_as_bytes():
+    """An int8 input given as bytes / bytearray / array('b') (one kernel call copies it, a
+    C, H, W one transposed) runs as the same codes given as a list; so do other containers of
+    the codes (array('h'), array('i'), a tuple) and of their real values (floats: quantized)."""
+    import array
+
+    for layout in ("hwc", "chw"):
+        text = INT8_BRANCHY.replace("dtype=i8", "dtype=i8 layout=%s" % layout, 1)
+        T = make_tensors(text, 19)
+        m = owned(text, T)
+        x = lcg_inputs(m, 20)[0]
+        want = ref_run(text, T, x)[0]
+        s, z = m.inputs[0].q
+        reals = [s * (v - z) for v in x]
+        for given in (x, array.array("b", x), bytes(array.array("b", x)), bytearray(array.array("b", x)),
+                      memoryview(bytearray(array.array("b", x))), tuple(x), array.array("h", x),
+                      array.array("i", x), reals, array.array("f", reals)):
+            try:
+                for path in kernels.available():
+                    kernels.use(path)
+                    m(given)
+                    assert m.tolist() == want, (layout, type(given), path)
+            finally:
+                kernels.use()
+
+
+def test_memory_error_in_prepare_then_retry():
+    """A MemoryError at any allocation of prepare() (injected here at each call of
+    backend.typed_view, which prepare uses for the arena, the input/output views and the
+    weights) leaves a model that a second prepare() makes whole: m(x) then gives the answer."""
+    from mpy_lazy import backend
+
+    text = INT8_BRANCHY
+    T = make_tensors(text, 21)
+    x = lcg_inputs(Model(text), 22)[0]
+    want = ref_run(text, T, x)[0]
+    real = backend.typed_view
+    calls = [0, 0]  # calls so far, the call that fails
+
+    def flaky(mv, dtype, n):
+        calls[0] += 1
+        if calls[0] == calls[1]:
+            raise MemoryError("injected")
+        return real(mv, dtype, n)
+
+    def declared():
+        box = [None]
+        m = Model(text, init=lambda shape, dtype: box[0])
+        names = m.names()
+        for pname, p in m.named_params():
+            box[0] = T[names[pname]]
+            p.val()
+        return m
+
+    backend.typed_view = flaky
+    try:
+        calls[:] = [0, 0]
+        declared().prepare()
+        n = calls[0]
+        assert n > 0
+        for k in range(1, n + 1):
+            m = declared()
+            calls[:] = [0, k]
+            raises(MemoryError, m.prepare)
+            calls[1] = 0  # no more failures
+            m.prepare()
+            m(x)
+            assert m.tolist() == want, k
+    finally:
+        backend.typed_view = real
+
+
+# --- clone, report, memory ------------------------------------------------------------------------
+
+def test_clone_has_its_own_arena():
+    text = FLOAT_BRANCHY
+    T = make_tensors(text, 8)
+    m = owned(text, T)
+    x1, x2 = lcg_inputs(m, 9)[0], lcg_inputs(m, 10)[0]
+    y1 = ref_run(text, T, x1)[0]
+    y2 = ref_run(text, T, x2)[0]
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            for arrays in (False, True):
+                c = m.clone(arrays)
+                assert c.memory() == m.memory()
+                assert [p.state for p in c.params()] == ["owned"] * len(c.params())
+                m(x1)
+                y = m.output
+                c(x2)
+                assert c.output is not y
+                close(m.tolist(), y1, "original after the clone ran")
+                close(c.tolist(), y2, "clone")
+                m(x2)
+                m(x1)
+                close(c.tolist(), y2, "clone after the original ran")
+                assert c.params()[0].val() is not m.params()[0].val() or not arrays
+    finally:
+        kernels.use()
+
+
+def test_param_writes_take_effect_after_prepare():
+    """A param written (p[i] = x: in place when owned, copy-on-write when shared with a clone)
+    is what the next forward pass after m.prepare() computes with, on every path; a clone's
+    writes never reach the original. (Fails on CPython's 'ulab' (numpy) path: conv caches its
+    weight and bias matrices on the op, and prepare()/clone() keep the stale cache.)"""
+    text = FLOAT_BRANCHY
+    T = make_tensors(text, 8)
+    x = lcg_inputs(owned(text, T), 9)[0]
+    y = ref_run(text, T, x)[0]
+    T2 = dict(T)
+    T2["c1.b"] = [100.0] + T["c1.b"][1:]
+    T2["fc.w"] = [0.5] + T["fc.w"][1:]
+    y2 = ref_run(text, T2, x)[0]
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            m = owned(text, T)
+            m(x)
+            for arrays in (False, True):
+                c = m.clone(arrays)
+                c(x)
+                c.ops[0].bias[0] = 100.0
+                c.ops[8].weight[0] = 0.5
+                c.prepare()
+                c(x)
+                close(c.tolist(), y2, "%s: clone(%s) after writing its params" % (path, arrays))
+                m(x)
+                close(m.tolist(), y, "%s: original after its clone(%s) wrote" % (path, arrays))
+            m.ops[0].bias[0] = 100.0
+            m.ops[8].weight[0] = 0.5
+            m.prepare()
+            m(x)
+            close(m.tolist(), y2, "%s: after writing params and prepare()" % path)
+    finally:
+        kernels.use()
+
+
+def test_clone_of_an_unprepared_model():
+    m = Model(FLOAT_BRANCHY, init=lambda shape, dtype: [0.25] * _size(shape))
+    c = m.clone()
+    assert c.mem is None and m.mem is None
+    c.prepare()
+    assert m.mem is None and c.mem is not None
+    c([0.5] * 108)
+    y = c.tolist()
+    close(y, [0.2] * 5, "uniform weights: a uniform softmax")
+
+
+def _size(shape):
     n = 1
     for d in shape:
         n *= d
-    return [((i * 7919) % 23 - 11) / 10.0 for i in range(n)]
+    return n
 
 
-def test_sequential_owned_params_all_paths():
-    m = Sequential(CNN, init=_init)
-    assert m.input_shape == (1, 6, 6) and m.output_shape == (4,)
-    names = [n for n, _ in m.named_params()]
-    assert names == ["layers.0.bias", "layers.0.weight", "layers.3.weight", "layers.5.bias",
-                     "layers.5.weight"]
-    assert m.names["layers.5.weight"] == "fc.w" and m.names["layers.0.bias"] == "c1.b"
-    assert m.macs() == 2 * 9 * 36 + 3 * 8 * 4 + 48
-    x = [((i * 13) % 17) / 8.0 - 1.0 for i in range(36)]
-    outs = []
-    for path in nn.available():
-        nn.use(path)
-        y = nn.tolist(m(x))
-        assert abs(sum(y) - 1.0) < 1e-5  # softmax
-        outs.append(y)
-        assert m.predict(x) == y.index(max(y))
-    nn.use()
-    for y in outs[1:]:
-        for a, b in zip(y, outs[0]):
-            assert abs(a - b) < 1e-5
-    assert all(s[1] == "owned" for s in state(m))
-    assert raises(ValueError, m, [0.0] * 35)
+def test_report_and_memory():
+    for text in (FLOAT_BRANCHY, INT8_BRANCHY):
+        unprepared = Model(text)
+        planned = unprepared.memory()  # planned without allocating
+        assert unprepared.mem is None and planned["arena"] > 0
+        m = owned(text, make_tensors(text, 11))
+        mem = m.memory()
+        r = mpy_lazy.report(m, show=False)
+        assert r["arena"] == mem["arena"] and r["scratch"] == mem["scratch"]
+        assert planned["arena"] <= mem["arena"] <= planned["arena"] + 4  # (+ stand-ins of empty arenas)
+        assert planned["scratch"] <= mem["scratch"] <= planned["scratch"] + 4
+        extent = 0
+        for v in m.values:
+            extent = max(extent, (v.offset + v.size) * (1 if v.dtype == "i8" else 4))
+        assert extent <= mem["arena"]
+        assert r["ram"] == sum(p["ram"] for p in r["params"]) > 0
+        assert len(r["params"]) == len(m.params())
+        assert r["flash"] == 0 and r["pending"] == 0
+
+
+# --- containers ---------------------------------------------------------------------------------
+
+def json_tensors(name):
+    """{tensor: values} of a golden container (real values for float tensors, codes for ints)."""
+    d = golden_json(name + ".json")
+    out = {}
+    for t in d["tensors"]:
+        out[t["name"]] = t["real"] if t["dtype"] in ("f32", "f16") else t["values"]
+    return d, out
+
+
+def test_golden_graph_containers_all_paths():
+    for name in ("graph_int8", "graph_f32", "graph_f16"):
+        desc, T = json_tensors(name)
+        text = desc["meta"]["graph"]
+        c = mpy_lazy.open(golden(name + ".mpyl"))
+        m = model.from_container(c)
+        assert [p.state for p in m.params()] == ["bound"] * len(T)  # weights read in place
+        xs = lcg_inputs(m, 12)
+        check_paths(m, text, T, xs, exact=name == "graph_int8")
+        if name == "graph_int8":
+            assert m.outputs[0].q == (0.2, -10)
+        ram = mpy_lazy.report(m, show=False)["ram"]
+        if name == "graph_f16":  # weights decoded while running; at most the biases in RAM
+            assert ram <= 4 * sum(len(v) for k, v in T.items() if k.endswith(".b")), ram
+        else:
+            assert ram == 0, ram
+        assert c.verify() == len(c)
+
+
+def test_declare_and_load_separately():
+    c = mpy_lazy.open(golden("graph_int8.mpyl"))
+    m = model.declare(c)
+    assert [p.state for p in m.params()] == ["uninit"] * 6
+    assert m.load(c)["bound"] == 6
+    m.prepare()
+    desc, T = json_tensors("graph_int8")
+    x = lcg_inputs(m, 13)[0]
+    m(x)
+    assert m.tolist() == ref_run(desc["meta"]["graph"], T, x)[0]
+    # a description whose shapes do not match the container: load refuses, names the tensor
+    text = desc["meta"]["graph"].replace("out=4", "out=5")
+    e = raises(ContainerError, Model(text).load, c)
+    assert e.field == "load" and "fc.w" in str(e) and e.mismatched
+    text = desc["meta"]["graph"].replace("shape=4,4,2", "shape=4,4,3")  # conv in-channels
+    e = raises(ContainerError, Model(text).load, c)
+    assert e.field == "load" and "conv.w" in str(e)
+    text = desc["meta"]["graph"].replace("w=fc.w", "w=fc.weight")
+    e = raises(ContainerError, Model(text).load, c)
+    assert "fc.weight" in str(e) and e.missing and e.unexpected == ["fc.w"]
+    assert Model(text).load(c, strict=False)["bound"] == 5
+
+
+def test_requant_tensors_outside_tflm_range_are_refused():
+    """The int8 ops' `m` tensors (per channel: multipliers, then shifts) come from the container
+    and are trusted by no one: like m= of add/mul/mean (the parser takes multipliers
+    0..2**31-1, shifts -31..30) a value outside TFLite Micro's range is refused with
+    ContainerError, by from_container() or at the latest by the first forward pass, on every
+    path. (Unchecked, a shift of 10**9 makes _pure build a 10**9-bit integer, and viper shifts
+    a machine word by it.)"""
+    d = golden_json("graph_int8.json")
+    x = [0] * 32
+    for tname, oc in (("conv.m", 3), ("fc.m", 4)):
+        t = [t for t in d["tensors"] if t["name"] == tname][0]
+        for k, value in ((oc, 31), (oc + 1, 1000), (oc, -32), (0, -1), (1, -2147483648)):
+            buf = bytearray(golden("graph_int8.mpyl"))
+            struct.pack_into("<i", buf, t["offset"] + 4 * k, value)
+            try:
+                for path in kernels.available():
+                    kernels.use(path)
+                    try:
+                        m = model.from_container(mpy_lazy.open(buf))
+                        m(x)
+                    except ContainerError as e:
+                        assert e.field in ("graph", "load", "requant", "m"), e.field
+                        continue
+                    raise AssertionError("%s[%d] = %d accepted and run on %s: %s" % (
+                        tname, k, value, path, m.tolist()))
+            finally:
+                kernels.use()
+
+
+def test_quantized_weights_in_a_float_op_are_refused():
+    """A float op bound to int8-quantized weights (a weights-only container packed with
+    --quantize int8) is refused with ContainerError (by load, prepare or the first forward
+    pass), not run on the int8 codes read as floats."""
+    c = mpy_lazy.open(golden("int8.mpyl"))
+    for text in ("input y=x shape=3\nlinear x=x y=o w=fc.weight b=fc.bias out=4\noutput x=o",
+                 "input y=x shape=3\nlinear x=x y=o w=fc.weight b=fc.bias out=4 wl=oi act=relu\noutput x=o"):
+        try:
+            for path in kernels.available():
+                kernels.use(path)
+                m = Model(text)
+                try:
+                    m.load(c)
+                    m.prepare()
+                    m([0.5, -1.0, 2.0])
+                except ContainerError as e:
+                    assert "fc.weight" in str(e), str(e)
+                    continue
+                raise AssertionError("int8 weights run as floats on %s: %s" % (path, m.tolist()))
+        finally:
+            kernels.use()
+
+
+def test_weights_only_container_has_no_model():
+    for name in ("tiny", "int8", "ints"):
+        c = mpy_lazy.open(golden(name + ".mpyl"))
+        for fn in (model.from_container, model.declare):
+            e = raises(ContainerError, fn, c)
+            assert e.field == "graph" and "graph" in str(e) and "weights" in str(e)
+
+
+def test_layers_chain_container():
+    """An old container with a `layers` chain (C, H, W images, torch weights) runs as a graph;
+    checked against a CHW computation written here."""
+    desc, T = json_tensors("layers")
+    c = mpy_lazy.open(golden("layers.mpyl"))
+    m = model.from_container(c)
+    assert "graph" not in desc["meta"] and "layers" in desc["meta"]
+    x = [math.sin(i * 0.37) for i in range(25)]  # 1 x 5 x 5, C H W
+    xf = [f32(v) for v in x]
+    cw, cb = T["c.w"], T["c.b"]
+    conv = []
+    for o in range(2):  # conv 3x3 pad 1 + relu, CHW
+        for yy in range(5):
+            for xx in range(5):
+                s = cb[o]
+                for ky in range(3):
+                    for kx in range(3):
+                        iy, ix = yy + ky - 1, xx + kx - 1
+                        if 0 <= iy < 5 and 0 <= ix < 5:
+                            s += cw[o * 9 + ky * 3 + kx] * xf[iy * 5 + ix]
+                conv.append(max(s, 0.0))
+    pooled = []  # maxpool 2 (floor): 2 x 2 x 2, then flatten in C, H, W order
+    for o in range(2):
+        for yy in range(2):
+            for xx in range(2):
+                pooled.append(max(conv[o * 25 + (2 * yy + dy) * 5 + 2 * xx + dx] for dy in (0, 1) for dx in (0, 1)))
+    logits = [T["fc.b"][o] + sum(T["fc.w"][o * 8 + i] * pooled[i] for i in range(8)) for o in range(3)]
+    e = [math.exp(v - max(logits)) for v in logits]
+    want = [v / sum(e) for v in e]
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            m(x)
+            close(m.tolist(), want, path)
+            assert m.predict(x) == want.index(max(want))
+    finally:
+        kernels.use()
+
+
+def test_layers_chain_errors():
+    from mpy_lazy.chain import to_graph
+
+    for text in ("", "relu", "input shape=4\ninput shape=4", "input shape=4\nfrob",
+                 "input shape=4\nlinear w=a in=4 out=2 in=4", "input shape=4\nrelu k=3"):
+        e = raises(ContainerError, to_graph, text)
+        assert e.field == "layers", text
+    g = to_graph("input shape=3,2,2\nflatten\nlinear w=w in=12 out=2 t=1\nsoftmax")
+    assert "layout=chw" in g and "order=chw" in g and "wl=io" in g
+
+
+# --- model helpers ------------------------------------------------------------------------------
+
+def test_tolist_dequantize_quantize_predict():
+    desc, T = json_tensors("graph_int8")
+    text = desc["meta"]["graph"]
+    m = model.from_container(mpy_lazy.open(golden("graph_int8.mpyl")))
+    s_in, z_in = m.inputs[0].q
+    r = Lcg(14)
+    reals = [r.int(-400, 400) / 50.0 for _ in range(32)]
+    codes = []
+    for f in reals:  # round(f / scale) half away from zero, + zero point, saturated
+        q = f / s_in
+        q = int(q + 0.5) if q >= 0 else -int(0.5 - q)
+        codes.append(max(-128, min(127, q + z_in)))
+    assert -128 in codes or 127 in codes  # saturation reached
+    x = m.quantize(reals)
+    assert x is m.input and [x[i] for i in range(32)] == codes
+    want = ref_run(text, T, codes)[0]
+    y = m(x)
+    assert y is m.output
+    got = m.tolist()
+    assert got == want and all(isinstance(v, int) for v in got)
+    s, z = m.outputs[0].q
+    deq = m.dequantize()
+    assert deq == [s * (v - z) for v in want]
+    assert m.predict(codes) == want.index(max(want))
+    assert m.predict(reals) == want.index(max(want))  # floats into an int8 input: quantized
+    assert [y[i] for i in range(4)] == want
+    e = raises(ValueError, m, codes[:-1])
+    assert "31" in str(e) and "32" in str(e)
+    # a float model: dequantize is tolist
+    fm = model.from_container(mpy_lazy.open(golden("graph_f32.mpyl")))
+    fm([0.1] * 50)
+    assert fm.dequantize() == fm.tolist() and abs(sum(fm.tolist()) - 1.0) < 1e-5
+
+
+def test_two_inputs_two_outputs():
+    text = FLOAT_TWO_IN_OUT
+    T = make_tensors(text, 15)
+    m = owned(text, T)
+    x, z = lcg_inputs(m, 16)
+    want = ref_run(text, T, x, z)
+    y = m(x, z)
+    assert isinstance(y, tuple) and len(y) == 2
+    close(m.tolist(0), want[0], "out 0")
+    close(m.tolist(1), want[1], "out 1")
+    assert m.predict(x, z) == want[0].index(max(want[0]))
+
+
+# --- allocation of a forward pass ---------------------------------------------------------------
+
+def _alloc(m, x):
+    gc.collect()
+    gc.disable()
+    try:
+        a0 = gc.mem_alloc()
+        m(x)
+        return gc.mem_alloc() - a0
+    finally:
+        gc.enable()
+
+
+def test_int8_forward_pass_allocates_nothing_on_viper():
+    """On MicroPython's viper path an int8 forward pass allocates 0 bytes (x: a pre-built list
+    of ints); the pure path allocates a bounded amount (big-int products of the fixed point)."""
+    if not IS_MICROPYTHON:
+        return  # CPython: no gc.mem_alloc, no viper
+    for text in (INT8_BRANCHY, "golden"):
+        if text == "golden":
+            m = model.from_container(mpy_lazy.open(golden("graph_int8.mpyl")))
+        else:
+            m = owned(text, make_tensors(text, 17))
+        x = lcg_inputs(m, 18)[0]
+        xb = bytes([v & 0xFF for v in x])
+        outputs = sum(op.y.size for op in m.ops)
+        try:
+            for path in kernels.available():
+                kernels.use(path)
+                m(x)  # the first call after a path change prepares
+                n = _alloc(m, x)
+                if path in ("viper", "ulab"):
+                    assert n == 0, (path, n)
+                    assert _alloc(m, xb) == 0  # the input as bytes: one kernel call copies it
+                else:
+                    print("pure path: %d bytes allocated by one int8 forward pass (%d MACs, %d outputs)" % (
+                        n, m.macs(), outputs))
+                    assert n <= 16 * outputs + 4096, n
+        finally:
+            kernels.use()

@@ -249,8 +249,16 @@ def test_bind_refuses_wrong_shape_or_kind():
     e = raises(ContainerError, Param((4,), "i16").bind, c.view("i32"))
     assert e.field == "dtype"
     q = mpy_lazy.open(golden("int8.mpyl"))
-    e = raises(ContainerError, Param((4, 3), "i8").bind, q.view("fc.weight"))  # quantized: real values are floats
+    e = raises(ContainerError, Param((4, 3), "i16").bind, q.view("fc.weight"))
     assert e.field == "dtype"
+    # an i8 param takes a quantized int8 tensor's codes (what the int8 kernels read); its items
+    # are the codes, not the real values
+    v = q.view("fc.weight")
+    p = Param((4, 3), "i8")
+    p.bind(v)
+    assert p.state == "bound" and [p[i] for i in range(12)] == v.tolist()
+    p[0] = 5  # copy-on-write keeps codes
+    assert p.state == "owned" and p[0] == 5 and [p[i] for i in range(1, 12)] == v.tolist()[1:]
 
 
 # --- mappers

@@ -1,14 +1,14 @@
 # Writes never reach the container. Every public way to change a param (item assignment,
-# in-place ops on mut(), mappers, clone, clone(arrays=True), Module.clone) and every kernel
-# (nn.linear / conv2d on each kernel path, the layer runner, their scratch buffers) runs over a
-# container held in a bytearray, where an accidental write would land; the bytes must hash the
-# same afterwards. Runs on CPython and MicroPython.
+# in-place ops on mut(), mappers, clone, clone(arrays=True), Module.clone) and every way to
+# run a packed graph model (forward passes on each kernel path, clones run and written, param
+# writes, the model helpers) works over a container held in a bytearray, where an accidental
+# write would land; the bytes must hash the same afterwards. Runs on CPython and MicroPython.
 import mpy_lazy
-from mpy_lazy import Module, Param, nn
-from mpy_lazy.model import Sequential
+from mpy_lazy import Module, Param, kernels, model
 from rt_util import IS_MICROPYTHON, crc32, golden
 
-GOLDENS = ("tiny", "f16", "int8", "int8_channel", "ints", "align64")
+GOLDENS = ("tiny", "f16", "int8", "int8_channel", "ints", "align64", "graph_int8", "graph_f32", "graph_f16",
+           "layers")
 
 
 class Node(Module):
@@ -193,56 +193,86 @@ def test_views_and_dequantize_do_not_write():
     each(run)
 
 
-def _linear_guards():
-    # (container, weight, bias, kernel input size) of the goldens with a 2-D float/int8 weight
-    return (("tiny", "fc.weight", "fc.bias", 4), ("f16", "fc.weight", "fc.bias", 3),
-            ("int8", "fc.weight", "fc.bias", 3), ("int8_channel", "fc.weight", "fc.bias", 4))
+def model_inputs(m, seed):
+    """Deterministic inputs for every input of graph model m (int8 codes or floats)."""
+    k = seed
+    out = []
+    for v in m.inputs:
+        vals = []
+        for _ in range(v.size):
+            k = (k * 1103515245 + 12345) & 0x7FFFFFFF
+            vals.append((k >> 16) % 256 - 128 if v.dtype == "i8" else ((k >> 16) % 512) / 128.0 - 2.0)
+        out.append(vals)
+    return out
 
 
-def test_kernels_read_weights_in_place_only():
-    for name, w, b, n_in in _linear_guards():
+def exercise(g, m, what):
+    """Every public way to run and change graph model m, on every kernel path, checking the
+    container after each: forward passes (twice: scratch and arena reused), predict, the
+    output helpers, quantize, clones (sharing and copying) run and written, param writes."""
+    xs = model_inputs(m, 7)
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            m(*xs)
+            first = m.tolist()
+            m(*xs)
+            assert m.tolist() == first
+            m.predict(*xs)
+            m.dequantize()
+            if m.inputs[0].dtype == "i8":
+                s, z = m.inputs[0].q
+                m.quantize([s * (v - z) for v in xs[0]])
+                m(m.input)
+                assert m.tolist() == first
+            g.check("%s: forward passes on %s" % (what, path))
+            for arrays in (False, True):
+                c = m.clone(arrays)
+                c(*xs)
+                assert c.tolist() == first
+                for p in c.params():
+                    p[0] = p[0] + 1 if p.dtype in ("f32", "f16") else p[0] // 2  # copy-on-write, or the clone's copy
+                    a = p.mut()
+                    a[p.size - 1] = 0
+                c.prepare()
+                c(*xs)
+                c.predict(*xs)
+                g.check("%s: clone(%s) written and run on %s" % (what, arrays, path))
+            m(*xs)
+            assert m.tolist() == first  # the clones' writes never reached the original
+    finally:
+        kernels.use()
+    c = m.clone()
+    for p in m.params():
+        assert p.state == "bound"
+        p[0] = 1  # the original's own params, copy-on-write
+        p.mut()[p.size - 1] = 1
+        assert p.state == "owned"
+    m.prepare()
+    m(*xs)
+    c(*xs)
+    mpy_lazy.report(m, show=False)
+    mpy_lazy.report(c, show=False)
+    g.check("%s: the original's params written" % what)
+
+
+def test_graph_models_do_not_write():
+    for name in ("graph_int8", "graph_f32", "layers"):
         g = Guard(name)
-        m = g.loaded()
-        for path in nn.available():
-            nn.use(path)
-            x = nn.act([0.5 * (i + 1) - 1.0 for i in range(n_in)])
-            wp, bp = g.c.view(w), g.c.view(b)
-            y = nn.linear(x, wp, bp)
-            ys = nn.tolist(y)
-            y2 = nn.linear(x, wp, bp)  # scratch buffers reused across calls
-            assert nn.tolist(y2) == ys
-            nn.relu(y)
-            nn.softmax(y)
-            fc = m.fc
-            nn.linear(x, fc.weight.val(), fc.bias.val())
-            g.check("linear on %s" % path)
-        if name == "int8_channel":  # conv.weight [2, 1, 2, 2] per-channel int8
-            for path in nn.available():
-                nn.use(path)
-                shape = (1, 3, 3)
-                x = nn.act([0.25 * i - 1.0 for i in range(9)], shape)
-                nn.conv2d(x, shape, g.c.view("conv.weight"), None, (1, 1), (1, 1))
-                g.check("conv2d on %s" % path)
-        nn.free_scratch()
-    nn.use()
+        m = model.from_container(g.c)
+        exercise(g, m, name)
+        # declared, loaded non-strictly, prepared by hand
+        d = model.declare(g.c)
+        d.load(g.c, strict=False)
+        d.prepare()
+        d(*model_inputs(d, 3))
+        g.check(name + ": declare/load/prepare")
 
 
-def test_layer_runner_does_not_write():
-    for name, w, b, n_in in _linear_guards():
-        g = Guard(name)
-        n_out = g.c.info(w).shape[0]
-        text = "input shape=%d\nlinear w=%s b=%s in=%d out=%d\nrelu\nsoftmax" % (n_in, w, b, n_in, n_out)
-        for path in nn.available():
-            nn.use(path)
-            model = Sequential(text)
-            model.load(g.c, strict=False)
-            assert model.layers[0].weight.state == "bound"
-            x = [1.0 - 0.3 * i for i in range(n_in)]
-            first = nn.tolist(model(x))
-            assert nn.tolist(model(x)) == first
-            model.predict(x)
-            g.check("Sequential on %s" % path)
-    nn.use()
+def test_f16_graph_model_does_not_write():
+    """The f16 float graph (weights and biases f16: decoded while running)."""
+    g = Guard("graph_f16")
+    exercise(g, model.from_container(g.c), "graph_f16")
 
 
 def test_the_guard_would_see_a_write():

@@ -1,0 +1,106 @@
+"""Model files -> a graph the board can run: what `mpy-lazy pack` does with an ONNX (or
+TFLite) model. Import the graph, quantize it (f16 weights, or the int8 pipeline with
+calibration), check it with the runtime's own parser, and hand the packer its tensors."""
+import os
+import sys
+
+import numpy as np
+
+from .container import PackError
+from .readers import Source, detect
+
+
+def graph_of(path, quantize="none", calibrate=None, quiet=False):
+    """The ir.Graph to pack for a model file: checked, with tensors in their stored form."""
+    kind = detect(path)
+    if kind in ("onnx", "tflite"):
+        try:
+            if kind == "onnx":
+                from .onnx_import import from_onnx
+
+                g = from_onnx(path)
+            else:
+                from .tflite_import import from_tflite
+
+                g = from_tflite(path)
+        except PackError as e:  # every message names the file
+            raise e if str(path) in str(e) else PackError("%s: %s" % (path, e))
+    else:
+        raise PackError("%s holds weights only (%s, no graph): add --weights-only to pack them for a "
+                        "model declared in code, or --graph FILE with a graph description, or pack "
+                        "an ONNX or .tflite export to run it with model.from_container()" % (path, kind))
+    if quantize in ("int8", "int8-channel"):
+        if g.int8():
+            pass  # a quantized TFLite model: its own scales, TFLM's arithmetic
+        elif calibrate is None:
+            raise PackError("--quantize %s needs --calibrate INPUTS.npy: representative inputs (a few "
+                            "dozen to a few hundred, shape (N, *input shape)) to choose the activations' "
+                            "int8 scales" % quantize)
+        else:
+            g = _int8(path, g, calibrate, quiet)
+    elif calibrate is not None:
+        raise PackError("--calibrate is for --quantize int8")
+    elif g.int8() and quantize != "none":
+        raise PackError("%s is an int8 model already: pack it with --quantize none (the default)" % path)
+    elif quantize == "f16":
+        for name, arr in list(g.tensors.items()):
+            if arr.dtype == np.float32 and arr.ndim >= 2:
+                g.tensors[name] = arr.astype(np.float16)
+    try:
+        g.check()
+    except PackError as e:  # every message names the file
+        raise e if str(path) in str(e) else PackError("%s: %s" % (path, e))
+    return g
+
+
+def _int8(path, g, calibrate, quiet):
+    from . import int8
+
+    samples = int8.load_samples(calibrate, g)
+    bar = None
+    if not quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(samples), desc="calibrating", unit="sample", file=sys.stderr, leave=False)
+    try:
+        ranges = int8.calibrate(path, g, samples, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return int8.quantize(g, ranges)
+
+
+def sources(g, origin):
+    """The graph's tensors as packer Sources (int8 weights carry their per-channel scales)."""
+    out = []
+    for name, arr in g.tensors.items():
+        arr = np.ascontiguousarray(arr)
+        s = Source(name, arr.shape, arr.dtype.name, origin, lambda arr=arr: arr)
+        if name in g.wquant:
+            s.scales = g.wquant[name]
+        out.append(s)
+    return out
+
+
+def weights_graph(text, tensors):
+    """A graph description given with --graph for weight files: checked against the tensors
+    (name -> shape) that will be packed."""
+    from mpy_lazy import ContainerError
+    from mpy_lazy.model import Model
+
+    try:
+        m = Model(text)
+    except ContainerError as e:
+        raise PackError("--graph: %s" % e)
+    names = m.names()
+    for pname, p in m.named_params():
+        t = names[pname]
+        if t not in tensors:
+            raise PackError("--graph: no tensor %r among the inputs" % t)
+        if tuple(tensors[t]) != tuple(p.shape):
+            raise PackError("--graph: tensor %r has shape %s, its op needs %s" % (t, tuple(tensors[t]), p.shape))
+    return text
+
+
+def origin(path):
+    return os.path.basename(path)

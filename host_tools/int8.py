@@ -1,0 +1,231 @@
+"""The int8 pipeline for float graphs (`mpy-lazy pack --quantize int8 --calibrate inputs.npy`):
+TensorFlow Lite's full-integer scheme, so the board runs int8 in, int8 out, int32 accumulators
+and fixed-point requantization, with no float between the input and the output.
+
+1. calibrate(): run the float model over representative inputs (onnxruntime, on the ONNX file
+   the graph came from) and record each graph value's range;
+2. quantize(): per value an asymmetric int8 scale and zero point (0.0 exactly representable);
+   per-channel symmetric int8 weights; int32 biases (scale = input scale x weight scale); per
+   op the fixed-point multipliers and shifts TFLite Micro computes (host_tools.tflm), the
+   fused activation as an int8 clamp, lookup tables for elementwise functions, TFLM's softmax.
+Values that must share a quantization (pooling, reshape, pad, concat) get the union of their
+ranges, as TFLite's converter does."""
+import math
+
+import numpy as np
+
+from . import tflm
+from .container import PackError
+from .ir import Graph, Node
+
+_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat")
+_FLOAT_FN = {
+    "relu": lambda v: max(v, 0.0),
+    "relu6": lambda v: min(max(v, 0.0), 6.0),
+    "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)) if v >= 0 else math.exp(v) / (1.0 + math.exp(v)),
+    "tanh": math.tanh,
+}
+
+
+def load_samples(path, graph):
+    """Representative inputs from a .npy (N, *input shape) or a .npz (its first array), in the
+    model's own input layout (N, C, H, W for an ONNX image model)."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise PackError("--calibrate %s: %s" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    if hasattr(data, "files"):
+        if not data.files:
+            raise PackError("--calibrate %s: empty .npz" % path)
+        data = data[data.files[0]]
+    data = np.asarray(data, dtype=np.float32)
+    name, shape, layout = graph.inputs[0]
+    want = (shape[2], shape[0], shape[1]) if layout == "chw" else tuple(shape)
+    if layout == "chw" and shape[0] == 1:  # a conv1d input (C, L)
+        want2 = (shape[2], shape[1])
+    else:
+        want2 = None
+    if data.shape[1:] != want and data.shape[1:] != want2:
+        if int(np.prod(data.shape[1:])) == int(np.prod(want)):
+            data = data.reshape((len(data),) + want)
+        else:
+            raise PackError("--calibrate %s: samples of shape %s, the model's input %r takes %s"
+                            % (path, data.shape[1:], name, want))
+    if not np.all(np.isfinite(data)):
+        raise PackError("--calibrate %s: NaN or Inf in the samples" % path)
+    if len(data) < 1:
+        raise PackError("--calibrate %s: no samples" % path)
+    return data
+
+
+def calibrate(onnx_model, graph, samples, progress=None):
+    """{value: (min, max)} of every graph value over the samples, by onnxruntime."""
+    import onnx
+    import onnxruntime as ort
+
+    model = onnx.load(onnx_model) if isinstance(onnx_model, str) else onnx_model
+    wanted = {n.y for n in graph.nodes} | {i[0] for i in graph.inputs}
+    known = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        for o in node.output:
+            if o in wanted and o not in known:
+                model.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
+                known.add(o)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise PackError("calibration: onnxruntime cannot load the model: %s" % str(e).splitlines()[0])
+    names = [o.name for o in sess.get_outputs()]
+    inp = sess.get_inputs()[0].name
+    ranges = {}
+    for i in range(len(samples)):
+        outs = sess.run(names, {inp: samples[i: i + 1]})
+        vals = dict(zip(names, outs))
+        vals[graph.inputs[0][0]] = samples[i]
+        for k, v in vals.items():
+            if k not in wanted:
+                continue
+            lo, hi = float(np.min(v)), float(np.max(v))
+            if k in ranges:
+                lo, hi = min(lo, ranges[k][0]), max(hi, ranges[k][1])
+            ranges[k] = (lo, hi)
+        if progress:
+            progress.update(1)
+    for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
+        if n.y not in ranges and n.x[0] in ranges:
+            ranges[n.y] = ranges[n.x[0]]
+    return ranges
+
+
+def qparams(lo, hi):
+    """(scale, zero point) covering [lo, hi] with 0.0 exact (TFLite's asymmetric int8)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo < 1e-30:
+        return 1.0, 0
+    scale = tflm.f32((hi - lo) / 255.0)
+    zp = tflm.tf_round(-128 - lo / scale)
+    return scale, max(-128, min(127, zp))
+
+
+def _groups(graph, ranges):
+    """Union of the ranges of values that must share a quantization."""
+    parent = {}
+
+    def find(v):
+        while parent.get(v, v) != v:
+            v = parent[v]
+        return v
+
+    for n in graph.nodes:
+        if n.op in _SAME_Q:
+            for x in n.x:
+                a, b = find(x), find(n.y)
+                if a != b:
+                    parent[a] = b
+    union = {}
+    for v, r in ranges.items():
+        root = find(v)
+        lo, hi = union.get(root, r)
+        union[root] = (min(lo, r[0]), max(hi, r[1]))
+    return {v: union[find(v)] for v in ranges}
+
+
+def quantize(graph, ranges):
+    """The int8 graph of a float graph, given every value's calibrated range."""
+    ranges = _groups(graph, ranges)
+    out = Graph()
+    out.inputs = list(graph.inputs)
+    out.outputs = list(graph.outputs)
+    out.shapes = dict(graph.shapes)
+    q = out.q
+    for name, _, _ in graph.inputs:
+        q[name] = qparams(*ranges[name])
+    for n in graph.nodes:
+        if n.y not in ranges:
+            raise PackError("calibration: no range for value %r (%s)" % (n.y, n.src))
+        if n.op == "softmax":
+            q[n.y] = (1.0 / 256, -128)
+        elif n.op in _SAME_Q:
+            q[n.y] = q[n.x[0]]
+        else:
+            q[n.y] = qparams(*ranges[n.y])
+        out.nodes.append(_node(n, graph, out))
+    return out
+
+
+def _weights(w, axis):
+    """Per-channel symmetric int8 codes of w along `axis` and their float32 scales."""
+    w = np.asarray(w, dtype=np.float64)
+    other = tuple(i for i in range(w.ndim) if i != axis)
+    amax = np.max(np.abs(w), axis=other) if other else np.abs(w)
+    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    shp = [1] * w.ndim
+    shp[axis] = -1
+    codes = np.clip(np.rint(w / scales.astype(np.float64).reshape(shp)), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+def _node(n, src, g):
+    q = g.q
+    new = Node(n.op, n.x, n.y, n.src, **dict(n.attrs))
+    act = new.attrs.pop("act", None) if n.op not in ("relu", "relu6") else None
+    s_out, z_out = q[n.y]
+    if n.op in ("conv2d", "depthwise", "linear"):
+        s_in = q[n.x[0]][0]
+        axis = 3 if n.op == "depthwise" else 0
+        wq, scales = _weights(src.tensors[n.t["w"]], axis)
+        wname = n.t["w"]
+        g.tensors[wname] = wq
+        g.wquant[wname] = (scales, axis)
+        new.t["w"] = wname
+        c = len(scales)
+        bias = src.tensors[n.t["b"]].astype(np.float64) if "b" in n.t else np.zeros(c)
+        bq = np.rint(bias / (float(s_in) * scales.astype(np.float64)))
+        if np.any(np.abs(bq) > 2 ** 31 - 1):
+            raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+        bname = n.t.get("b") or g.add_tensor(n.y + ".bias", None)
+        g.tensors[bname] = bq.astype(np.int32)
+        new.t["b"] = bname
+        per = np.moveaxis(wq.astype(np.int64), axis, 0).reshape(c, -1)
+        worst = np.abs(bq) + 255 * np.sum(np.abs(per), axis=1)
+        if np.any(worst > 2 ** 31 - 1):
+            raise PackError("%s: the int32 accumulator could overflow (a filter of %d values)"
+                            % (n.src, per.shape[1]))
+        mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
+        new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "add":
+        new.attrs["m"] = tflm.add_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "mul":
+        new.attrs["m"] = tflm.mul_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op in ("maxpool", "avgpool"):
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "mean":
+        h, w, _ = g.shapes[n.x[0]]
+        new.attrs["m"] = tflm.mean_params(q[n.x[0]][0], s_out, h * w)
+    elif n.op == "softmax":
+        if n.attrs.get("beta", 1.0) != 1.0:
+            raise PackError("%s: int8 softmax with beta != 1 is not supported" % n.src)
+        new.t["t"] = g.add_tensor(n.y + ".exp", np.array(tflm.softmax_table(q[n.x[0]][0]), dtype=np.int32))
+    elif n.op in ("relu", "relu6", "clip", "leakyrelu", "sigmoid", "tanh"):
+        fn = _FLOAT_FN.get(n.op)
+        if n.op == "clip":
+            lo, hi = n.attrs["lo"], n.attrs["hi"]
+            fn = lambda v: min(max(v, lo), hi)  # noqa: E731
+        elif n.op == "leakyrelu":
+            alpha = n.attrs["alpha"]
+            fn = lambda v: v if v >= 0 else alpha * v  # noqa: E731
+        s_in, z_in = q[n.x[0]]
+        table = tflm.float_table(fn, s_in, z_in, s_out, z_out)
+        new = Node("lut", n.x, n.y, n.src)
+        new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
+    elif n.op in ("reshape", "pad", "concat"):
+        pass
+    else:
+        raise PackError("%s: %s has no int8 version" % (n.src, n.op))
+    return new

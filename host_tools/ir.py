@@ -1,0 +1,147 @@
+"""The graph as the host tools hold it before packing: what the ONNX and TFLite importers
+produce, what calibration and int8 quantization transform, and what `pack` writes (the graph
+description of docs/FORMAT.md plus its tensors). Values are NHWC: (H, W, C) or (N,)."""
+import numpy as np
+
+from .container import PackError
+
+
+class Node:
+    """One op: `op` (a graph description op), input value names `x`, output value `y`,
+    `attrs` (the description's other keys), `t` (key -> tensor name), `src` (where it came
+    from, for messages)."""
+
+    def __init__(self, op, x, y, src="", **attrs):
+        self.op = op
+        self.x = list(x)
+        self.y = y
+        self.attrs = attrs
+        self.t = {}
+        self.src = src
+
+    def __repr__(self):
+        return "<Node %s %s -> %s %s>" % (self.op, self.x, self.y, self.attrs)
+
+
+class Graph:
+    def __init__(self):
+        self.inputs = []  # [(name, shape, layout)]
+        self.outputs = []  # [name]
+        self.nodes = []
+        self.tensors = {}  # name -> numpy array (as stored)
+        self.wquant = {}  # name -> per-channel scales (float32) of an int8 weight, axis 0
+        self.q = {}  # value name -> (scale, zero point) in an int8 graph
+        self.shapes = {}  # value name -> shape
+
+    def add_tensor(self, name, arr):
+        """Register tensor `arr` under a unique name (suffixing _1, _2... on collisions)."""
+        base, k = name, 1
+        while name in self.tensors:
+            name = "%s_%d" % (base, k)
+            k += 1
+        self.tensors[name] = arr
+        return name
+
+    def producer(self, value):
+        for n in self.nodes:
+            if n.y == value:
+                return n
+        return None
+
+    def consumers(self, value):
+        return [n for n in self.nodes if value in n.x]
+
+    def rename_value(self, old, new):
+        for n in self.nodes:
+            n.x = [new if v == old else v for v in n.x]
+            if n.y == old:
+                n.y = new
+        self.outputs = [new if v == old else v for v in self.outputs]
+        if old in self.shapes:
+            self.shapes[new] = self.shapes.pop(old)
+
+    def int8(self):
+        return bool(self.q)
+
+    def text(self):
+        """The graph description (docs/FORMAT.md). Values other than the inputs and outputs
+        are named v1, v2, ... in order (short names: the board keeps them in RAM)."""
+        return self._text()[0]
+
+    def _text(self):
+        names = {}
+        for name, _, _ in self.inputs:
+            names[name] = name
+        for name in self.outputs:
+            names[name] = name
+        k = 0
+        for n in self.nodes:
+            if n.y not in names:
+                k += 1
+                names[n.y] = "v%d" % k
+        lines = []
+        for name, shape, layout in self.inputs:
+            parts = ["input", "y=" + name, "shape=" + _ints(shape)]
+            if name in self.q:
+                parts += ["dtype=i8", "q=" + _q(self.q[name])]
+            if layout != "hwc":
+                parts.append("layout=" + layout)
+            lines.append(" ".join(parts))
+        for n in self.nodes:
+            parts = [n.op, "x=" + ",".join(names[v] for v in n.x), "y=" + names[n.y]]
+            for key in ("w", "b", "m", "t"):
+                if key in n.t:
+                    parts.append("%s=%s" % (key, n.t[key]))
+            for key, v in n.attrs.items():
+                if v is None:
+                    continue
+                if isinstance(v, (tuple, list)):
+                    v = _ints(v)
+                elif isinstance(v, float):
+                    v = repr(v)
+                parts.append("%s=%s" % (key, v))
+            if n.y in self.q and n.op not in ("dequantize",):
+                parts.append("q=" + _q(self.q[n.y]))
+            lines.append(" ".join(parts))
+        for name in self.outputs:
+            lines.append("output x=" + name)
+        for line in lines:
+            for tok in line.split()[1:]:
+                if tok.count("=") != 1 and not tok.startswith(("x=", "y=")):
+                    raise PackError("graph: cannot write %r (a name with '=' or spaces?)" % tok)
+        return "\n".join(lines), names
+
+    def check(self):
+        """Declare the description with the runtime's own parser and check every tensor's
+        shape against the Param it binds: what the board would do, refused here."""
+        from mpy_lazy import ContainerError
+        from mpy_lazy.model import Model
+
+        text, vnames = self._text()
+        try:
+            m = Model(text)
+        except ContainerError as e:
+            raise PackError(str(e))
+        declared = {vnames[k]: v for k, v in self.shapes.items() if k in vnames}
+        for v in m.values:  # a model file's own shapes must be what its ops compute
+            want = declared.get(v.name)
+            if want is not None and tuple(want) != tuple(v.shape):
+                raise PackError("graph: value %s is declared %s but its op computes %s"
+                                % (v.name, tuple(want), tuple(v.shape)))
+        names = m.names()
+        for pname, p in m.named_params():
+            t = names[pname]
+            if t not in self.tensors:
+                raise PackError("graph: no tensor %r" % t)
+            if tuple(self.tensors[t].shape) != tuple(p.shape):
+                raise PackError("graph: tensor %r has shape %s, the op needs %s"
+                                % (t, tuple(self.tensors[t].shape), tuple(p.shape)))
+        return m
+
+
+def _ints(v):
+    return ",".join(str(int(i)) for i in v)
+
+
+def _q(q):
+    return "%r,%d" % (float(np.float32(q[0])), int(q[1]))

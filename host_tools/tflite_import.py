@@ -1,0 +1,458 @@
+""".tflite -> graph (host_tools.ir), read with the `tflite` package (the TFLite flatbuffer schema
+on the flatbuffers runtime; no hand-written parsing).
+
+TFLite graphs are NHWC already, as the board runs them: weights keep their layout (conv OHWI,
+depthwise [1, kh, kw, C], fully connected [out, in]) and their int8 codes. Each op's integer
+parameters are computed as TensorFlow Lite Micro's Prepare computes them (host_tools.tflm), so
+the board reproduces TFLM's outputs bit for bit. Elementwise int8 ops (LOGISTIC, TANH, RELU,
+RELU6, LEAKY_RELU, int8 QUANTIZE) become 256-entry tables of TFLM's own integer results.
+A model with any other op, or a form of an op the board cannot run, raises PackError naming
+the op."""
+import numpy as np
+
+from . import tflm
+from .container import PackError
+from .ir import Graph, Node
+
+SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D",
+             "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX", "CONCATENATION", "LOGISTIC",
+             "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU")
+_ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
+
+
+def _schema():
+    try:
+        import tflite
+    except ImportError:
+        raise PackError("reading .tflite needs the 'tflite' package: pip install 'mpy-lazy[tflite]'")
+    return tflite
+
+
+def from_tflite(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    try:
+        return _Reader(buf, path).run()
+    except PackError:
+        raise
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a damaged flatbuffer: offsets outside the file and the like
+        raise PackError("%s: not a valid .tflite model: %s" % (path, (str(e).strip() or type(e).__name__).splitlines()[0]))
+
+
+class _Reader:
+    def __init__(self, buf, path):
+        tfl = _schema()
+        self.tfl = tfl
+        self.path = path
+        try:
+            self.model = tfl.Model.GetRootAsModel(buf, 0)
+            if self.model.SubgraphsLength() < 1:
+                raise ValueError("no subgraph")
+            self.sg = self.model.Subgraphs(0)
+        except Exception as e:
+            raise PackError("%s: not a valid .tflite model: %s" % (path, e))
+        self.names = {v: k for k, v in vars(tfl.BuiltinOperator).items() if isinstance(v, int)}
+        self.types = {v: k for k, v in vars(tfl.TensorType).items() if isinstance(v, int)}
+        self.ir = Graph()
+        self.count = {}
+
+    def err(self, msg):
+        return PackError("%s: %s" % (self.what, msg))
+
+    # --- tensors --------------------------------------------------------------------------
+
+    def tensor(self, i):
+        t = self.sg.Tensors(i)
+        shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+        q = t.Quantization()
+        scales = list(q.ScaleAsNumpy()) if q is not None and q.ScaleLength() else []
+        zps = [int(z) for z in q.ZeroPointAsNumpy()] if q is not None and q.ZeroPointLength() else []
+        qdim = q.QuantizedDimension() if q is not None else 0
+        return t, shape, self.types.get(t.Type(), str(t.Type())), scales, zps, qdim
+
+    def data(self, i):
+        """A constant tensor's values (None for an activation)."""
+        t, shape, typ, _, _, _ = self.tensor(i)
+        b = self.model.Buffers(t.Buffer())
+        if b is None or b.DataLength() == 0:
+            return None
+        dt = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
+              "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16}.get(typ)
+        if dt is None:
+            raise self.err("constant tensor of type %s is not supported" % typ)
+        return np.frombuffer(b.DataAsNumpy().tobytes(), dtype=dt).reshape(shape)
+
+    def value(self, i):
+        """The graph value of tensor i (an activation), registering its quantization."""
+        name = "t%d" % i
+        if name not in self.ir.shapes:
+            raise self.err("input tensor %d is neither a model input nor an op output" % i)
+        return name
+
+    def define(self, i):
+        """Register tensor i as the output value of the current op: its name, shape, q."""
+        _, shape, typ, scales, zps, _ = self.tensor(i)
+        name = "t%d" % i
+        self.ir.shapes[name] = _hwc(shape, self)
+        if typ == "INT8":
+            if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
+                raise self.err("int8 tensor %d needs one finite scale > 0 (has %s)" % (i, list(scales)))
+            zp = zps[0] if zps else 0
+            if not -128 <= zp <= 127:
+                raise self.err("int8 tensor %d: zero point %d outside -128..127" % (i, zp))
+            self.ir.q[name] = (float(np.float32(scales[0])), zp)
+        elif typ != "FLOAT32":
+            raise self.err("activations of type %s are not supported (int8 and float32 are)" % typ)
+        return name
+
+    def qof(self, i):
+        _, _, typ, scales, zps, _ = self.tensor(i)
+        return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ == "INT8" else None
+
+    def add(self, key, arr):
+        return self.ir.add_tensor("%s_%d.%s" % (self.opname, self.opidx, key), np.ascontiguousarray(arr))
+
+    # --- graph ----------------------------------------------------------------------------
+
+    def run(self):
+        sg = self.sg
+        for k in range(sg.InputsLength()):
+            i = sg.Inputs(k)
+            self.what = "input %d" % i
+            name = self.define(i)
+            self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
+        ops = []
+        for k in range(sg.OperatorsLength()):
+            op = sg.Operators(k)
+            code = self.model.OperatorCodes(op.OpcodeIndex())
+            name = self.names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "CUSTOM")
+            if code.BuiltinCode() == self.tfl.BuiltinOperator.CUSTOM:
+                name = "CUSTOM %s" % (code.CustomCode() or b"").decode("utf-8", "replace")
+            ops.append((k, name, op))
+        bad = sorted({n for _, n, _ in ops if n not in SUPPORTED})
+        if bad:
+            raise PackError("%s: op %s is not supported (mpy-lazy runs %s)"
+                            % (self.path, ", ".join(bad), ", ".join(SUPPORTED)))
+        for k, name, op in ops:
+            self.what = "%s: operator %d (%s)" % (self.path, k, name)
+            self.opname = name.lower()
+            self.opidx = self.count.get(name, 0)
+            self.count[name] = self.opidx + 1
+            self.op = op
+            self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
+            self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
+            getattr(self, "op_" + name)()
+        for k in range(sg.OutputsLength()):
+            self.ir.outputs.append(self.value(sg.Outputs(k)))
+        return self.ir
+
+    def options(self, cls):
+        o = getattr(self.tfl, cls)()
+        t = self.op.BuiltinOptions()
+        if t is None:
+            return None
+        o.Init(t.Bytes, t.Pos)
+        return o
+
+    def emit(self, op, xs, **attrs):
+        y = self.define(self.outs[0])
+        n = Node(op, xs, y, self.what, **{k: v for k, v in attrs.items() if v is not None})
+        self.ir.nodes.append(n)
+        return n
+
+    def _padding(self, padding, h, w, kh, kw, sh, sw, dh, dw):
+        """TFLM's ComputePaddingHeightWidth: (top, left, bottom, right), output (oh, ow)."""
+        def one(size, k, s, d):
+            eff = (k - 1) * d + 1
+            out = (size + s - 1) // s if padding == 0 else (size - eff + s) // s
+            total = max((out - 1) * s + eff - size, 0)
+            return total // 2, total - total // 2, out
+        t, b, oh = one(h, kh, sh, dh)
+        l, r, ow = one(w, kw, sw, dw)
+        return (t, l, b, r), oh, ow
+
+    def _act(self, code):
+        act = _ACTS.get(code, "?")
+        if act == "?":
+            raise self.err("fused activation %d is not supported" % code)
+        return act
+
+    def _weighted(self, op, xq, wdata, wscales, bias_i, yq, act, extra):
+        """int8 conv/depthwise/fully connected: weights as stored, int32 bias, per-channel
+        multipliers; float: weights, bias and a fused activation."""
+        n = self.emit(op, [self.x0], **extra)
+        oc = extra.get("out") or wdata.shape[3]
+        if yq is None:  # float
+            if wdata.dtype != np.float32:
+                raise self.err("float model with %s weights" % wdata.dtype)
+            n.t["w"] = self.add("weight", wdata)
+            if bias_i is not None:
+                n.t["b"] = self.add("bias", bias_i.astype(np.float32))
+            n.attrs["act"] = act
+            return n
+        if wdata.dtype != np.int8:
+            raise self.err("int8 model with %s weights (only int8 weights are supported)" % wdata.dtype)
+        scales = list(wscales) if len(wscales) > 1 else list(wscales) * oc
+        n.t["w"] = self.add("weight", wdata)
+        axis = 3 if op == "depthwise" else 0
+        self.ir.wquant[n.t["w"]] = (np.asarray(scales, np.float32), axis)
+        if bias_i is not None:
+            if bias_i.dtype != np.int32:
+                raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
+            n.t["b"] = self.add("bias", bias_i)
+        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+        return n
+
+    def _conv_common(self, depthwise):
+        x = self.value(self.ins[0])
+        self.x0 = x
+        w = self.data(self.ins[1])
+        if w is None:
+            raise self.err("the filter must be a constant")
+        _, _, _, wscales, wzps, qdim = self.tensor(self.ins[1])
+        if any(wzps):
+            raise self.err("weights with a non-zero zero point")
+        _check_scales(self, wscales, w)
+        bias = self.data(self.ins[2]) if len(self.ins) > 2 and self.ins[2] >= 0 else None
+        h, wd, c = self.ir.shapes[x]
+        o = self.options("DepthwiseConv2DOptions" if depthwise else "Conv2DOptions")
+        kh, kw = w.shape[1], w.shape[2]
+        sh, sw = o.StrideH(), o.StrideW()
+        dh, dw = o.DilationHFactor(), o.DilationWFactor()
+        pads, oh, ow = self._padding(o.Padding(), h, wd, kh, kw, sh, sw, dh, dw)
+        extra = dict(k=(kh, kw), stride=(sh, sw), pad=pads if any(pads) else None,
+                     dil=(dh, dw) if (dh, dw) != (1, 1) else None)
+        if depthwise:
+            mult = w.shape[3] // c
+            extra["mult"] = mult if mult != 1 else None
+        else:
+            g = c // w.shape[3]
+            extra["out"] = w.shape[0]
+            extra["groups"] = g if g != 1 else None
+        self._weighted("depthwise" if depthwise else "conv2d", self.qof(self.ins[0]), w, wscales, bias,
+                       self.qof(self.outs[0]), self._act(o.FusedActivationFunction()), extra)
+
+    def op_CONV_2D(self):
+        self._conv_common(False)
+
+    def op_DEPTHWISE_CONV_2D(self):
+        self._conv_common(True)
+
+    def op_FULLY_CONNECTED(self):
+        x = self.value(self.ins[0])
+        self.x0 = x
+        w = self.data(self.ins[1])
+        if w is None or w.ndim != 2:
+            raise self.err("the weights must be a constant 2-D tensor")
+        o = self.options("FullyConnectedOptions")
+        if o is not None and o.WeightsFormat() != 0:
+            raise self.err("shuffled weights are not supported")
+        _, oshape, _, _, _, _ = self.tensor(self.outs[0])
+        if o is not None and o.KeepNumDims() and int(np.prod(oshape[:-1])) != 1:
+            raise self.err("keep_num_dims over several rows is not supported")
+        _, _, _, wscales, wzps, _ = self.tensor(self.ins[1])
+        if any(wzps):
+            raise self.err("weights with a non-zero zero point")
+        _check_scales(self, wscales, w)
+        bias = self.data(self.ins[2]) if len(self.ins) > 2 and self.ins[2] >= 0 else None
+        act = self._act(o.FusedActivationFunction() if o is not None else 0)
+        self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
+                       dict(out=w.shape[0]))
+
+    def _binary(self, op, cls):
+        xs = []
+        for i in self.ins[:2]:
+            if self.data(i) is not None:
+                raise self.err("constant operands are not supported")
+            xs.append(self.value(i))
+        o = self.options(cls)
+        act = self._act(o.FusedActivationFunction() if o is not None else 0)
+        yq = self.qof(self.outs[0])
+        n = self.emit(op, xs)
+        if yq is None:
+            n.attrs["act"] = act
+            return
+        q1, q2 = self.qof(self.ins[0]), self.qof(self.ins[1])
+        n.attrs["m"] = tflm.add_params(q1[0], q2[0], yq[0]) if op == "add" else tflm.mul_params(q1[0], q2[0], yq[0])
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+
+    def op_ADD(self):
+        self._binary("add", "AddOptions")
+
+    def op_MUL(self):
+        self._binary("mul", "MulOptions")
+
+    def _pool(self, op):
+        x = self.value(self.ins[0])
+        h, w, c = self.ir.shapes[x]
+        o = self.options("Pool2DOptions")
+        kh, kw, sh, sw = o.FilterHeight(), o.FilterWidth(), o.StrideH(), o.StrideW()
+        pads, oh, ow = self._padding(o.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+        act = self._act(o.FusedActivationFunction())
+        n = self.emit(op, [x], k=(kh, kw), stride=(sh, sw), pad=pads if any(pads) else None)
+        yq = self.qof(self.outs[0])
+        if yq is None:
+            n.attrs["act"] = act
+        else:
+            if yq != self.qof(self.ins[0]):
+                raise self.err("int8 pooling with different input and output quantization")
+            n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+
+    def op_AVERAGE_POOL_2D(self):
+        self._pool("avgpool")
+
+    def op_MAX_POOL_2D(self):
+        self._pool("maxpool")
+
+    def op_MEAN(self):
+        x = self.value(self.ins[0])
+        axes = self.data(self.ins[1])
+        _, shape, _, _, _, _ = self.tensor(self.ins[0])
+        if axes is None or len(shape) != 4 or sorted(int(a) % 4 for a in axes.reshape(-1)) != [1, 2]:
+            raise self.err("only the mean over height and width of an NHWC tensor is supported")
+        o = self.options("ReducerOptions")
+        keep = o.KeepDims() if o is not None else False
+        h, w, c = self.ir.shapes[x]
+        yq = self.qof(self.outs[0])
+        n = Node("mean", [x], None, self.what)
+        if yq is not None:
+            n.attrs["m"] = tflm.mean_params(self.qof(self.ins[0])[0], yq[0], h * w)
+        y = self.define(self.outs[0])
+        if keep:
+            n.y = y
+            self.ir.nodes.append(n)
+            return
+        n.y = y + ".mean"
+        self.ir.shapes[n.y] = (1, 1, c)
+        if yq is not None:
+            self.ir.q[n.y] = yq
+        self.ir.nodes.append(n)
+        self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
+
+    def op_PAD(self):
+        x = self.value(self.ins[0])
+        p = self.data(self.ins[1])
+        if p is None or p.shape != (4, 2) or p[0].any() or p[3].any():
+            raise self.err("only constant padding of height and width of an NHWC tensor is supported")
+        yq, xq = self.qof(self.outs[0]), self.qof(self.ins[0])
+        if yq != xq:
+            raise self.err("int8 PAD with different input and output quantization")
+        self.emit("pad", [x], pad=(int(p[1, 0]), int(p[2, 0]), int(p[1, 1]), int(p[2, 1])))
+
+    def op_RESHAPE(self):
+        x = self.value(self.ins[0])
+        n = self.emit("reshape", [x])
+        n.attrs["shape"] = self.ir.shapes[n.y]
+        if self.qof(self.outs[0]) != self.qof(self.ins[0]):
+            raise self.err("int8 RESHAPE with different input and output quantization")
+
+    def op_SOFTMAX(self):
+        x = self.value(self.ins[0])
+        o = self.options("SoftmaxOptions")
+        beta = float(o.Beta()) if o is not None else 1.0
+        n = self.emit("softmax", [x])
+        yq = self.qof(self.outs[0])
+        if yq is None:
+            n.attrs["beta"] = beta if beta != 1.0 else None
+            return
+        if yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
+            raise self.err("int8 softmax output must be scale 1/256, zero point -128")
+        n.t["t"] = self.add("exp", np.array(tflm.softmax_table(self.qof(self.ins[0])[0], beta), dtype=np.int32))
+
+    def op_CONCATENATION(self):
+        xs = [self.value(i) for i in self.ins]
+        o = self.options("ConcatenationOptions")
+        _, shape, _, _, _, _ = self.tensor(self.ins[0])
+        if o.Axis() % len(shape) != len(shape) - 1:
+            raise self.err("only concatenation along the last (channel) axis is supported")
+        if self._act(o.FusedActivationFunction()) is not None:
+            raise self.err("a fused activation on CONCATENATION is not supported")
+        yq = self.qof(self.outs[0])
+        for i in self.ins:
+            if self.qof(i) != yq:
+                raise self.err("int8 inputs with another quantization than the output")
+        self.emit("concat", xs)
+
+    def _lut(self, table, float_op, **attrs):
+        x = self.value(self.ins[0])
+        if self.qof(self.ins[0]) is None:
+            self.emit(float_op, [x], **attrs)
+            return
+        n = self.emit("lut", [x])
+        n.t["t"] = self.add("lut", np.array(table(), dtype=np.int8))
+
+    def op_LOGISTIC(self):
+        self._lut(lambda: tflm.logistic_table(*self.qof(self.ins[0])), "sigmoid")
+
+    def op_TANH(self):
+        self._lut(lambda: tflm.tanh_table(*self.qof(self.ins[0])), "tanh")
+
+    def op_RELU(self):
+        def table():
+            (si, zi), (so, zo) = self.qof(self.ins[0]), self.qof(self.outs[0])
+            m, s = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+            return [max(zo, min(127, zo + tflm.mbqm(q - zi, m, s))) for q in range(-128, 128)]
+        self._lut(table, "relu")
+
+    def op_RELU6(self):
+        def table():
+            si, zi = self.qof(self.ins[0])
+            six = max(-128, min(127, tflm.tf_round(float(np.float32(6.0) / np.float32(si))) + zi))
+            return [min(max(q, zi), six) for q in range(-128, 128)]
+        self._lut(table, "relu6")
+
+    def op_LEAKY_RELU(self):
+        o = self.options("LeakyReluOptions")
+        alpha = float(o.Alpha())
+
+        def table():
+            (si, zi), (so, zo) = self.qof(self.ins[0]), self.qof(self.outs[0])
+            ma, sa = tflm.quantize_multiplier(float(np.float32(np.float32(si) * np.float32(alpha) / np.float32(so))))
+            mi, s_i = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+            out = []
+            for q in range(-128, 128):
+                v = q - zi
+                v = tflm.mbqm(v, mi, s_i) if v >= 0 else (tflm.mbqm(v, abs(ma), sa) * (-1 if ma < 0 else 1))
+                out.append(max(-128, min(127, zo + v)))
+            return out
+        self._lut(table, "leakyrelu", alpha=alpha)
+
+    def op_QUANTIZE(self):
+        x = self.value(self.ins[0])
+        xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
+        if yq is None:
+            raise self.err("QUANTIZE to %s is not supported (int8 is)" % self.tensor(self.outs[0])[2])
+        if xq is None:
+            self.emit("quantize", [x])
+            return
+        m, s = tflm.quantize_multiplier(xq[0] / yq[0])
+        n = self.emit("lut", [x])
+        n.t["t"] = self.add("lut", np.array([max(-128, min(127, yq[1] + tflm.mbqm(q - xq[1], m, s)))
+                                             for q in range(-128, 128)], dtype=np.int8))
+
+    def op_DEQUANTIZE(self):
+        x = self.value(self.ins[0])
+        if self.qof(self.ins[0]) is None:
+            raise self.err("DEQUANTIZE of a non-int8 tensor is not supported")
+        self.emit("dequantize", [x])
+
+
+def _check_scales(r, scales, w):
+    if w.dtype == np.int8 and (not len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)):
+        raise r.err("int8 weights need finite scales > 0")
+
+
+def _hwc(shape, r):
+    """A TFLite activation shape as the board's: [1, H, W, C] -> (H, W, C), [1, N] -> (N,)."""
+    s = list(shape)
+    if s and s[0] == 1 and len(s) > 1:
+        s = s[1:]
+    elif len(s) == 4 and s[0] != 1:
+        raise r.err("batch %d: the board runs batch 1" % s[0])
+    if not 1 <= len(s) <= 3 or any(d < 1 for d in s):
+        raise r.err("tensor shape %s is not supported" % (shape,))
+    return tuple(s)

@@ -1,0 +1,301 @@
+"""TensorFlow Lite Micro's integer arithmetic, on the host, exactly: the quantization parameters
+its kernels compute in their prepare step (QuantizeMultiplier, the add/mul/mean/softmax/
+logistic/tanh/relu parameters) and gemmlowp's fixed-point functions.
+
+mpy-lazy computes these once at pack time and stores integers (multipliers, shifts, lookup
+tables) in the container, so the board does no float work and gives TFLM's results bit for
+bit. Written from TFLM's and gemmlowp's sources (tensorflow/lite/kernels/internal/
+quantization_util.cc, common.h, reference/integer_ops/*.h; gemmlowp fixedpoint/fixedpoint.h),
+double-rounding variant (TFLM's default build, which the tflite-micro package uses).
+Scalars are Python ints (no overflow); `*_np` versions work on int64 numpy arrays."""
+import math
+
+import numpy as np
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def tf_round(x):
+    """TfLiteRound / std::round: half away from zero."""
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def quantize_multiplier(m):
+    """(multiplier, shift) with m = multiplier * 2**(shift - 31), multiplier in [2**30, 2**31)."""
+    if m == 0.0:
+        return 0, 0
+    q, shift = math.frexp(m)
+    q_fixed = tf_round(q * (1 << 31))
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return q_fixed, shift
+
+
+def f32(x):
+    """The float32 value of x, as a Python float (TFLite stores scales as float32)."""
+    return float(np.float32(x))
+
+
+# --- gemmlowp fixed point on int32 raw values ---------------------------------------------
+
+def srdhm(a, b):
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    ab = a * b
+    v = ab + (1 << 30 if ab >= 0 else 1 - (1 << 30))
+    q = abs(v) >> 31
+    return q if v >= 0 else -q
+
+
+def rdbpot(x, e):
+    mask = (1 << e) - 1
+    threshold = (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> e) + (1 if (x & mask) > threshold else 0)
+
+
+def wrap32(x):
+    """x as a C int32 after overflow (two's complement wrap)."""
+    return ((x + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
+def mbqm(x, m, s):
+    """MultiplyByQuantizedMultiplier (double rounding); `x * (1 << s)` wraps to int32 as TFLM's
+    C code does on the hardware it runs on."""
+    if s > 0:
+        return srdhm(wrap32(x * (1 << s)), m)
+    return rdbpot(srdhm(x, m), -s)
+
+
+def sat_shl(x, e):
+    """SaturatingRoundingMultiplyByPOT<e>: a saturating left shift for e > 0, a rounding right
+    shift for e < 0."""
+    if e <= 0:
+        return rdbpot(x, -e)
+    t = (1 << (31 - e)) - 1
+    if x > t:
+        return INT32_MAX
+    if x < -t:
+        return INT32_MIN
+    return x << e
+
+
+def _exp_quarter(a):
+    """exp on [-1/4, 0) in Q0.31."""
+    const_term, one_third = 1895147668, 715827883
+    x = a + (1 << 28)
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rdbpot(x4, 2)
+    poly = rdbpot(srdhm(x4_over_4 + x3, one_third) + x2, 1)
+    return const_term + srdhm(const_term, x + poly)
+
+
+_EXP_STEPS = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+              (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values(a, integer_bits):
+    """gemmlowp's exp for a <= 0 given in Q(integer_bits).(31 - integer_bits); Q0.31 result."""
+    frac = 31 - integer_bits
+    quarter = 1 << (frac - 2)
+    a_mod = (a & (quarter - 1)) - quarter
+    result = _exp_quarter(sat_shl(a_mod, integer_bits))
+    remainder = a_mod - a
+    for exponent, mult in _EXP_STEPS:
+        if integer_bits > exponent and remainder & (1 << (frac + exponent)):
+            result = srdhm(result, mult)
+    if integer_bits > 5 and a < -(1 << (36 - integer_bits)):
+        result = 0
+    if a == 0:
+        result = INT32_MAX
+    return result
+
+
+def _newton(a):
+    """Shared Newton-Raphson of one_over_one_plus_x / one_minus_x_over_one_plus_x (Q2.29)."""
+    half = (a + INT32_MAX + (1 if a + INT32_MAX >= 0 else -1))
+    half = half // 2 if half >= 0 else -((-half) // 2)  # RoundingHalfSum(a, One)
+    x = 1515870810 + srdhm(half, -1010580540)
+    for _ in range(3):
+        one_minus = (1 << 29) - srdhm(half, x)
+        x = x + sat_shl(srdhm(x, one_minus), 2)
+    return x
+
+
+def one_over_one_plus_x(a):
+    return sat_shl(_newton(a), 1)
+
+
+def one_minus_x_over_one_plus_x(a):
+    return sat_shl(_newton(a) - (1 << 29), 2)
+
+
+def logistic_fp(a):
+    """gemmlowp logistic, input Q4.27, output Q0.31."""
+    if a == 0:
+        return 1 << 30
+    pos = one_over_one_plus_x(exp_on_negative_values(-abs(a), 4))
+    return pos if a > 0 else INT32_MAX - pos
+
+
+def tanh_fp(a):
+    """gemmlowp tanh, input Q4.27, output Q0.31."""
+    if a == 0:
+        return 0
+    n = a if a < 0 else -a
+    t = one_minus_x_over_one_plus_x(exp_on_negative_values(n, 5))
+    return -t if a < 0 else t
+
+
+def input_radius(integer_bits, left_shift, total_bits=31):
+    """CalculateInputRadius."""
+    return int(math.floor(((1 << integer_bits) - 1) * float(1 << (total_bits - integer_bits))
+                          / float(1 << left_shift)))
+
+
+# --- per-op parameters (what TFLM's Prepare computes) --------------------------------------
+
+def activation_range(act, scale, zp):
+    """CalculateActivationRangeQuantized for int8: (min, max)."""
+    lo, hi = -128, 127
+    if act in ("relu", "relu6", "relu_n1_to_1"):
+        lo = max(lo, zp + tf_round(np.float32(0.0) / np.float32(scale)) if act != "relu_n1_to_1"
+                 else zp + tf_round(np.float32(-1.0) / np.float32(scale)))
+    if act == "relu6":
+        hi = min(hi, zp + tf_round(float(np.float32(6.0) / np.float32(scale))))
+    elif act == "relu_n1_to_1":
+        hi = min(hi, zp + tf_round(float(np.float32(1.0) / np.float32(scale))))
+    return lo, hi
+
+
+def conv_multipliers(s_in, w_scales, s_out):
+    """Per-channel (multipliers, shifts) of conv/depthwise/fully connected."""
+    out = [quantize_multiplier(float(np.float32(s_in)) * float(np.float32(s)) / float(np.float32(s_out)))
+           for s in w_scales]
+    return [m for m, _ in out], [s for _, s in out]
+
+
+def add_params(s1, s2, s_out):
+    """(m1, s1, m2, s2, m, s) of TFLM's int8 add (left shift 20)."""
+    s1, s2, s_out = f32(s1), f32(s2), f32(s_out)
+    twice = 2 * max(s1, s2)
+    m1 = quantize_multiplier(s1 / twice)
+    m2 = quantize_multiplier(s2 / twice)
+    mo = quantize_multiplier(twice / ((1 << 20) * s_out))
+    return m1 + m2 + mo
+
+
+def mul_params(s1, s2, s_out):
+    return quantize_multiplier(f32(s1) * f32(s2) / f32(s_out))
+
+
+def mean_params(s_in, s_out, n):
+    """TFLM's int8 MEAN: the input/output multiplier with 1/n folded in (QuantizedMeanOrSum)."""
+    m, s = quantize_multiplier(f32(s_in) / f32(s_out))
+    shift = 63 - (64 - n.bit_length())  # 63 - CountLeadingZeros(uint64 n)
+    shift = min(shift, 32, 31 + s)
+    m = int((m << shift) // n)
+    return m, s - shift
+
+
+def softmax_table(s_in, beta=1.0):
+    """exps[d] for input differences -d, d = 0..255 (Q0.31; 0 where TFLM skips the element):
+    TFLM's int8 softmax with 5 integer bits for the scaled difference."""
+    real = min(beta * f32(s_in) * (1 << 26), float((1 << 31) - 1))
+    mult, shift = quantize_multiplier(real)  # PreprocessSoftmaxScaling (> 1: shift >= 0)
+    diff_min = -input_radius(5, shift)
+    out = []
+    for d in range(256):
+        if -d < diff_min:
+            out.append(0)
+            continue
+        scaled = srdhm(-d * (1 << shift), mult)  # MultiplyByQuantizedMultiplierGreaterThanOne
+        out.append(exp_on_negative_values(scaled, 5))
+    return out
+
+
+def _frexp_multiplier(scale):
+    q, shift = math.frexp(f32(scale) * float(1 << 27))
+    return tf_round(q * (1 << 31)), shift
+
+
+def logistic_table(s_in, z_in):
+    """int8 -> int8 table of TFLM's LOGISTIC (output 1/256, -128), index q + 128."""
+    mult, shift = _frexp_multiplier(s_in)
+    radius = input_radius(4, shift)
+    out = []
+    for q in range(-128, 128):
+        x = q - z_in
+        if x <= -radius:
+            out.append(-128)
+        elif x >= radius:
+            out.append(127)
+        else:
+            v = rdbpot(logistic_fp(mbqm(x, mult, shift)), 23) - 128
+            out.append(max(-128, min(127, v)))
+    return out
+
+
+def tanh_table(s_in, z_in):
+    """int8 -> int8 table of TFLM's TANH (output 1/128, 0), index q + 128."""
+    mult, shift = _frexp_multiplier(s_in)
+    radius = input_radius(4, shift)
+    out = []
+    for q in range(-128, 128):
+        x = q - z_in
+        if x <= -radius:
+            out.append(-128)
+        elif x >= radius:
+            out.append(127)
+        else:
+            out.append(max(-128, min(127, rdbpot(tanh_fp(mbqm(x, mult, shift)), 24))))
+    return out
+
+
+def requant_table(s_in, z_in, s_out, z_out, lo=-128, hi=127):
+    """int8 -> int8 table of clamp(z_out + mbqm(q - z_in, m, s)), m = s_in / s_out: TFLM's
+    int8 RELU (lo = the output zero point) and QUANTIZE int8 -> int8."""
+    m, s = quantize_multiplier(f32(s_in) / f32(s_out))
+    return [max(lo, min(hi, z_out + mbqm(q - z_in, m, s))) for q in range(-128, 128)]
+
+
+def float_table(fn, s_in, z_in, s_out, z_out):
+    """int8 -> int8 table of a float function (ONNX models): round(fn(real in) / s_out) + z_out."""
+    out = []
+    for q in range(-128, 128):
+        y = fn(f32(s_in) * (q - z_in))
+        out.append(max(-128, min(127, tf_round(y / f32(s_out)) + z_out)))
+    return out
+
+
+# --- vectorized, for the host reference interpreter ----------------------------------------
+
+def srdhm_np(a, b):
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    v = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    q = np.abs(v) >> 31
+    r = np.where(v >= 0, q, -q)
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, r)
+
+
+def rdbpot_np(x, e):
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(e, dtype=np.int64)
+    mask = (np.int64(1) << e) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + ((x & mask) > threshold)
+
+
+def mbqm_np(x, m, s):
+    x = np.asarray(x, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    left = np.where(s > 0, s, 0)
+    right = np.where(s > 0, 0, -s)
+    shifted = ((x << left) + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap, as TFLM's C
+    return rdbpot_np(srdhm_np(shifted, m), right)

@@ -1,0 +1,253 @@
+# The graph description (docs/FORMAT.md, "Graph description", metadata key `graph`): parsing
+# and checking. Trusts nothing: every op, key, number and name is checked here, and every shape
+# against its inputs, before anything is allocated; a failure is a ContainerError naming the
+# line and the key (field 'graph').
+#
+# A description is ops in execution order, one per line: `op key=value ...`. Ops name their
+# input values (x=a[,b...]) and their output value (y=name); `input` and `output` lines name
+# the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
+from .container import ContainerError
+
+MAX_DIM = 65535  # one dimension of a value
+MAX_SIZE = 1 << 24  # elements of one value
+MAX_LINES = 4096
+
+# Key kinds: v value name, vs value names, t tensor name, i int, is ints, f float, q scale,zp,
+# e:<a|b|...> one of the words. Per op: (required keys, optional keys).
+_FLOAT_ACT = "e:none|relu|relu6"
+_KINDS = {
+    "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
+    "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
+    "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
+    "dtype": "e:f32|i8", "layout": "e:hwc|chw", "order": "e:hwc|chw",
+}
+_CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp")
+OPS = {
+    "input": (("y", "shape"), ("dtype", "q", "layout")),
+    "output": (("x",), ()),
+    "conv2d": (("x", "y", "w", "out", "k"), _CONV + ("groups", "wl")),
+    "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl")),
+    "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp")),
+    "add": (("x", "y"), ("act", "q", "m", "clamp")),
+    "mul": (("x", "y"), ("act", "q", "m", "clamp")),
+    "maxpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
+    "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
+    "mean": (("x", "y"), ("q", "m")),
+    "relu": (("x", "y"), ()),
+    "relu6": (("x", "y"), ()),
+    "clip": (("x", "y", "lo", "hi"), ()),
+    "leakyrelu": (("x", "y", "alpha"), ()),
+    "sigmoid": (("x", "y"), ()),
+    "tanh": (("x", "y"), ()),
+    "lut": (("x", "y", "t", "q"), ()),
+    "reshape": (("x", "y", "shape"), ("order", "q")),
+    "concat": (("x", "y"), ("q",)),
+    "pad": (("x", "y", "pad"), ("q",)),
+    "softmax": (("x", "y"), ("beta", "q", "m", "t")),
+    "quantize": (("x", "y", "q"), ()),
+    "dequantize": (("x", "y"), ()),
+}
+NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
+# `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
+# `wl` (weight layout) takes the words of the op.
+_MULTI_X = ("add", "mul", "concat")
+_WL = {"conv2d": "e:ohwi|oihw", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io"}
+
+
+def fail(n, msg, key=None):
+    """ContainerError for description line n."""
+    return ContainerError("graph line %d: %s" % (n, msg), key, "graph")
+
+
+def _name_ok(s):
+    if not s or len(s) > 255:
+        return False
+    for ch in s:
+        if ch in ",= \t\r":
+            return False
+    return True
+
+
+def _value(kind, key, val, n):
+    if kind in ("v", "t"):
+        if not _name_ok(val):
+            raise fail(n, "%s=%s: not a valid name" % (key, val), key)
+        return val
+    if kind == "vs":
+        names = val.split(",")
+        for s in names:
+            if not _name_ok(s):
+                raise fail(n, "%s=%s: not a list of names" % (key, val), key)
+        return names
+    if kind[0] == "e":
+        if val not in kind[2:].split("|"):
+            raise fail(n, "%s=%s: expected one of %s" % (key, val, kind[2:]), key)
+        return val
+    parts = val.split(",")
+    if len(parts) > 8:
+        raise fail(n, "%s=%s: too many numbers" % (key, val), key)
+    try:
+        if kind == "f":
+            nums = [float(v) for v in parts]
+        elif kind == "q":
+            if len(parts) != 2:
+                raise ValueError
+            nums = [float(parts[0]), int(parts[1])]
+        else:
+            nums = [int(v) for v in parts]
+    except ValueError:
+        raise fail(n, "%s=%s: expected %s" % (key, val, {"f": "a number", "q": "scale,zero_point"}.get(
+            kind, "integers")), key)
+    for v in nums:
+        if v - v != 0:  # nan, inf
+            raise fail(n, "%s=%s: not finite" % (key, val), key)
+    if kind == "q":
+        if not nums[0] > 0 or not -128 <= nums[1] <= 127:
+            raise fail(n, "q=%s: needs scale > 0 and zero point in -128..127" % val, key)
+        return (nums[0], nums[1])
+    if kind in ("i", "f"):
+        if len(nums) != 1:
+            raise fail(n, "%s=%s: expected one number" % (key, val), key)
+        return nums[0]
+    return tuple(nums)
+
+
+def parse(text):
+    """(line number, op, {key: value}) for each op of a graph description, one at a time (a
+    generator: no list of every line is kept); checks ops, keys and the syntax of every value
+    (their meaning is checked by the ops)."""
+    count = 0
+    n = 0
+    for line in text.split("\n"):
+        n += 1
+        parts = line.split()
+        if not parts or parts[0][0] == "#":
+            continue
+        if count >= MAX_LINES:
+            raise fail(n, "more than %d ops" % MAX_LINES)
+        op = parts[0]
+        if op not in OPS:
+            raise fail(n, "unknown op %r" % op)
+        req, opt = OPS[op]
+        kv = {}
+        for tok in parts[1:]:
+            i = tok.find("=")
+            if i <= 0 or i == len(tok) - 1:
+                raise fail(n, "expected key=value, got %r" % tok)
+            key, val = tok[:i], tok[i + 1:]
+            if key not in req and key not in opt:
+                raise fail(n, "%s takes no key %r" % (op, key), key)
+            if key in kv:
+                raise fail(n, "key %r given twice" % key, key)
+            if key == "x" and op in _MULTI_X:
+                kind = "vs"
+            elif key == "m":
+                kind = "t" if op in _WL else "is"
+            elif key == "wl":
+                kind = _WL[op]
+            else:
+                kind = _KINDS[key]
+            kv[key] = _value(kind, key, val, n)
+        for key in req:
+            if key not in kv:
+                raise fail(n, "%s needs %s=" % (op, key), key)
+        count += 1
+        yield n, op, kv
+    if not count:
+        raise ContainerError("graph: empty description", None, "graph")
+
+
+class Value:
+    """An activation: shape (N,) or (H, W, C), dtype 'f32' or 'i8', q = (scale, zero point)
+    for i8. The planner sets `first`, `last` (op indices of its lifetime) and `offset` (in the
+    arena of its dtype); `alias` is the value whose buffer it shares (a reshape)."""
+
+    offset = 0
+    alias = None
+
+    def __init__(self, name, shape, dtype, q=None):
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.q = q
+        n = 1
+        for d in shape:
+            n *= d
+        self.size = n
+        self.first = 0
+        self.last = 0
+
+    def root(self):
+        v = self
+        while v.alias is not None:
+            v = v.alias
+        return v
+
+    def __repr__(self):
+        return "<Value %s %s%s>" % (self.name, self.dtype, self.shape)
+
+
+def check_shape(shape, n, key="shape"):
+    if not 1 <= len(shape) <= 3:
+        raise fail(n, "%s %s: values have 1 to 3 dimensions (N or H,W,C)" % (key, shape), key)
+    size = 1
+    for d in shape:
+        if not 1 <= d <= MAX_DIM:
+            raise fail(n, "%s %s: dimensions are 1..%d" % (key, shape, MAX_DIM), key)
+        size *= d
+    if size > MAX_SIZE:
+        raise fail(n, "%s %s: more than %d elements" % (key, shape, MAX_SIZE), key)
+    return tuple(shape)
+
+
+def pairs(kv, key, default, n, count=2, low=1):
+    """kv[key] as a tuple of `count` ints >= low (a single int is repeated)."""
+    v = kv.get(key)
+    if v is None:
+        return default
+    if len(v) == 1:
+        v = v * count
+    if len(v) != count:
+        raise fail(n, "%s=%s: expected 1 or %d integers" % (key, ",".join(str(i) for i in v), count), key)
+    for i in v:
+        if not low <= i <= MAX_DIM:
+            raise fail(n, "%s=%s: each must be %d..%d" % (key, ",".join(str(i) for i in v), low, MAX_DIM), key)
+    return v
+
+
+def clamp(kv, n):
+    """int8 clamp (lo, hi), default the whole int8 range."""
+    v = kv.get("clamp", (-128, 127))
+    if len(v) != 2 or not -128 <= v[0] <= v[1] <= 127:
+        raise fail(n, "clamp=%s: expected lo,hi with -128 <= lo <= hi <= 127" % (v,), "clamp")
+    return v
+
+
+def plan(values, n_ops, align=4):
+    """Arena offsets for every value (TFLite Micro's greedy planner): buffers sorted by size,
+    largest first, each put at the lowest offset where it overlaps no placed buffer that is
+    alive at the same time. Values sharing a buffer (alias) get their root's offset.
+    Returns the arena size in elements of the values' dtype."""
+    bufs = [v for v in values if v.alias is None]
+    bufs.sort(key=lambda v: (-v.size, v.first, v.last))  # MicroPython's sort is not stable
+    placed = []
+    top = 0
+    for v in bufs:
+        size = (v.size + align - 1) // align * align
+        live = [p for p in placed if p.first <= v.last and v.first <= p.last]
+        live.sort(key=lambda p: p.offset)
+        off = 0
+        for p in live:
+            if off + size <= p.offset:
+                break
+            end = p.offset + (p.size + align - 1) // align * align
+            if end > off:
+                off = end
+        v.offset = off
+        placed.append(v)
+        if off + size > top:
+            top = off + size
+    for v in values:
+        if v.alias is not None:
+            v.offset = v.root().offset
+    return top

