@@ -38,8 +38,8 @@ bench: $(STAMP)
 	$(PY) bench/bench.py
 
 fuzz: $(STAMP)
-	$(PY) tools/fuzz.py --count 200000
-	$(PY) tools/fuzz.py --graphs --count 20000
+	$(PY) tools/fuzz.py --count 1000000 --micropython-count 100000 --seed 13
+	$(PY) tools/fuzz.py --graphs --count 20000 --seed 13
 
 tflite-fixtures: $(STAMP)
 	$(PY) tools/make_tflite_fixtures.py

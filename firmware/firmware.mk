@@ -22,8 +22,9 @@ EMULATE_TESTS :=
 
 -include firmware/rp2.mk
 -include firmware/esp32.mk
+-include firmware/frozen.mk
 
-.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo \
+.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo bench-emulated \
 	check-mpy-dir check-ulab-dir check-mpy-lib-dir $(addprefix firmware-,$(FIRMWARE_BOARDS))
 
 firmware-help:
@@ -33,11 +34,21 @@ firmware-help:
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
 	@echo "make emulate-demo            digits + MLPerf Tiny int8 models on the emulated boards [EMULATE_DEMO_ARGS=--full]"
-	@echo "variables (none is fetched; tested versions in brackets):"
-	@echo "  MPY_DIR      MicroPython checkout [$(MPY_TESTED)]"
-	@echo "  ULAB_DIR     micropython-ulab checkout [$(ULAB_TESTED)]"
-	@echo "  MPY_LIB_DIR  micropython-lib checkout, default MPY_DIR/lib/micropython-lib [$(MPY_LIB_TESTED)]"
-	@echo "  BUILD_DIR    build output, default $(CURDIR)/build (now: $(BUILD_DIR))"
+	@echo "make bench-emulated          cycles per MAC of each kernel path and model on the emulated Pico"
+	@echo "build variables (none is fetched; tested versions in brackets):"
+	@echo "  MPY_DIR       MicroPython checkout: qemu boards and unix-ulab [$(MPY_TESTED)];"
+	@echo "                RPI_PICO_MPY_LAZY needs its own checkout [$(RP2_TESTED)]"
+	@echo "                with lib/pico-sdk lib/tinyusb lib/mbedtls lib/micropython-lib populated"
+	@echo "  ULAB_DIR      micropython-ulab checkout [$(ULAB_TESTED)]"
+	@echo "  MPY_LIB_DIR   micropython-lib checkout, default MPY_DIR/lib/micropython-lib [$(MPY_LIB_TESTED)]"
+	@echo "  PICOTOOL_DIR  RPI_PICO_MPY_LAZY: the directory holding picotoolConfig.cmake of an installed"
+	@echo "                picotool 2.2.0 (built with -DPICOTOOL_NO_LIBUSB=1; docs/FIRMWARE.md)"
+	@echo "  BUILD_DIR     build output, default $(CURDIR)/build (now: $(BUILD_DIR))"
+	@echo "emulator variables (make emulate-test / emulate-demo and tests/test_firmware_*.py; default: BUILD_DIR's builds):"
+	@echo "  MPY_LAZY_RP2_UF2       the Pico firmware for rp2040js (BUILD_DIR/rp2/firmware.uf2); needs node + npm"
+	@echo "  MICROPY_QEMU_FIRMWARE  a qemu board's firmware.elf (BUILD_DIR/qemu-<BOARD>/firmware.elf),"
+	@echo "  MICROPY_QEMU_BOARD     with its board: MPS2_AN385 (default) or MICROBIT; needs qemu-system-arm"
+	@echo "  MPY_LAZY_REQUIRE_EMULATORS=1  a missing firmware or emulator fails the tests (emulate-test sets it)"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi
@@ -98,6 +109,15 @@ emulate-test: emulate-test-qemu $(EMULATE_TESTS)
 # The digits demo's models on every emulated board whose firmware is in BUILD_DIR (others are
 # skipped with a reason; EMULATE_DEMO_ARGS=--require-all makes that an error, --full runs all
 # test images on rp2040js too).
+# The scripts skip a board they cannot run; when none can, this fails first (their own
+# "no emulated board to run" path exits 0).
 emulate-demo: $(STAMP)
+	@$(PY) -c "import sys; sys.path.insert(0, '.'); from firmware.emulate_digits import boards, missing; \
+	sys.exit(0 if [b for b in boards('$(BUILD_DIR)') if not missing(b[1], b[2])] else \
+	'make emulate-demo: no emulated board can run (no firmware in BUILD_DIR=$(BUILD_DIR), or no emulator): see make firmware-help')"
 	$(PY) firmware/emulate_digits.py --build-dir $(BUILD_DIR) $(EMULATE_DEMO_ARGS)
 	$(PY) firmware/emulate_models.py --build-dir $(BUILD_DIR)
+
+# Cycles per multiply-accumulate of every int8 kernel path on the emulated Pico (deterministic).
+bench-emulated: $(STAMP)
+	MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(BUILD_DIR)/rp2/firmware.uf2} $(PY) bench/emulated.py

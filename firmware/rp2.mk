@@ -4,10 +4,12 @@
 #   make firmware BOARD=RPI_PICO_MPY_LAZY MPY_DIR=... ULAB_DIR=... PICOTOOL_DIR=... [BUILD_DIR=...]
 #   make flash-RPI_PICO_MPY_LAZY [PICO_DRIVE=/media/$USER/RPI-RP2]
 #   make deploy MODEL=model.mpyl [PORT=/dev/ttyACM0]       (any board with a ROMFS partition)
-#   make emulate-test-rp2 [MPY_LAZY_RP2_UF2=...]           (rp2040js; needs node and npm)
+#   make emulate-test-rp2 [MPY_LAZY_RP2_UF2=...]           (rp2040js; needs node and npm): the runtime
+#                         tests on the emulated Pico, and the real mpremote against it over a pty
 #
-# MPY_DIR needs lib/pico-sdk, lib/tinyusb, lib/mbedtls and lib/micropython-lib populated (the
-# versions its git submodules pin). pico-sdk 2.x wants an installed picotool: build it from its
+# MPY_DIR must be a MicroPython v1.28.0 checkout (not the v1.29-preview one of the qemu boards:
+# its ports/rp2 wants pico-sdk 2.3.0) with lib/pico-sdk, lib/tinyusb, lib/mbedtls and
+# lib/micropython-lib populated (the versions its git submodules pin). pico-sdk 2.x wants an installed picotool: build it from its
 # source with -DPICOTOOL_NO_LIBUSB=1 (enough for the build) and give the directory holding
 # picotoolConfig.cmake as PICOTOOL_DIR; without it the SDK would try to clone picotool.
 
@@ -62,4 +64,4 @@ deploy: $(STAMP)
 
 emulate-test-rp2: $(STAMP)
 	MPY_LAZY_REQUIRE_EMULATORS=1 MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(RP2_UF2)} \
-		$(PY) -m pytest -q tests/test_firmware_rp2.py
+		$(PY) -m pytest -q tests/test_firmware_rp2.py tests/test_mpremote_rp2.py

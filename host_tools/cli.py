@@ -27,9 +27,17 @@ def _regexes(patterns, option):
 
 def cmd_pack(args):
     from . import convert
-    from .pack import pack, select
-    from .readers import detect, read
+    from .atomic import check_output
+    from .pack import MAX_BYTES, pack, parse_size, select
+    from .readers import check_input, detect, read
 
+    check_output(args.output)  # before any input is read: -o /dev/null, a FIFO, a directory
+    for path in [args.graph, args.calibrate]:
+        if path:
+            check_input(path)
+    max_bytes = parse_size(args.max_bytes) if args.max_bytes else MAX_BYTES
+    notes = []
+    opts = dict(allow_nonfinite=args.allow_nonfinite, max_bytes=max_bytes, notes=notes)
     include = _regexes(args.include, "--include")
     exclude = _regexes(args.exclude, "--exclude")
     renames = [_pair(r, "--rename") for r in args.rename or ()]
@@ -55,7 +63,7 @@ def cmd_pack(args):
             meta.append(("graph", convert.weights_graph(text, {s.name: s.shape for s in srcs})))
         entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
                                include=include, exclude=exclude, renames=renames, meta=meta,
-                               quiet=args.quiet)
+                               quiet=args.quiet, **opts)
         if not args.graph and not args.quiet:
             print("weights only (no graph): declare the model in code and bind them with mpy_lazy.load()")
     else:
@@ -68,9 +76,12 @@ def cmd_pack(args):
         meta.append(("graph", g.text()))
         entries, layout = pack(args.inputs, args.output, alignment=args.align, meta=meta,
                                quiet=args.quiet, sources=convert.sources(g, convert.origin(args.inputs[0])),
-                               label=args.quantize if not g.int8() or args.quantize != "none" else "int8")
+                               label=args.quantize if not g.int8() or args.quantize != "none" else "int8",
+                               **opts)
     if args.quiet:
         return 0
+    for note in notes:
+        print(note)
     if model is not None:
         mem = model.memory()
         print("graph: %d ops, %d MACs per inference, %s; arena %d bytes + scratch %d bytes"
@@ -89,19 +100,61 @@ def cmd_pack(args):
 
 def cmd_inspect(args):
     from .inspect import inspect
+    from .readers import check_input
 
+    check_input(args.file)
     return inspect(args.file, as_json=args.json, values=args.values)
 
 
 def cmd_verify(args):
     from .inspect import verify
+    from .readers import check_input
 
+    check_input(args.file)
+    verify(args.file, quiet=True)  # structure and CRCs first: values are only worth reading then
+    if not args.allow_nonfinite:
+        nonfinite(args.file)
     return verify(args.file, quiet=args.quiet)
 
 
+def nonfinite(path):
+    """PackError naming the float tensors (f32, f16, per-channel scales) that hold NaN or Inf
+    (or scales <= 0): what `pack` refuses unless --allow-nonfinite, reported by `verify`."""
+    import numpy as np
+
+    from .inspect import open_container
+
+    c, _buf = open_container(path)
+    bad = []
+    for name in c.names(aux=True):
+        info = c.info(name)
+        if info.dtype not in ("f32", "f16"):
+            continue
+        a = np.frombuffer(c.view(name).mv, "<f4" if info.dtype == "f32" else "<f2")
+        nan = inf = neg = 0
+        for i in range(0, a.size, 1 << 20):  # bounded temporaries on large tensors
+            x = a[i:i + (1 << 20)]
+            nan += int(np.isnan(x).sum())
+            inf += int(np.isinf(x).sum())
+            if info.aux:
+                neg += int((x <= 0).sum())
+        if nan or inf or neg:
+            bad.append("%r (%d NaN, %d Inf%s of %d)" % (name, nan, inf, ", %d scales <= 0" % neg if neg else "",
+                                                      a.size))
+    if bad:
+        raise PackError("%s: non-finite float values in %d tensor%s: %s (a model computes NaN from "
+                        "them; --allow-nonfinite accepts them)" % (path, len(bad), "" if len(bad) == 1 else "s",
+                                                                    ", ".join(bad[:3]) + (", ..." if len(bad) > 3 else "")))
+
+
 def cmd_romfs(args):
+    from .atomic import check_output
+    from .readers import check_input
     from .romfs import build_romfs
 
+    check_output(args.output)
+    for path in args.files:
+        check_input(path)
     placed = build_romfs(args.files, args.output, subdir=args.dir)
     if not args.quiet:
         for name, offset, size, alignment in placed:
@@ -112,8 +165,12 @@ def cmd_romfs(args):
 
 
 def cmd_freeze(args):
+    from .atomic import check_output
     from .freeze import freeze
+    from .readers import check_input
 
+    check_output(args.output)
+    check_input(args.file)
     line = freeze(args.file, args.output, manifest=args.manifest)
     if not args.quiet:
         print("wrote %s; add this line to your manifest.py:" % args.output)
@@ -146,6 +203,10 @@ def parser():
                    "with no graph, for a model declared in code")
     s.add_argument("--graph", metavar="FILE", help="a graph description (docs/FORMAT.md) for the packed "
                    "weights, checked against them")
+    s.add_argument("--allow-nonfinite", action="store_true", help="store NaN and Inf float weights as they "
+                   "are (refused by default; int8 cannot hold them at all)")
+    s.add_argument("--max-bytes", metavar="SIZE", help="refuse inputs whose tensors unpack to more than "
+                   "SIZE bytes (K/M/G suffixes; default 512M): a small compressed file cannot fill the memory")
     s.add_argument("-q", "--quiet", action="store_true")
     s.set_defaults(fn=cmd_pack)
 
@@ -156,8 +217,10 @@ def parser():
                    help="also print this tensor's stored and real (dequantized) values")
     s.set_defaults(fn=cmd_inspect)
 
-    s = sub.add_parser("verify", help="check structure and every CRC (exit 0 ok, 1 bad)")
+    s = sub.add_parser("verify", help="check structure, every CRC and that float values are finite "
+                       "(exit 0 ok, 1 bad)")
     s.add_argument("file")
+    s.add_argument("--allow-nonfinite", action="store_true", help="do not report NaN/Inf float values")
     s.add_argument("-q", "--quiet", action="store_true")
     s.set_defaults(fn=cmd_verify)
 

@@ -58,6 +58,73 @@ def _flat(x):
     return [x]
 
 
+# Heap a model's objects take on a 32-bit MicroPython board besides its arena and scratch: the
+# container object, the op and value objects, the Params bound to flash views, each op's kernel
+# parameter array. A least-squares fit over 20 models measured on the emulated boards
+# (firmware/measure_heap.py --fit; docs/FIRMWARE.md): within 16% of every measured figure, an
+# estimate, not a bound. On the ulab path a linear op with f16 weights decodes them to RAM once
+# (4 bytes per weight), counted apart.
+HEAP_BASE = 144
+HEAP_PER_OP = 416
+HEAP_PER_TENSOR = 396
+# Loading needs more free heap than the model then keeps: open, declare and load make garbage,
+# the float (ulab) path makes temporaries, and the arena is one block allocated last. The least
+# free heap that loaded and ran each model (same script, --min-free) was 1.4x to 2.9x what it
+# keeps, by no simple formula: "free" is the kept heap times the largest ratio measured.
+LOAD_FACTOR = 3
+
+
+def _q(v):
+    return None if v.q is None else [v.q[0], v.q[1]]
+
+
+def graph_report(c):
+    """For a container with a graph (or an old `layers` chain): the model as the runtime
+    declares it on the host (mpy_lazy.model.declare: the board's own parser and checks), its
+    op table, the arena and scratch it plans, and the heap a board needs free for it. None for
+    weights only; {'error': message} when the description does not declare."""
+    import mpy_lazy
+    from mpy_lazy import model as _model
+
+    meta = dict(c.meta)
+    if "graph" not in meta and "layers" not in meta:
+        return None
+    try:
+        m = _model.declare(c)
+        m.load(c)  # binds every weight (views, no copy): a missing or misshapen tensor fails here
+        mem = m.memory()
+    except mpy_lazy.ContainerError as e:
+        return {"error": str(e)}
+    names = m.names()
+    ops = []
+    for i, op in enumerate(m.ops):
+        y = op.y
+        weights = [names["ops.%d.%s" % (i, a)] for a in ("weight", "bias", "requant", "table")
+                   if "ops.%d.%s" % (i, a) in names]
+        ops.append({"index": i, "op": op.name, "inputs": [v.name for v in op.x], "output": y.name,
+                    "shape": list(y.shape), "dtype": y.dtype, "q": _q(y), "macs": getattr(op, "macs", 0),
+                    "weights": weights})
+    text = meta.get("graph") or ""
+    counts = {"ops_count": len(m.ops), "values_count": len(m.values), "params_count": len(names),
+              "text_bytes": len(text.encode("utf-8"))}
+    objects = HEAP_BASE + HEAP_PER_OP * counts["ops_count"] + HEAP_PER_TENSOR * counts["params_count"]
+    f16 = 0
+    for op in ops:
+        if op["op"] == "linear":
+            for t in op["weights"]:
+                info = c.info(t)
+                if info.dtype == "f16":
+                    f16 += 2 * info.nbytes
+    kept = mem["arena"] + mem["scratch"] + objects + f16
+    return dict(counts, **{
+        "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "q": _q(v), "layout": lay}
+                   for v, lay in zip(m.inputs, m.layouts)],
+        "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "q": _q(v)} for v in m.outputs],
+        "ops": ops, "macs": m.macs(), "arena": mem["arena"], "scratch": mem["scratch"],
+        "heap": {"arena": mem["arena"], "scratch": mem["scratch"], "objects": objects, "f16_decoded": f16,
+                 "kept": kept, "free": LOAD_FACTOR * kept, "estimate": True}})
+
+
 def inspect(path, as_json=False, values=None):
     c, buf = open_container(path)
     rows = [_row(i) for i in tensor_infos(c)]
@@ -67,6 +134,7 @@ def inspect(path, as_json=False, values=None):
               "alignment": c.alignment, "meta": dict(c.meta), "tensors": rows,
               "totals": {"tensors": len(rows), "params": len(c.names()), "data_bytes": data_bytes,
                          "overhead_bytes": size - data_bytes}}
+    report["graph"] = graph_report(c)
     if values:
         report["values"] = [_values(c, name) for name in values]
     if as_json:
@@ -89,11 +157,54 @@ def inspect(path, as_json=False, values=None):
           % (t["tensors"], t["params"], t["tensors"] - t["params"], data_bytes, size,
              t["overhead_bytes"], report["alignment"]))
     for key, value in report["meta"].items():
+        if key == "graph" and report["graph"] and "error" not in report["graph"]:
+            value = "(%d lines: the op table below)" % len(value.strip().splitlines())
         print("meta %s = %s" % (key, value))
+    _print_graph(report["graph"])
     for v in report.get("values", ()):
         print("values %s %s: %s" % (v["name"], v["shape"], v["values"]))
         print("real   %s %s: %s" % (v["name"], v["shape"], v["real"]))
     return 0
+
+
+def _vtype(v):
+    if v["dtype"] == "i8":
+        return "i8 q=%.6g,%d" % tuple(v["q"])
+    return v["dtype"]
+
+
+def _print_graph(g):
+    if g is None:
+        print("no graph: weights only (declare the model in code and bind them with mpy_lazy.load())")
+        return
+    if "error" in g:
+        print("graph: the runtime refuses it: %s" % g["error"])
+        return
+    print()
+    for v in g["inputs"]:
+        print("input  %s %s %s%s" % (v["name"], "x".join(map(str, v["shape"])), _vtype(v),
+                                     " (layout chw)" if v["layout"] == "chw" else ""))
+    rows = [(str(o["index"]), o["op"], "%s -> %s" % (",".join(o["inputs"]), o["output"]),
+             "x".join(map(str, o["shape"])), _vtype(o), "{:,}".format(o["macs"]) if o["macs"] else "")
+            for o in g["ops"]]
+    head = ("#", "op", "inputs -> output", "shape", "dtype", "MACs")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(6)]
+    fmt = "%*s  %-*s  %-*s  %-*s  %-*s  %*s"
+    for r in [head] + rows:
+        print((fmt % (widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], widths[4], r[4],
+                      widths[5], r[5])).rstrip())
+    for v in g["outputs"]:
+        print("output %s %s %s" % (v["name"], "x".join(map(str, v["shape"])), _vtype(v)))
+    h = g["heap"]
+    n = "{:,}".format
+    print("%d ops, %s MACs per inference" % (len(g["ops"]), n(g["macs"])))
+    print("arena %s bytes (activations + int8 kernel scratch, one block), float scratch %s bytes"
+          % (n(h["arena"]), n(h["scratch"])))
+    extra = " + f16 weights the ulab path decodes %s" % n(h["f16_decoded"]) if h["f16_decoded"] else ""
+    print("heap on a 32-bit board (estimate): the model keeps ~%s bytes (arena + scratch + objects ~%s%s);"
+          % (n(h["kept"]), n(h["objects"]), extra))
+    print("  have ~%s bytes free to load it (%dx: loading makes garbage and the arena needs one block)"
+          % (n(h["free"]), LOAD_FACTOR))
 
 
 def verify(path, quiet=False):

@@ -187,13 +187,11 @@ def _node(n, src, g):
         if np.any(np.abs(bq) > 2 ** 31 - 1):
             raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
         bname = n.t.get("b") or g.add_tensor(n.y + ".bias", None)
-        g.tensors[bname] = bq.astype(np.int32)
+        try:
+            g.tensors[bname] = tflm.fold_input_zero_point(bq, wq, axis, q[n.x[0]][1])
+        except ValueError as e:
+            raise PackError("%s: %s" % (n.src, e))
         new.t["b"] = bname
-        per = np.moveaxis(wq.astype(np.int64), axis, 0).reshape(c, -1)
-        worst = np.abs(bq) + 255 * np.sum(np.abs(per), axis=1)
-        if np.any(worst > 2 ** 31 - 1):
-            raise PackError("%s: the int32 accumulator could overflow (a filter of %d values)"
-                            % (n.src, per.shape[1]))
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)

@@ -10,13 +10,13 @@ import zlib
 import numpy as np
 
 from . import __version__
-from .atomic import atomic_output
+from .atomic import atomic_output, check_output
 from .container import (FLAG_AUX, MAX_NAME, MAX_NDIM, NUMPY_DTYPES, QUANT_CHANNEL, QUANT_NONE,
                         QUANT_TENSOR, U32_MAX, Entry, Layout, PackError)
 from .readers import read
 
 QUANT_MODES = ("none", "f16", "int8", "int8-channel")
-FORMAT_NAME = "mpy-lazy/1.0"
+FORMAT_NAME = "mpy-lazy/1.1"
 CHUNK_ELEMENTS = 1 << 20  # work in ~4 MB pieces: bounded RAM, cache-friendly numpy passes
 PROGRESS_MIN_BYTES = 4 << 20
 _FLOATS = ("float32", "float64", "float16", "bfloat16")
@@ -26,6 +26,31 @@ _PLAIN = {"float32": ("f32", "f32"), "float64": ("f32", "f64"), "bfloat16": ("f3
           "int16": ("i16", "i16"), "uint16": ("u16", "u16"), "int32": ("i32", "i32"),
           "uint32": ("u32", "u32"), "int64": ("i32", "i64"), "bool": ("u8", "bool")}
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+MAX_BYTES = 512 << 20  # default limit on the tensors' total unpacked size (--max-bytes): 32 x the largest board flash
+
+
+def parse_size(text):
+    """--max-bytes value: bytes, or with a K/M/G suffix (powers of 1024)."""
+    t = str(text).strip().upper().rstrip("B") or "x"
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1], 1)
+    try:
+        n = int(t[:-1] if mult > 1 else t)
+    except ValueError:
+        raise PackError("--max-bytes %r: expected a size such as 4G, 512M or 1000000" % text)
+    if n < 1:
+        raise PackError("--max-bytes %r: must be positive" % text)
+    return n * mult
+
+
+def unpacked_bytes(sources):
+    """Bytes the tensors take once read (what reading them puts in memory), from the headers."""
+    total = 0
+    for s in sources:
+        n = 1
+        for d in s.shape:
+            n *= int(d)
+        total += n * (_src_itemsize(s) if s.dtype in _PLAIN else 8)
+    return total
 
 
 def select(sources, include=(), exclude=(), renames=()):
@@ -125,24 +150,38 @@ def metadata(inputs, quantize, extra=()):
 
 
 def pack(inputs, output, quantize="none", alignment=16, include=(), exclude=(), renames=(),
-         meta=(), quiet=False, sources=None, label=None):
+         meta=(), quiet=False, sources=None, label=None, allow_nonfinite=False,
+         max_bytes=MAX_BYTES, notes=None):
     """Pack `inputs` (or the given `sources`: a graph's tensors, in their stored form) into
     `output`; returns (entries, layout). Entries of converted floats carry `.error`, the max
-    abs quantization error. `label` is the metadata's `quantize` value (default: quantize)."""
+    abs quantization error. `label` is the metadata's `quantize` value (default: quantize).
+    Float weights must be finite unless allow_nonfinite; the tensors' total unpacked size
+    must be at most max_bytes (checked from the headers, before any tensor is read). The
+    readers' remarks (what a checkpoint left out) are appended to `notes`."""
     if quantize not in QUANT_MODES:
         raise PackError("unknown --quantize %r (choose from %s)" % (quantize, ", ".join(QUANT_MODES)))
     if alignment < 4 or alignment > 4096 or alignment & (alignment - 1):
         raise PackError("--align %d: must be a power of two from 4 to 4096" % alignment)
     if not inputs:
         raise PackError("no input files")
+    check_output(output)
     if sources is None:
         sources = []
         for path in inputs:
-            sources += read(path)
+            got = read(path)
+            if notes is not None:
+                notes.extend(getattr(got, "notes", ()))
+            sources += got
         sources = select(sources, include, exclude, renames)
     if not sources:
         raise PackError("no tensors selected from %s" % ", ".join(inputs))
+    total = unpacked_bytes(sources)
+    if total > max_bytes:
+        raise PackError("%s: the tensors unpack to %d bytes, more than --max-bytes %d (raise it to "
+                        "pack them anyway)" % (", ".join(inputs), total, max_bytes))
     entries = plan(sources, quantize)
+    for e in entries:
+        e.allow_nonfinite = allow_nonfinite
     layout = Layout(entries, metadata(inputs, label or quantize, meta), alignment)
     if layout.file_size > U32_MAX:
         raise PackError("%s: the container would be %d bytes, more than 4 GiB" % (output, layout.file_size))
@@ -219,6 +258,9 @@ def _emit(e, out, bar):
         arr = np.ascontiguousarray(arr)
     where = "tensor %r in %s" % (s.name, s.origin)
     if getattr(s, "scales", None) is not None:  # int8 codes already
+        sc = np.asarray(s.scales[0], dtype=np.float64)
+        if not (np.isfinite(sc) & (sc > 0)).all():
+            raise PackError("%s: its per-channel scales are not all finite and > 0" % where)
         out(arr.astype(np.int8))
         _advance(bar, arr)
         return None
@@ -231,6 +273,8 @@ def _emit(e, out, bar):
     for c in _chunks(arr):
         if s.dtype in _FLOATS:
             x = _as_float(c, s.dtype, where)
+            if not getattr(e, "allow_nonfinite", True):
+                _refuse_nonfinite(x, where)
             y = x.astype(target, copy=False)
             if y is not x:
                 if not np.isfinite(y).all() and (np.isfinite(y) != np.isfinite(x)).any():
@@ -263,6 +307,16 @@ def _as_float(c, dtype, where):
 def _advance(bar, c):
     if bar is not None:
         bar.update(c.nbytes)
+
+
+def _refuse_nonfinite(x, where):
+    """PackError when a float chunk holds NaN or +-Inf (pack refuses them by default)."""
+    ok = np.isfinite(x)
+    if not ok.all():
+        bad = x[~ok]
+        raise PackError("%s: %d NaN and %d Inf values; pack refuses non-finite weights (a model "
+                        "computes NaN from them): fix the model, or add --allow-nonfinite to store "
+                        "them as they are" % (where, int(np.isnan(bad).sum()), int(np.isinf(bad).sum())))
 
 
 def _check_finite(m, where):

@@ -6,12 +6,15 @@ are returned as their raw uint16 bits (numpy has no bfloat16) and converted whil
 The reader is chosen by the file's first bytes, not by its extension."""
 import json
 import os
+import re
+import stat
 import struct
 import warnings
 import zipfile
 
 import numpy as np
 
+from .atomic import kind as _kind
 from .container import PackError
 
 # dtype names used by Source.dtype: numpy's names plus "bfloat16".
@@ -44,13 +47,40 @@ class Source:
         return arr
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _first_line(e):
-    text = str(e).strip() or type(e).__name__
+    text = _ANSI.sub("", str(e)).strip() or type(e).__name__
     return text.splitlines()[0]
+
+
+class Sources(list):
+    """A reader's Sources, with `notes`: one-line remarks for the user (what a checkpoint held
+    besides the model's weights), printed by the CLI."""
+
+    notes = ()
+
+
+def check_input(path):
+    """PackError unless `path` is a regular file we can read. Checked on the opened file
+    (non-blocking: opening a FIFO for reading would wait for a writer forever) before any
+    reader sees it: a FIFO, a device (/dev/zero has no end) or a socket is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise PackError("%s: %s" % (path, e.strerror or e))
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(mode):
+        raise PackError("%s: input is %s, not a regular file" % (path, _kind(mode)))
 
 
 def detect(path):
     """'safetensors', 'torch', 'npz', 'npy' or 'onnx', from the file's content."""
+    check_input(path)
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
@@ -121,6 +151,44 @@ def read_safetensors(path):
     return sources
 
 
+# keys under which checkpoints keep the model's state_dict (plain torch, the PyTorch tutorials,
+# Lightning, common training scripts); the first that holds tensors is packed, alone
+_MODEL_KEYS = ("state_dict", "model_state_dict", "model", "model_state", "net", "network", "module")
+
+
+def _is_optimizer_state(d):
+    return isinstance(d, dict) and "state" in d and "param_groups" in d
+
+
+def _count_tensors(x):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return 1
+    if isinstance(x, dict):
+        return sum(_count_tensors(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return sum(_count_tensors(v) for v in x)
+    return 0
+
+
+def _unpickle_error(path, e):
+    """The one-line message for a torch file weights_only loading refuses: a pickled object."""
+    text = _ANSI.sub("", str(e))
+    m = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if m and m.group(1).startswith("torch.nn."):
+        return ("%s: holds a pickled model object (%s, from torch.save(model)), not a state_dict; "
+                "mpy-lazy does not unpickle objects (that could run code): save the weights with "
+                "torch.save(model.state_dict(), %r) and pack that file"
+                % (path, m.group(1).rsplit(".", 1)[-1], os.path.basename(path)))
+    if m or "Weights only load failed" in text:
+        what = " (%s)" % m.group(1) if m else ""
+        return ("%s: holds pickled Python objects%s besides tensors; mpy-lazy loads tensors only "
+                "(unpickling objects could run code): save model.state_dict() with torch.save and "
+                "pack that file" % (path, what))
+    return "%s: cannot load torch file: %s" % (path, _first_line(e))
+
+
 def read_torch(path):
     import torch
 
@@ -133,22 +201,42 @@ def read_torch(path):
             except Exception:
                 obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise PackError("%s: cannot load torch file: %s" % (path, _first_line(e)))
-    sources = []
+        raise PackError(_unpickle_error(path, e))
+    sources = Sources()
 
     def walk(d, prefix):
         for key, value in d.items():
             name = prefix + str(key)
             if isinstance(value, torch.Tensor):
                 sources.append(_torch_source(name, value, origin))
-            elif isinstance(value, dict):
+            elif isinstance(value, dict) and not _is_optimizer_state(value):
                 walk(value, name + ".")
             # other entries of a checkpoint (epoch, optimizer hyper-parameters) are not weights
 
     if isinstance(obj, torch.Tensor):
         sources.append(_torch_source(os.path.splitext(origin)[0], obj, origin))
     elif isinstance(obj, dict):
-        walk(obj, "")
+        model = None
+        for key in _MODEL_KEYS:
+            if isinstance(obj.get(key), dict) and _count_tensors(obj[key]):
+                model = key
+                break
+        if model is not None:  # a checkpoint: the model's state_dict, nothing else
+            walk(obj[model], "")
+            left = [k for k in obj if k != model]
+        else:
+            walk(obj, "")
+            left = [k for k in obj if _is_optimizer_state(obj[k])  # what walk() skips that holds tensors
+                    or (isinstance(obj[k], (list, tuple)) and _count_tensors(obj[k]))]
+        if left:
+            parts = []
+            for k in left:
+                n = _count_tensors(obj[k])
+                kind = " optimizer state" if _is_optimizer_state(obj[k]) or str(k).startswith("optimizer") else ""
+                parts.append("%r (%d%s tensor%s)" % (k, n, kind, "" if n == 1 else "s") if n else repr(k))
+            sources.notes = ["%s: a training checkpoint: packed %s (%d tensor%s), left out %s"
+                             % (origin, "its %r entry" % model if model else "the model's weights",
+                                len(sources), "" if len(sources) == 1 else "s", ", ".join(parts))]
     if not sources:
         raise PackError("%s: no tensors found (expected a state_dict)" % path)
     return sources
@@ -230,8 +318,36 @@ def read_onnx(path):
                 dtype = _numpy_dtype_name(np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type)))
             except Exception:
                 dtype = onnx.TensorProto.DataType.Name(init.data_type).lower()
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            _bound_external(path, init, dtype)
         sources.append(Source(init.name, tuple(init.dims), dtype, origin,
                               lambda init=init: numpy_helper.to_array(init, base_dir=base_dir)))
     if not sources:
         raise PackError("%s: the ONNX graph has no initializers (no weights to pack)" % path)
     return sources
+
+
+def _bound_external(path, init, dtype):
+    """Make onnx read exactly the tensor's declared size of external data: a missing `length`
+    is set to it (onnx would read the file to its end: a 32-byte tensor over a 1 GiB file read
+    1 GiB), a different one refused; the data file must be a regular file."""
+    info = {e.key: e.value for e in init.external_data}
+    itemsize = 2 if dtype == "bfloat16" else (np.dtype(dtype).itemsize if dtype in np.sctypeDict else 0)
+    want = int(np.prod(init.dims, dtype=object)) * itemsize
+    where = "%s: tensor %r: external data" % (path, init.name)
+    if not itemsize:
+        return  # an unsupported dtype: refused by name when planned, never read
+    if "length" not in info:
+        entry = init.external_data.add()
+        entry.key, entry.value = "length", str(want)
+    else:
+        try:
+            length = int(info["length"])
+        except ValueError:
+            raise PackError("%s: length %r is not a number" % (where, info["length"]))
+        if length != want:
+            raise PackError("%s: length %d, but %s%s takes %d bytes" % (where, length, dtype, list(init.dims), want))
+    location = info.get("location", "")
+    data = os.path.join(os.path.dirname(os.path.abspath(path)), location)
+    if location and os.path.exists(data):
+        check_input(data)

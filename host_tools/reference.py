@@ -68,15 +68,16 @@ def _requant(acc, kv, tensors, qin, channels_last=True):
 
 
 def _conv_common(x, w4, b, kv, groups, int8, zx=0):
-    """x (H, W, C); w4 (OC, KH, KW, CPG); returns the accumulators (OH, OW, OC)."""
+    """x (H, W, C); w4 (OC, KH, KW, CPG); returns the accumulators (OH, OW, OC). int8: the
+    bias holds -zx * sum(w) (docs/FORMAT.md), so padded positions read zx."""
     h, wd, c = x.shape
     oc, kh, kw, cpg = w4.shape
     sh, sw = _pair(kv.get("stride", (1,)))
     dh, dw = _pair(kv.get("dil", (1,)))
     p = kv.get("pad", (0,))
     p = p * 4 if len(p) == 1 else (p[0], p[1], p[0], p[1]) if len(p) == 2 else p
-    xp = np.zeros((h + p[0] + p[2], wd + p[1] + p[3], c), dtype=x.dtype)
-    xp[p[0]:p[0] + h, p[1]:p[1] + wd] = x - zx  # padding is a real zero (TFLM skips it)
+    xp = np.full((h + p[0] + p[2], wd + p[1] + p[3], c), zx, dtype=x.dtype)
+    xp[p[0]:p[0] + h, p[1]:p[1] + wd] = x
     oh = (h + p[0] + p[2] - dh * (kh - 1) - 1) // sh + 1
     ow = (wd + p[1] + p[3] - dw * (kw - 1) - 1) // sw + 1
     acc = np.zeros((oh, ow, oc), dtype=x.dtype)
@@ -136,8 +137,6 @@ def linear(ins, kv, qin, tensors):
     w = _t(tensors, kv["w"], dt)
     if kv.get("wl") == "io":
         w = w.T
-    if int8:
-        x = x - qin[0][1]
     acc = w @ x
     if "b" in kv:
         acc = acc + _t(tensors, kv["b"], dt)

@@ -1,5 +1,7 @@
 """`mpy-lazy romfs`: a ROMFS image (as `mpremote romfs deploy` takes) in which every container's
-first byte sits at a multiple of its own alignment from the image start.
+first byte sits at a multiple of its own alignment from the image start, and every .safetensors
+file's data section (the byte after its JSON header) at a multiple of 16, so the runtime reads
+their tensors in place (mpy_lazy.open() takes both).
 
 Built on mpremote's VfsRomWriter (its record layout). Two things of the ROMFS format, both
 accepted everywhere by MicroPython's extmod/vfs_rom.c, make alignment possible:
@@ -9,6 +11,7 @@ accepted everywhere by MicroPython's extmod/vfs_rom.c, make alignment possible:
 - padding records (kind 1) are skipped by the reader: one is inserted before a file record to
   move its data to the next aligned offset.
 The whole image is assembled in RAM (ROMFS partitions are flash-sized: a few MB)."""
+import json
 import os
 import struct
 
@@ -49,11 +52,13 @@ class AlignedRomWriter(VfsRomWriter):
         self._starts.pop()
 
     def mkfile_aligned(self, filename, data, alignment):
-        """Add a file whose data starts at a multiple of `alignment`; returns that offset."""
+        """Add a file whose data starts at a multiple of `alignment` (a safetensors file: whose
+        tensor data does); returns the file's offset."""
         name = _ascii(filename)
         # file record: kind, length, name length, name, then a data record: kind, length, data
         header = 5 * VARUINT_WIDTH + len(name)
-        pad = -(self._here() + header) % alignment
+        phase = safetensors_data_offset(data) if alignment > 1 and data[:4] != MAGIC else 0
+        pad = -(self._here() + header + (phase or 0)) % alignment
         while 0 < pad < _MIN_PADDING:
             pad += alignment
         if pad:
@@ -75,10 +80,44 @@ def _ascii(name):
         raise PackError("%r: ROMFS names must be ASCII" % name)
 
 
+SAFETENSORS_ALIGNMENT = 16  # the data section of a .safetensors file: every dtype's itemsize divides it
+
+
+def safetensors_data_offset(data):
+    """Offset of a safetensors file's data section (8 + its header size), or None when data is
+    not one (byte 8 is not '{', or the size does not fit)."""
+    if len(data) < 10 or data[8:9] != b"{":
+        return None
+    (n,) = struct.unpack_from("<Q", data, 0)
+    return 8 + n if n <= len(data) - 8 else None
+
+
+def safetensors_header(data, path):
+    """The parsed JSON header of a safetensors file (PackError if it is not valid JSON)."""
+    start = safetensors_data_offset(data)
+    if start is None:
+        raise PackError("%s: not a safetensors file (no JSON header)" % path)
+    try:
+        header = json.loads(bytes(data[8:start]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise PackError("%s: bad safetensors header: %s" % (path, e))
+    if not isinstance(header, dict):
+        raise PackError("%s: bad safetensors header: not a JSON object" % path)
+    return header
+
+
 def container_alignment(data, path):
-    """A container's alignment from its header; 1 for other files (placed unaligned)."""
+    """A container's alignment from its header; 16 for a safetensors file (its data section is
+    placed at a multiple of it); 1 for other files (placed unaligned)."""
     if data[:4] != MAGIC:
-        return 1
+        if path.endswith(".safetensors"):
+            safetensors_header(data, path)  # a broken one fails here, not on the board
+            return SAFETENSORS_ALIGNMENT
+        try:  # any other name: one by content, else a plain file
+            safetensors_header(data, path)
+            return SAFETENSORS_ALIGNMENT
+        except PackError:
+            return 1
     if len(data) < 64:
         raise PackError("%s: truncated container header" % path)
     (alignment,) = struct.unpack_from("<I", data, 16)
@@ -107,7 +146,8 @@ def build_image(files, subdir=None):
     image = w.finalise()
     for (path, offset, size, alignment), (_n, data) in zip(placed, files):
         # the layout arithmetic above must match what VfsRomWriter produced
-        assert offset % alignment == 0 and image[offset:offset + size] == data, path
+        phase = safetensors_data_offset(data) or 0 if data[:4] != MAGIC and alignment > 1 else 0
+        assert (offset + phase) % alignment == 0 and image[offset:offset + size] == data, path
     return image, placed
 
 

@@ -198,10 +198,12 @@ class _Reader:
         n.t["w"] = self.add("weight", wdata)
         axis = 3 if op == "depthwise" else 0
         self.ir.wquant[n.t["w"]] = (np.asarray(scales, np.float32), axis)
-        if bias_i is not None:
-            if bias_i.dtype != np.int32:
-                raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
-            n.t["b"] = self.add("bias", bias_i)
+        if bias_i is not None and bias_i.dtype != np.int32:
+            raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
+        try:  # always a bias: it carries the input zero point (docs/FORMAT.md)
+            n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata, axis, xq[1]))
+        except ValueError as e:
+            raise self.err(str(e))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])

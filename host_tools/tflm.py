@@ -172,6 +172,21 @@ def activation_range(act, scale, zp):
     return lo, hi
 
 
+def fold_input_zero_point(bias, w, axis, zx):
+    """The int32 bias the runtime adds (docs/FORMAT.md): TFLM's bias minus zx * sum(w) over each
+    output channel's whole filter, so the kernels multiply int8 by int8 (w * x) and a padded
+    position reads zx. Raises ValueError when an accumulator, TFLM's or ours, could leave int32.
+    bias: int32 codes (or None), w: int8 codes with the output channels along `axis`."""
+    per = np.moveaxis(np.asarray(w, dtype=np.int64), axis, 0).reshape(w.shape[axis], -1)
+    b = np.zeros(per.shape[0], np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    folded = b - int(zx) * per.sum(axis=1)
+    span = np.abs(per).sum(axis=1)
+    worst = max(int(np.max(np.abs(b) + 255 * span)), int(np.max(np.abs(folded) + 128 * span)))
+    if worst > 2 ** 31 - 1:
+        raise ValueError("the int32 accumulator could overflow (a filter of %d values)" % per.shape[1])
+    return folded.astype(np.int32)
+
+
 def conv_multipliers(s_in, w_scales, s_out):
     """Per-channel (multipliers, shifts) of conv/depthwise/fully connected."""
     out = [quantize_multiplier(float(np.float32(s_in)) * float(np.float32(s)) / float(np.float32(s_out)))

@@ -71,10 +71,14 @@ def requant(acc, mq, dst, p):
 # 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX 28 HASB
 # b = (arena, w, bias, mq, acc, col): acc holds one output row (OW * OC int32), col one output
 # pixel's window (KH * KW * CPG int32; the viper conv fills it, so each output is a dot).
+#
+# The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
+# ZX * sum(w) over the whole window), so a product is w * x, and a padded position, which adds
+# nothing to TFLM's sum of w * (x - ZX), reads ZX.
 
 def conv(b, p):
-    """Grouped 2-D convolution, one output row at a time: acc = bias + sum w * (x - ZX) over
-    the kernel window, padded positions skipped (as TFLM does), then requant()."""
+    """Grouped 2-D convolution, one output row at a time: acc = bias + sum w * x over the
+    kernel window (x = ZX at padded positions), then requant()."""
     a, w, bias, mq, acc = b[0], b[1], b[2], b[3], b[4]
     xo, yo, wd, c = p[6], p[7], p[9], p[10]
     h, oh, ow, oc = p[8], p[11], p[12], p[2]
@@ -90,16 +94,17 @@ def conv(b, p):
                 ci0 = (o // opg) * cpg
                 for ky in range(kh):
                     iy = y0 + ky * dh
-                    if iy < 0 or iy >= h:
-                        continue
                     for kx in range(kw):
                         ix = x0 + kx * dw
-                        if ix < 0 or ix >= wd:
+                        wi = o * wso + ky * wsy + kx * wsx
+                        if iy < 0 or iy >= h or ix < 0 or ix >= wd:
+                            for ci in range(cpg):
+                                s += w[wi] * zx
+                                wi += wsc
                             continue
                         xi = xo + (iy * wd + ix) * c + ci0
-                        wi = o * wso + ky * wsy + kx * wsx
                         for ci in range(cpg):
-                            s += w[wi] * (a[xi + ci] - zx)
+                            s += w[wi] * a[xi + ci]
                             wi += wsc
                 acc[k] = s
                 k += 1
@@ -114,18 +119,18 @@ def depthwise(b, p):
     conv(b, p)
 
 
-# dense p: 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 ZX 12 HASB; b = (arena, w, bias, mq, acc, col): col
-# holds NIN int32 (the viper dense converts the input into it once)
+# dense p: 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB; b = (arena, w, bias, mq, acc, col): col holds
+# NIN int32 (the viper dense converts the input into it once). ZX is folded into the bias.
 
 def dense(b, p):
-    """Fully connected: acc[o] = bias[o] + sum_i w[o * WSO + i * WSI] * (x[i] - ZX)."""
+    """Fully connected: acc[o] = bias[o] + sum_i w[o * WSO + i * WSI] * x[i]."""
     a, w, bias, mq, acc = b[0], b[1], b[2], b[3], b[4]
-    xo, n, oc, wso, wsi, zx, hasb = p[6], p[8], p[2], p[9], p[10], p[11], p[12]
+    xo, n, oc, wso, wsi, hasb = p[6], p[8], p[2], p[9], p[10], p[11]
     for o in range(oc):
         s = bias[o] if hasb else 0
         wi = o * wso
         for i in range(n):
-            s += w[wi] * (a[xo + i] - zx)
+            s += w[wi] * a[xo + i]
             wi += wsi
         acc[o] = s
     p[0] = p[7]

@@ -10,7 +10,13 @@
 #  - products stay below 2**31 in magnitude: the 64-bit product of mbqm is assembled from 16-bit
 #    pieces, so the same bits come out on both word sizes.
 # A kernel allocates nothing: calls between viper functions with buffer arguments box nothing.
+#
+# T: mpy_lazy._thumb when kernels.use() picked the 'thumb' path (set there): conv, depthwise,
+# dense and requant hand their inner loops to its assembler, one call per output pixel or row,
+# through its parameter arrays T.Q and T.R (addresses and counts; allocated once).
 import micropython
+
+T = None
 
 
 
@@ -28,6 +34,8 @@ def requant(acc, mq, dst, p):
     zy = int((pp[3] ^ sg) - sg)
     lo = int((pp[4] ^ sg) - sg)
     hi = int((pp[5] ^ sg) - sg)
+    lo -= zy
+    hi -= zy
     raw = 0
     if oc < 0:
         raw = 1
@@ -83,13 +91,12 @@ def requant(acc, mq, dst, p):
                 r += 1
         if raw:
             d32[y + i] = r
-        else:
-            r += zy
+        else:  # clamp before adding zy: r + zy could wrap around on 32-bit words
             if r < lo:
                 r = lo
             elif r > hi:
                 r = hi
-            d8[y + i] = r
+            d8[y + i] = r + zy
         c += 1
         if c == oc:
             c = 0
@@ -134,7 +141,7 @@ def conv(b, p):
     wsc = int(pp[24])
     cpg = int(pp[25])
     opg = int(pp[26])
-    zx = int((pp[27] ^ sg) - sg) + 0x80  # (v ^ 0x80) - 0x80 - ZX in one subtraction
+    zx = int((pp[27] ^ sg) - sg)  # folded into the bias: it only fills padded positions
     hasb = int(pp[28])
     scatter = 0
     if cpg < 4 and opg == oc:
@@ -142,6 +149,19 @@ def conv(b, p):
     ksize = kh * kw * cpg
     col = ptr32(b[5])  # int32 scratch: one output pixel's window
     wbase = uint(w)
+    t = T
+    asm = 0
+    if t and hasb:  # assembler dot products over a byte window; requant in assembler
+        asm = 1
+        scatter = 0
+        qo = t.Q
+        q = ptr32(qo)
+        ro = t.R
+        colb = ptr8(b[5])
+        abase = uint(a)
+        accbase = uint(acc)
+        biasbase = uint(bias)
+        rq_setup(ro, mq, p)
     oy = 0
     while oy < oh:
         k = 0
@@ -160,34 +180,74 @@ def conv(b, p):
                 ky = 0
                 while ky < kh:
                     iy = y0 + ky * dh
-                    if 0 <= iy and iy < h:
-                        kx = 0
-                        while kx < kw:
-                            ix = x0 + kx * dw
-                            if 0 <= ix and ix < wd:
-                                xi = xo + (iy * wd + ix) * c
-                                ci = 0
-                                while ci < cpg:
-                                    v = (a[xi + ci] ^ 0x80) - zx
-                                    if v != 0:
-                                        wi = ky * wsy + kx * wsx + ci * wsc
-                                        ko = k
-                                        end = k + oc
-                                        while ko < end:
-                                            acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * v
-                                            wi += wso
-                                            ko += 1
-                                    ci += 1
-                            kx += 1
+                    kx = 0
+                    while kx < kw:
+                        ix = x0 + kx * dw
+                        inside = 0
+                        if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                            inside = 1
+                        xi = xo + (iy * wd + ix) * c
+                        ci = 0
+                        while ci < cpg:
+                            v = zx
+                            if inside:
+                                v = (a[xi + ci] ^ 0x80) - 0x80
+                            if v != 0:
+                                wi = ky * wsy + kx * wsx + ci * wsc
+                                ko = k
+                                end = k + oc
+                                while ko < end:
+                                    acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * v
+                                    wi += wso
+                                    ko += 1
+                            ci += 1
+                        kx += 1
                     ky += 1
                 k += oc
                 ox += 1
                 continue
-            # the window of this output pixel, (x - ZX) as int32 in the weights' order (padding
-            # is a real zero), once for every output channel: then each output is a plain dot
+            # the window of this output pixel as int32 in the weights' order (ZX at padded
+            # positions), once for every output channel: then each output is a plain dot
             g = 0
             while g < oc // opg:
                 ci0 = g * cpg
+                if asm:
+                    # x: the input pixel itself when the window is one in-bounds tap of
+                    # contiguous channels (a pointwise conv), else the window gathered as bytes
+                    if ksize == cpg and wsc == 1 and 0 <= y0 and y0 < h and 0 <= x0 and x0 < wd:
+                        q[1] = abase + xo + (y0 * wd + x0) * c + ci0
+                    else:
+                        ky = 0
+                        while ky < kh:
+                            iy = y0 + ky * dh
+                            kx = 0
+                            while kx < kw:
+                                ix = x0 + kx * dw
+                                ci_ = ky * wsy + kx * wsx
+                                end = ci_ + cpg * wsc
+                                if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                                    xi = xo + (iy * wd + ix) * c + ci0
+                                    while ci_ < end:
+                                        colb[ci_] = a[xi]
+                                        ci_ += wsc
+                                        xi += 1
+                                else:
+                                    while ci_ < end:
+                                        colb[ci_] = zx
+                                        ci_ += wsc
+                                kx += 1
+                            ky += 1
+                        q[1] = uint(colb)
+                    o = g * opg
+                    q[0] = wbase + o * wso
+                    q[2] = ksize
+                    q[3] = opg
+                    q[4] = wso
+                    q[5] = accbase + 4 * (k + o)
+                    q[6] = biasbase + 4 * o
+                    t.dots(qo)
+                    g += 1
+                    continue
                 ky = 0
                 while ky < kh:
                     iy = y0 + ky * dh
@@ -199,13 +259,13 @@ def conv(b, p):
                         if 0 <= iy and iy < h and 0 <= ix and ix < wd:
                             xi = xo + (iy * wd + ix) * c + ci0
                             while ci < cpg:
-                                col[ci_] = (a[xi] ^ 0x80) - zx
+                                col[ci_] = (a[xi] ^ 0x80) - 0x80
                                 ci_ += wsc
                                 xi += 1
                                 ci += 1
                         else:
                             while ci < cpg:
-                                col[ci_] = 0
+                                col[ci_] = zx
                                 ci_ += wsc
                                 ci += 1
                         kx += 1
@@ -244,10 +304,39 @@ def conv(b, p):
                 g += 1
             k += oc
             ox += 1
-        pp[0] = yo + oy * ow * oc
-        pp[1] = ow * oc
-        requant(accb, mq, arena, p)
+        if asm:
+            rq_row(ro, accb, arena, yo + oy * ow * oc, ow * oc)
+            t.requant(ro)
+        else:
+            pp[0] = yo + oy * ow * oc
+            pp[1] = ow * oc
+            requant(accb, mq, arena, p)
         oy += 1
+
+
+@micropython.viper
+def rq_setup(ro, mq, p):
+    # T.R's fixed part for requant in assembler: OC, MQ, ZY, LO - ZY, HI - ZY (see _thumb)
+    r = ptr32(ro)
+    pp = ptr32(p)
+    sg = 1
+    sg <<= 31
+    zy = int((pp[3] ^ sg) - sg)
+    r[2] = pp[2]
+    r[3] = uint(ptr32(mq))
+    r[5] = zy
+    r[6] = int((pp[4] ^ sg) - sg) - zy
+    r[7] = int((pp[5] ^ sg) - sg) - zy
+
+
+@micropython.viper
+def rq_row(ro, accb, arena, y: int, n: int):
+    # T.R's per-call part: ACC, N, OUT and the channel counter
+    r = ptr32(ro)
+    r[0] = uint(ptr32(accb))
+    r[1] = n
+    r[4] = uint(ptr8(arena)) + y
+    r[8] = 0
 
 
 @micropython.viper
@@ -285,11 +374,29 @@ def depthwise(b, p):
     wsy = int(pp[22])
     wsx = int(pp[23])
     opg = int(pp[26])
-    zx = int((pp[27] ^ sg) - sg) + 0x80
+    zx = int((pp[27] ^ sg) - sg)  # folded into the bias: padded taps read it
     hasb = int(pp[28])
     wbase = uint(w)
     abase = uint(a)
     accbase = uint(acc)
+    t = T
+    asm = 0
+    nt = kh * kw
+    if t and hasb and opg == 1 and wso == 1 and wsx == c and wsy == kw * c and nt <= 64:
+        asm = 1  # one assembler call per output pixel: its taps' addresses in T.Q
+        qo = t.Q
+        q = ptr32(qo)
+        ro = t.R
+        rq_setup(ro, mq, p)
+        zrow = ptr8(b[5])  # C bytes of the zero point: what a padded tap reads
+        i = 0
+        while i < c:
+            zrow[i] = zx
+            i += 1
+        q[1] = wbase
+        q[2] = c
+        q[3] = nt
+        q[4] = uint(bias)
     oy = 0
     while oy < oh:
         k = 0
@@ -297,6 +404,26 @@ def depthwise(b, p):
         while ox < ow:
             y0 = oy * sh - pt
             x0 = ox * sw - pl
+            if asm:
+                q[0] = accbase + 4 * k
+                j = 6
+                ky = 0
+                while ky < kh:
+                    iy = y0 + ky * dh
+                    kx = 0
+                    while kx < kw:
+                        ix = x0 + kx * dw
+                        if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                            q[j] = abase + xo + (iy * wd + ix) * c
+                        else:
+                            q[j] = uint(zrow)
+                        j += 1
+                        kx += 1
+                    ky += 1
+                t.dw(qo)
+                k += oc
+                ox += 1
+                continue
             o = 0
             while o < oc:
                 if hasb:
@@ -307,55 +434,67 @@ def depthwise(b, p):
             ky = 0
             while ky < kh:
                 iy = y0 + ky * dh
-                if 0 <= iy and iy < h:
-                    kx = 0
-                    while kx < kw:
-                        ix = x0 + kx * dw
-                        if 0 <= ix and ix < wd:
-                            xi = xo + (iy * wd + ix) * c
-                            wi = ky * wsy + kx * wsx
-                            ko = k
-                            if opg == 1 and wso == 1:  # the common case: contiguous channels
-                                pw = ptr8(wbase + wi)
-                                px = ptr8(abase + xi)
-                                pa = ptr32(accbase + 4 * ko)
-                                j = oc >> 2
-                                while j:
-                                    pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - zx)
-                                    pa[1] = pa[1] + ((pw[1] ^ 0x80) - 0x80) * ((px[1] ^ 0x80) - zx)
-                                    pa[2] = pa[2] + ((pw[2] ^ 0x80) - 0x80) * ((px[2] ^ 0x80) - zx)
-                                    pa[3] = pa[3] + ((pw[3] ^ 0x80) - 0x80) * ((px[3] ^ 0x80) - zx)
-                                    pw = ptr8(uint(pw) + 4)
-                                    px = ptr8(uint(px) + 4)
-                                    pa = ptr32(uint(pa) + 16)
-                                    j -= 1
-                                j = oc & 3
-                                while j:
-                                    pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - zx)
-                                    pw = ptr8(uint(pw) + 1)
-                                    px = ptr8(uint(px) + 1)
-                                    pa = ptr32(uint(pa) + 4)
-                                    j -= 1
-                            else:
-                                o = 0
-                                while o < oc:
-                                    acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * ((a[xi + o // opg] ^ 0x80) - zx)
-                                    wi += wso
-                                    ko += 1
-                                    o += 1
-                        kx += 1
+                kx = 0
+                while kx < kw:
+                    ix = x0 + kx * dw
+                    wi = ky * wsy + kx * wsx
+                    ko = k
+                    if iy < 0 or iy >= h or ix < 0 or ix >= wd:  # padding: x = ZX
+                        if zx != 0:
+                            o = 0
+                            while o < oc:
+                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * zx
+                                wi += wso
+                                ko += 1
+                                o += 1
+                    else:
+                        xi = xo + (iy * wd + ix) * c
+                        if opg == 1 and wso == 1:  # the common case: contiguous channels
+                            pw = ptr8(wbase + wi)
+                            px = ptr8(abase + xi)
+                            pa = ptr32(accbase + 4 * ko)
+                            j = oc >> 2
+                            while j:
+                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - 0x80)
+                                pa[1] = pa[1] + ((pw[1] ^ 0x80) - 0x80) * ((px[1] ^ 0x80) - 0x80)
+                                pa[2] = pa[2] + ((pw[2] ^ 0x80) - 0x80) * ((px[2] ^ 0x80) - 0x80)
+                                pa[3] = pa[3] + ((pw[3] ^ 0x80) - 0x80) * ((px[3] ^ 0x80) - 0x80)
+                                pw = ptr8(uint(pw) + 4)
+                                px = ptr8(uint(px) + 4)
+                                pa = ptr32(uint(pa) + 16)
+                                j -= 1
+                            j = oc & 3
+                            while j:
+                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - 0x80)
+                                pw = ptr8(uint(pw) + 1)
+                                px = ptr8(uint(px) + 1)
+                                pa = ptr32(uint(pa) + 4)
+                                j -= 1
+                        else:
+                            o = 0
+                            while o < oc:
+                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * ((a[xi + o // opg] ^ 0x80) - 0x80)
+                                wi += wso
+                                ko += 1
+                                o += 1
+                    kx += 1
                 ky += 1
             k += oc
             ox += 1
-        pp[0] = yo + oy * ow * oc
-        pp[1] = ow * oc
-        requant(accb, mq, arena, p)
+        if asm:
+            rq_row(ro, accb, arena, yo + oy * ow * oc, ow * oc)
+            t.requant(ro)
+        else:
+            pp[0] = yo + oy * ow * oc
+            pp[1] = ow * oc
+            requant(accb, mq, arena, p)
         oy += 1
 
 
 @micropython.viper
 def dense(b, p):
-    # (x - ZX) converted once into the int32 column b[5], then one dot product per output
+    # x converted once into the int32 column b[5], then one dot product per output (ZX is
+    # folded into the bias)
     a = ptr8(b[0])
     w = ptr8(b[1])
     bias = ptr32(b[2])
@@ -363,20 +502,34 @@ def dense(b, p):
     acc = ptr32(accb)
     col = ptr32(b[5])
     pp = ptr32(p)
-    sg = 1
-    sg <<= 31
     xo = int(pp[6])
     n = int(pp[8])
     oc = int(pp[2])
     wso = int(pp[9])
     wsi = int(pp[10])
-    zx = int((pp[11] ^ sg) - sg) + 0x80
-    hasb = int(pp[12])
+    hasb = int(pp[11])
     wbase = uint(w)
+    t = T
+    if t and hasb and wsi == 1:  # [out, in]: every output a dot product in assembler
+        qo = t.Q
+        q = ptr32(qo)
+        q[0] = wbase
+        q[1] = uint(a) + xo
+        q[2] = n
+        q[3] = oc
+        q[4] = wso
+        q[5] = uint(acc)
+        q[6] = uint(bias)
+        t.dots(qo)
+        ro = t.R
+        rq_setup(ro, b[3], p)
+        rq_row(ro, accb, b[0], int(pp[7]), oc)
+        t.requant(ro)
+        return
     csum = 0
     i = 0
     while i < n:
-        v = (a[xo + i] ^ 0x80) - zx
+        v = (a[xo + i] ^ 0x80) - 0x80
         col[i] = v
         csum += v
         i += 1

@@ -50,6 +50,35 @@ def _fail(field, detail, tensor=None, where=None):
     raise ContainerError("%s: %s: %s" % (where, field, detail), tensor, field)
 
 
+def _char(b, i, n):
+    """How many continuation bytes the UTF-8 character starting at b[i] has (1..3), if a valid
+    (RFC 3629) character starts there and ends before index n; else -1."""
+    c = b[i]
+    lo, hi = 0x80, 0xBF
+    if 0xC2 <= c <= 0xDF:
+        k = 1
+    elif 0xE0 <= c <= 0xEF:
+        k = 2
+        if c == 0xE0:
+            lo = 0xA0  # no overlong forms
+        elif c == 0xED:
+            hi = 0x9F  # no surrogates
+    elif 0xF0 <= c <= 0xF4:
+        k = 3
+        if c == 0xF0:
+            lo = 0x90
+        elif c == 0xF4:
+            hi = 0x8F  # nothing above U+10FFFF
+    else:
+        return -1
+    if i + k >= n or not lo <= b[i + 1] <= hi:
+        return -1
+    for j in range(i + 2, i + k + 1):
+        if not 0x80 <= b[j] <= 0xBF:
+            return -1
+    return k
+
+
 def utf8(b):
     """The str of bytes `b` if they are valid UTF-8 (RFC 3629), else None.
 
@@ -64,34 +93,107 @@ def utf8(b):
         return s
     i = 0
     while i < n:
-        c = b[i]
-        if c < 0x80:
+        if b[i] < 0x80:
             i += 1
             continue
-        lo, hi = 0x80, 0xBF
-        if 0xC2 <= c <= 0xDF:
-            k = 1
-        elif 0xE0 <= c <= 0xEF:
-            k = 2
-            if c == 0xE0:
-                lo = 0xA0  # no overlong forms
-            elif c == 0xED:
-                hi = 0x9F  # no surrogates
-        elif 0xF0 <= c <= 0xF4:
-            k = 3
-            if c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F  # nothing above U+10FFFF
-        else:
+        k = _char(b, i, n)
+        if k < 0:
             return None
-        if i + k >= n or not lo <= b[i + 1] <= hi:
-            return None
-        for j in range(i + 2, i + k + 1):
-            if not 0x80 <= b[j] <= 0xBF:
-                return None
         i += k + 1
     return s
+
+
+_CHUNK = 128  # string table bytes checked at a time for the all-ASCII fast path
+
+
+def _scan(mv, s, n):
+    """Validate the string table (n bytes at mv[s:]) once, in one pass: None when it is valid
+    UTF-8 as a whole (what every writer produces: then a span of it is valid exactly when it
+    starts and ends on a character boundary), else a bytearray of n marks: 0 for a byte that
+    starts a valid character (ASCII included), 1 for a continuation byte of one, 2 for any
+    other byte. The names and metadata that point into the table, however many and however
+    they overlap, are then checked in O(1) each (_span_ok), not byte by byte: the work is linear
+    in the table's size (issue 13: n entries sharing one value used to cost n x its length)."""
+    marks = None
+    i = 0
+    while i < n:
+        end = i + _CHUNK if i + _CHUNK < n else n
+        try:
+            if len(str(bytes(mv[s + i : s + end]), "utf-8")) == end - i:
+                i = end  # all ASCII: marks stay 0
+                continue
+        except UnicodeError:
+            pass
+        while i < end:
+            if mv[s + i] < 0x80:
+                i += 1
+                continue
+            k = _char(mv, s + i, s + n)
+            if k < 0:
+                if marks is None:  # the first bad byte: mark the (valid) bytes before it
+                    marks = bytearray(n)
+                    for j in range(i):
+                        if 0x80 <= mv[s + j] <= 0xBF:
+                            marks[j] = 1
+                marks[i] = 2
+                i += 1
+                continue
+            if marks is not None:
+                for j in range(i + 1, i + k + 1):
+                    marks[j] = 1
+            i += k + 1
+    return marks
+
+
+def _span_ok(mv, s, n, marks, a, b):
+    """Bytes [a, b) of the string table (n bytes at mv[s:], marks from _scan) are valid UTF-8:
+    the same verdict as utf8() on them, in O(1) lines."""
+    if a == b:
+        return True
+    if marks is None:  # a valid table: no character cut at either end
+        return not 0x80 <= mv[s + a] <= 0xBF and (b == n or not 0x80 <= mv[s + b] <= 0xBF)
+    return marks[a] == 0 and marks.find(b"\x02", a, b) < 0 and (b == n or marks[b] != 1)
+
+
+def _overlap(starts, ends, lo, hi):
+    """(a, b): two tensors whose bytes [starts[i], ends[i]) overlap, b starting no earlier than
+    a, or None. Every range lies in [lo, hi] and holds at least one byte. Linear work whatever
+    the order: one pass when the tensors are in table order (as the packer writes them), else a
+    bucket pass (no sort of the whole list: MicroPython's sort is a quicksort pivoting on the
+    last element, quadratic on sorted input)."""
+    n = len(starts)
+    k = 1
+    while k < n and ends[k - 1] <= starts[k]:
+        k += 1
+    if k >= n:
+        return None
+    # n buckets of w bytes; starts in one bucket are sorted by insertion. The ones that do not
+    # repeat lie at distinct multiples of the alignment, so a bucket holds at most w / 4 + 1 of
+    # them and the insertions cost at most (hi - lo) / 4 + 2n steps in all.
+    w = (hi - lo) // n + 1
+    first = [0] * (n + 1)
+    for i in range(n):
+        first[(starts[i] - lo) // w + 1] += 1
+    for b in range(n):
+        first[b + 1] += first[b]
+    fill = first[:]
+    order = [0] * n
+    for i in range(n):
+        b = (starts[i] - lo) // w
+        j = fill[b]
+        fill[b] = j + 1
+        s = starts[i]
+        while j > first[b] and starts[order[j - 1]] > s:  # insertion into the bucket's run
+            order[j] = order[j - 1]
+            j -= 1
+        if j > first[b] and starts[order[j - 1]] == s:
+            return order[j - 1], i
+        order[j] = i
+    for k in range(1, n):
+        a, b = order[k - 1], order[k]
+        if starts[b] < ends[a]:
+            return a, b
+    return None
 
 
 class TensorInfo:
@@ -219,14 +321,16 @@ class _Table:
         if crc != stored:
             _fail("header_crc", "0x%08x stored, 0x%08x computed" % (stored, crc))
         count = self._count
+        soff, ssize = self._soff, self._ssize
+        marks = _scan(mv, soff, ssize)  # every string below is checked against it in O(1)
         starts, ends, per_channel = [], [], []
         prev, ordered = None, True
         for i in range(count):
             e = self._entry(i)
             name_b = self._name_bytes(i, e)
-            name = utf8(name_b)
-            if name is None:
+            if not _span_ok(mv, soff, ssize, marks, e[0], e[0] + e[1]):
                 _fail("name", "not valid UTF-8", i)
+            name = str(name_b, "utf-8")
             if ordered and prev is not None and not prev < name_b:
                 ordered = False  # the packer sorts names; any other order needs a dict
             prev = name_b
@@ -243,22 +347,33 @@ class _Table:
                     _fail("name", "duplicate name", name)
                 index[name] = i
             self._index = index
-        order = sorted(range(count), key=lambda i: starts[i])
-        for k in range(1, count):
-            a, b = order[k - 1], order[k]
-            if starts[b] < ends[a]:
-                _fail("data_offset", "overlaps tensor %r" % self._name(a), self._name(b))
-        del starts, ends, order
+        pair = _overlap(starts, ends, doff, self.file_size)
+        if pair:
+            _fail("data_offset", "overlaps tensor %r" % self._name(pair[0]), self._name(pair[1]))
+        del starts, ends
         for i in per_channel:
             self._check_scales(i)
         seen = {}
+        total = 0
         for k in range(self._mcount):
-            key, value = self._meta_entry(k)
+            ko, kl, vo, vl = self._meta_refs(k)
+            where = "metadata #%d" % k
+            if not _span_ok(mv, soff, ssize, marks, ko, ko + kl):
+                _fail("key", "not valid UTF-8", where=where)
+            key = str(bytes(mv[soff + ko : soff + ko + kl]), "utf-8")
+            if not _span_ok(mv, soff, ssize, marks, vo, vo + vl):
+                _fail("value", "not valid UTF-8", where="metadata %r" % key)
             if not key:
-                _fail("key", "empty metadata key", where="metadata #%d" % k)
+                _fail("key", "empty metadata key", where=where)
             if key in seen:
-                _fail("key", "duplicate metadata key %r" % key, where="metadata #%d" % k)
+                _fail("key", "duplicate metadata key %r" % key, where=where)
             seen[key] = True
+            # keys and values share no bytes (rule 7), so decoding all of them (c.meta) costs
+            # at most the table's size: entries pointing at one long value are refused here
+            total += kl + vl
+            if total > ssize:
+                _fail("strings_size", "metadata keys and values add up to more than the %d bytes "
+                      "of the string table (they share bytes)" % ssize, where=where)
 
     def _entry(self, i):
         return struct.unpack_from(_ENTRY, self._mv, self._toff + i * self._esize)
@@ -334,19 +449,19 @@ class _Table:
             _fail("scales_index", "tensor %r is not an AUX f32 vector of %d scales"
                   % (self._name(e[16]), e[4 + e[12]]), name)
 
-    def _meta_entry(self, k):
+    def _meta_refs(self, k):
+        """(key_offset, key_len, value_offset, value_len) of metadata entry k, inside the table."""
         ko, kl, vo, vl = struct.unpack_from(_META, self._mv, self._moff + 16 * k)
-        where = "metadata #%d" % k
         if ko > self._ssize - kl or vo > self._ssize - vl:
-            _fail("key" if ko > self._ssize - kl else "value", "outside the string table", where=where)
-        s = self._soff
-        key = utf8(bytes(self._mv[s + ko : s + ko + kl]))
-        if key is None:
-            _fail("key", "not valid UTF-8", where=where)
-        value = utf8(bytes(self._mv[s + vo : s + vo + vl]))
-        if value is None:
-            _fail("value", "not valid UTF-8", where="metadata %r" % key)
-        return key, value
+            _fail("key" if ko > self._ssize - kl else "value", "outside the string table",
+                  where="metadata #%d" % k)
+        return ko, kl, vo, vl
+
+    def _meta_entry(self, k):
+        """(key, value) of metadata entry k (validated at open: decoded, not checked again)."""
+        ko, kl, vo, vl = self._meta_refs(k)
+        mv, s = self._mv, self._soff
+        return str(bytes(mv[s + ko : s + ko + kl]), "utf-8"), str(bytes(mv[s + vo : s + vo + vl]), "utf-8")
 
     @property
     def meta(self):
@@ -363,10 +478,12 @@ class _Table:
         """One metadata value (None if absent), without decoding and keeping the whole dict."""
         if self._meta is not None:
             return self._meta.get(key)
+        want = key.encode("utf-8")
+        mv, s = self._mv, self._soff
         for k in range(self._mcount):
-            name, value = self._meta_entry(k)
-            if name == key:
-                return value
+            ko, kl, vo, vl = self._meta_refs(k)
+            if kl == len(want) and bytes(mv[s + ko : s + ko + kl]) == want:  # no other key decoded
+                return str(bytes(mv[s + vo : s + vo + vl]), "utf-8")
         return None
 
     def _find(self, name):
@@ -506,15 +623,22 @@ class View:
     """Read-only view of one tensor's bytes, in place in the container buffer (or in an aligned
     RAM copy when the buffer address is unaligned for the dtype: `aligned` is then False).
 
-    `mv` is a memoryview of exactly the tensor's bytes (on MicroPython it is writable when the
-    buffer is a bytearray: kernels must not write). v[i] is the raw stored value of flat element
-    i (f16 decoded to float), real(i) its dequantized value.
+    v[i] is the raw stored value of flat element i (f16 decoded to float), real(i) its
+    dequantized value. Everything the public methods hand out is read-only or a copy (issue 13:
+    no public path writes to flash): array() is a read-only array (numpy, flags.writeable False,
+    on CPython; a ReadOnlyArray on MicroPython, whose uctypes and ulab arrays would write
+    straight through), buffer() a read-only memoryview or a copy.
+
+    `mv` (a memoryview of exactly the tensor's bytes) and `_array()` (the zero-copy typed
+    array, writable on MicroPython) are the kernels' internal access, not public API: on
+    MicroPython `mv` is writable when the container buffer is a bytearray.
 
     Four instance attributes (a bound Param holds one View): everything else is read from
     the container's table on demand."""
 
     aligned = True  # set False on the instance for an unaligned-fallback copy
     _decoded = None  # f16 decoded to f32 by array() where the backend lacks f16
+    _ro = None  # the ReadOnlyArray array() hands out on MicroPython, once made
 
     def __init__(self, container, index, dtype, mv):
         self._c = container
@@ -532,8 +656,7 @@ class View:
 
     @property
     def shape(self):
-        e = self._c._entry(self.index)
-        return tuple(e[4 : 4 + e[3]])
+        return tuple(self.info.shape)
 
     @property
     def nbytes(self):
@@ -595,11 +718,40 @@ class View:
         """CRC-32 of this tensor (ContainerError on mismatch)."""
         self._c._check(self.index)
 
+    def buffer(self):
+        """The tensor's bytes, read-only: a read-only memoryview in place where the interpreter
+        enforces it (CPython; MicroPython when the container buffer itself is read-only: bytes,
+        a frozen bytes constant, a ROMFS file), else (MicroPython over a bytearray) a read-only
+        memoryview of a copy."""
+        mv = self.mv
+        if hasattr(mv, "toreadonly"):
+            return mv  # CPython: Container made it read-only
+        try:  # asks for a writable buffer and writes nothing (a zero-length slice assignment
+            struct.pack_into("<", mv, 0)  # moves bytes onto themselves: a fault on flash)
+        except TypeError:
+            return mv  # a read-only memoryview
+        return memoryview(bytes(mv))
+
     def array(self):
-        """Zero-copy flat typed array of the stored values: numpy (read-only) on CPython, ulab
-        frombuffer where ulab exists, uctypes array on stock MicroPython. Where the backend has
-        no f16 the values are decoded once into a RAM f32 array (counted in ram_bytes). Keep the
-        View alive while using the array: ulab and uctypes arrays hold no reference to it."""
+        """Flat typed array of the stored values, zero-copy and read-only: numpy with
+        flags.writeable False on CPython; on MicroPython a ReadOnlyArray (indexing, len,
+        iteration, tolist(); item assignment raises TypeError) over the ulab or uctypes array
+        that reads the container in place. Where the backend has no f16 the values are decoded
+        once into a RAM f32 array (counted in ram_bytes). The result keeps this View alive."""
+        if self._ro is not None:
+            return self._ro
+        a = self._array()
+        if backend.kind() == "numpy" or isinstance(a, memoryview):
+            return a  # read-only already (CPython)
+        from ._readonly import ReadOnlyArray  # imported on first use: heap is scarce
+
+        self._ro = ReadOnlyArray(a, self)  # made once per View
+        return self._ro
+
+    def _array(self):
+        """array() without the read-only wrapper: the kernels' zero-copy access (on MicroPython
+        its items write straight to the container: never hand it out). Keep the View alive
+        while using it: ulab and uctypes arrays hold no reference to it."""
         k = backend.kind()
         dt = self.dtype
         if k == "numpy":
@@ -743,9 +895,19 @@ class Stream(_Table):
 
 def open_container(src):
     """Container from a buffer, or from a path that can be mapped (a file on vfs.VfsRom; mmap
-    on CPython). Any other path raises ContainerError pointing at Stream."""
+    on CPython). Any other path raises ContainerError pointing at Stream. A plain .safetensors
+    file (byte 8 is '{') gives a mpy_lazy.safetensors.SafeTensors, read in place too."""
     if isinstance(src, str):
-        return Container(_map(src))
+        src = _map(src)
+    try:
+        st = src[8] in (0x7B, b"{")  # '{' (a str path was mapped above)
+    except (TypeError, ValueError, IndexError, NotImplementedError):
+        st = False
+    if st:  # imported only for one: heap is scarce
+        from .safetensors import SafeTensors, looks_like
+
+        if looks_like(src):
+            return SafeTensors(src)
     return Container(src)
 
 

@@ -1,7 +1,9 @@
 # Kernel paths: which implementation of the kernels the ops call.
 #
 #   'ulab'   float ops through ulab.numpy on firmware that has it (numpy on CPython); int8 ops
-#            as on 'viper' where viper exists (ulab brings nothing to integer arithmetic)
+#            as on 'thumb' or 'viper', the best there is (ulab brings nothing to integer work)
+#   'thumb'  ARM boards (Cortex-M0+ and up): int8 as on 'viper', with the inner loops of conv,
+#            depthwise, dense and requantization in Thumb assembler (_thumb.py)
 #   'viper'  stock MicroPython: int8 ops in viper (integer-only native code, no floats), float
 #            ops in plain Python
 #   'pure'   plain Python everywhere: runs on any port, gives the same integers as 'viper'
@@ -14,12 +16,17 @@ import sys
 from . import backend
 from . import _pure
 
-_viper = None
+_viper = _thumb = None
 if sys.implementation.name == "micropython":
     try:
         from . import _viper
     except Exception:  # a port without the native emitter
         _viper = None
+    if _viper is not None:
+        try:
+            from . import _thumb
+        except Exception:  # not an ARM port, or frozen without it (manifest.py thumb=False)
+            _thumb = None
 
 i8 = _pure
 _path = None
@@ -28,6 +35,8 @@ _path = None
 def available():
     """Kernel paths this interpreter can run, best first."""
     paths = ["ulab"] if backend.kind() else []
+    if _thumb is not None:
+        paths.append("thumb")
     if _viper is not None:
         paths.append("viper")
     paths.append("pure")
@@ -35,7 +44,7 @@ def available():
 
 
 def use(name=None):
-    """Select the kernel path ('ulab', 'viper' or 'pure'; None = the best available)."""
+    """Select the kernel path ('ulab', 'thumb', 'viper' or 'pure'; None = the best available)."""
     global _path, i8
     ok = available()
     if name is None:
@@ -44,6 +53,8 @@ def use(name=None):
         raise ValueError("kernel path %r not available here (have %s)" % (name, ", ".join(ok)))
     _path = name
     i8 = _viper if (_viper is not None and name != "pure") else _pure
+    if _viper is not None:
+        _viper.T = _thumb if name in ("thumb", "ulab") else None
     return name
 
 

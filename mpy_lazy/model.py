@@ -15,6 +15,7 @@ import array
 from . import _pure, backend, graph, kernels, param
 from .container import ContainerError
 from .graph import Value, fail
+from .ops.quant import to_int8
 from .module import Module, load
 from . import ops as _ops
 
@@ -99,16 +100,16 @@ class Model(Module):
         for v in self.values:
             if v.last < v.first:  # never read (a dead branch): alive for its own op only
                 v.last = v.first
-        for op in self.ops:
-            if op.name == "reshape" and op.alias:
-                op.y.alias = op.x[0]
-        self._merge()
+        # one pass in op order, linear: an alias points at its buffer's root, whose lifetime
+        # takes in the alias's at once (a later op only tests the root's)
         for i, op in enumerate(self.ops):
-            x = op.x[0]
+            x, y = op.x[0], op.y
             r = x.root()
-            if op.inplace and r.last == i and r not in self.inputs and x.dtype == op.y.dtype:
-                op.y.alias = x
-                self._merge()
+            if (op.name == "reshape" and op.alias) or (
+                    op.inplace and r.last == i and r not in self.inputs and x.dtype == y.dtype):
+                y.alias = r
+                if y.last > r.last:
+                    r.last = y.last
         # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
         # buffers): it takes room only where no activation is
         self._scratch = []
@@ -118,15 +119,6 @@ class Model(Module):
                 v = Value("", (4 * op.scratch,), "i8")
                 v.first = v.last = i
             self._scratch.append(v)
-
-    def _merge(self):
-        for v in self.values:
-            r = v.root()
-            if r is not v:
-                if v.first < r.first:
-                    r.first = v.first
-                if v.last > r.last:
-                    r.last = v.last
 
     def named_params(self):
         """[(name, Param)] sorted by name: ops.<i>.weight, .bias, .requant, .table (what
@@ -157,6 +149,14 @@ class Model(Module):
 
     def load(self, container, strict=True):
         """Bind the weights from a container (mpy_lazy.load with names()); no init runs."""
+        version = getattr(container, "version", None)  # a SafeTensors file has none
+        if version is not None and tuple(version) < (1, 1):
+            for op in self.ops:
+                if op.name in ("conv2d", "depthwise", "linear") and op.y.dtype == "i8":
+                    # 1.0 int8 biases lack -z_x * sum(w) (docs/FORMAT.md): wrong numbers, not an error
+                    raise ContainerError("container %d.%d: its int8 %s biases are from mpy-lazy before "
+                                         "1.1; repack the model" % (tuple(version) + (op.name,)),
+                                         None, "version_minor")
         r = load(self, container, strict, rename=self.names())
         if not r["missing"] and not r["mismatched"]:
             for op in self.ops:
@@ -303,7 +303,7 @@ class Model(Module):
             k = (j % hw) * c + j // hw if chw else j
             val = x[j]
             if q is not None and not isinstance(val, int):
-                val = _quantize(val, q)
+                val = to_int8(val, q[0], q[1])
             dst[k] = val
 
     def quantize(self, values, i=0):
@@ -347,14 +347,6 @@ def _bytewise(x):
     if isinstance(x, memoryview):
         return getattr(x, "itemsize", 1) == 1
     return True
-
-
-def _quantize(f, q):
-    """round(f / scale) + zero point, saturated to int8 (rounding half away from zero)."""
-    r = f / q[0]
-    r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
-    r += q[1]
-    return -128 if r < -128 else (127 if r > 127 else r)
 
 
 def _copy_value(v):

@@ -1,4 +1,7 @@
 # Modules (a tree of Params), loading a container into them, and memory accounting.
+import array
+
+from . import backend
 from .container import ContainerError
 from .param import Param
 
@@ -18,20 +21,21 @@ class Module:
         return [p for _, p in self.named_params()]
 
     def clone(self, arrays=False):
-        """A copy of the module tree with every Param cloned (Param.clone semantics); other
-        attributes are shared."""
-        c = object.__new__(type(self))
-        for k, v in self.__dict__.items():
-            setattr(c, k, _clone(v, arrays))
-        return c
+        """A copy of the module tree with every Param cloned (Param.clone semantics), each
+        object once: a Param or Module reachable twice (tied weights, a shared block) is one
+        object in the clone too. The clone's RAM buffers are its own: bytearray, array.array
+        (and numpy arrays owning their data) held as attributes are copied. Other attributes
+        (numbers, strings, functions, memoryviews, ulab arrays) are shared."""
+        return _clone_module(self, arrays, {})
 
 
 def _walk(obj, prefix, out, seen):
     if id(obj) in seen:  # a module reachable twice (or a cycle) is listed once
         return
     seen[id(obj)] = True
-    for k, v in obj.__dict__.items():
-        _add(prefix, k, v, out, seen)
+    d = obj.__dict__
+    for k in sorted(d):  # sorted: the same names on every interpreter, for a clone too
+        _add(prefix, k, d[k], out, seen)
 
 
 def _add(prefix, key, v, out, seen):
@@ -54,14 +58,50 @@ def _holds(seq):
     return False
 
 
-def _clone(v, arrays):
-    if isinstance(v, (Param, Module)):
-        return v.clone(arrays)
-    if isinstance(v, list):
-        return [_clone(x, arrays) for x in v]
+def _clone_module(m, arrays, memo):
+    c = object.__new__(type(m))
+    memo[id(m)] = c
+    for k, v in m.__dict__.items():
+        setattr(c, k, _clone(v, arrays, memo, True))
+    return c
+
+
+def _clone(v, arrays, memo, attr=False):
+    if isinstance(v, (Param, Module, list)):
+        c = memo.get(id(v))
+        if c is not None:  # reachable twice: one clone per original object
+            return c
+        if isinstance(v, Param):
+            c = v.clone(arrays)
+        elif isinstance(v, Module):
+            if type(v).clone is not Module.clone:  # its own clone (e.g. a graph Model)
+                c = v.clone(arrays)
+            else:
+                return _clone_module(v, arrays, memo)
+        else:
+            c = []
+            memo[id(v)] = c  # before the items: a list holding itself
+            for x in v:
+                c.append(_clone(x, arrays, memo))
+            return c
+        memo[id(v)] = c
+        return c
     if isinstance(v, tuple):
-        return tuple(_clone(x, arrays) for x in v)
+        return tuple([_clone(x, arrays, memo) for x in v])
+    if attr and _owned_buffer(v):
+        return bytearray(v) if isinstance(v, bytearray) else backend.copy_array(v)
     return v
+
+
+def _owned_buffer(v):
+    """A RAM buffer a module holds as its own state: bytearray, array.array, a numpy array
+    owning its data. (A ulab array may be a view of flash, a memoryview is one: shared.)"""
+    if isinstance(v, (bytearray, array.array)):
+        return True
+    try:  # (uctypes objects raise TypeError for attributes they lack)
+        return v.__array_interface__ is not None and bool(v.flags.owndata)
+    except (AttributeError, TypeError):
+        return False
 
 
 def load(model, container, strict=True, prefix="", rename=None):
@@ -70,7 +110,9 @@ def load(model, container, strict=True, prefix="", rename=None):
     prefix + n. strict: any missing tensor, unexpected tensor (a non-AUX tensor under `prefix`
     that no param takes) or shape/dtype mismatch raises ONE ContainerError (field 'load', with
     .missing, .unexpected, .mismatched lists) and nothing is bound. strict=False binds what
-    matches. Returns {'bound': n, 'missing': [...], 'unexpected': [...], 'mismatched': [...]}."""
+    matches. Either way load is all or nothing: if a load mapper (or making a view) raises, no
+    param has changed. Returns {'bound': n, 'missing': [...], 'unexpected': [...],
+    'mismatched': [...]}."""
     rename = rename or {}
     plan, missing, mismatched, used = [], [], [], {}
     for name, p in model.named_params():
@@ -98,8 +140,12 @@ def load(model, container, strict=True, prefix="", rename=None):
         e = ContainerError("load: " + "; ".join(parts), None, "load")
         e.missing, e.unexpected, e.mismatched = missing, unexpected, mismatched
         raise e
-    for p, i in plan:
-        p.bind(container._view(i), checked=True)
+    # all or nothing: every view made and every load mapper run before any param changes
+    for p, _ in plan:
+        p._wait("load()", False)
+    staged = [(p, p._mapped(container._view(i))) for p, i in plan]
+    for p, result in staged:
+        p._commit(result)
     return {"bound": len(plan), "missing": missing, "unexpected": unexpected, "mismatched": mismatched}
 
 

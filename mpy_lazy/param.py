@@ -4,6 +4,8 @@ States (`p.state`) and what the param holds:
 
     'uninit'  an init function, shape, dtype, trainable flag. shape, dtype, size and nbytes
               are known; no array exists.
+    'busy'    its init function is running (transient: uninit before, owned after, uninit
+              again if init raises).
     'bound'   a read-only View into a container: the bytes stay where the container is
               (flash, on a board); no RAM copy.
     'owned'   a flat RAM array (backend ndarray, else array.array; f16 is held as f32),
@@ -11,12 +13,15 @@ States (`p.state`) and what the param holds:
 
 Transitions:
 
-    uninit --val() / mut() / p[i] / p[i]=x--> owned   init runs once, then the init mappers
+    uninit --val() / mut() / p[i] / p[i]=x--> busy --> owned   init runs once, then the init
+                                                               mappers
     uninit --bind() / load()---------------> bound    init never runs (and is dropped)
     bound  --mut() / p[i]=x----------------> owned    copy-on-write: one RAM copy (float params
                                                       get real values: f16 decoded, int8 scaled)
     owned  --bind() / load()---------------> bound    the RAM array is released
     bound|owned --bind() with load mappers giving a new array--> owned
+                                                      (a mapper result that is the View's own
+                                                      memory, e.g. view.array(), stays bound)
 
     clone()            same state: uninit shares the init function (nothing allocated, each
                        clone inits on its own, so two clones of a random init differ); bound
@@ -27,16 +32,23 @@ Transitions:
 
 Invariants:
   - init runs at most once per Param object. val() called again while the init function runs
-    (re-entrantly, from its own code) raises RuntimeError instead of recursing; if init
-    raises, the param stays uninit and the next val() tries again.
+    from the same thread (re-entrantly, from its own code) raises RuntimeError instead of
+    recursing; from another thread (where _thread exists) it waits for that init to finish
+    and returns its result. If init raises, the param goes back to uninit and the next val()
+    tries again.
+  - while busy: bind() from the init's own thread and init_mapper() raise RuntimeError; bind()
+    from another thread waits for the init, then binds.
   - the container's bytes are never written: only owned arrays are writable, and mut() /
-    p[i] = x go through copy-on-write first.
+    p[i] = x go through copy-on-write first; what val() returns for a bound param is the View,
+    whose public methods hand out read-only or copied data only.
   - shape and dtype never change; bind() refuses a tensor of another shape or kind.
   - setting `trainable` (a plain attribute) never runs init.
   - mappers are per param: init_mapper/load_mapper/save_mapper on a clone never affect the
     original (mapper lists are immutable tuples, replaced, never appended to in place).
 
-Not thread-safe (the MicroPython unix port's threads have no GIL): init params from one thread.
+Threads: init (val() racing with val()/bind()) is thread-safe where _thread exists; the rest
+(bind/mut/clone of one param from several threads at once) is not: the MicroPython unix port's
+threads have no GIL.
 """
 import array
 
@@ -44,7 +56,18 @@ from . import backend
 from .backend import ITEMSIZE
 from .container import ContainerError
 
+try:
+    import _thread
+
+    _lock = _thread.allocate_lock()
+except ImportError:  # a port without threads: busy can only mean re-entrancy
+    _lock = None
+
 _NO_MAPS = ((), (), ())  # init, load, save mappers
+# An owned param's _state says how its array came to be (report()'s note); these are the others.
+_NOT_OWNED = ("uninit", "busy", "bound")
+# id(param) -> ident of the thread running its init, while the param is busy
+_busy = {}
 # Counts every change of what a param holds (bind, init, copy-on-write, ...): a prepared model
 # compares it on each call and prepares again when it moved (its kernels hold buffers).
 changes = [0]
@@ -75,7 +98,6 @@ class Param:
     # defaults shared by every Param until one sets its own (instance attributes cost heap)
     _maps = _NO_MAPS
     _shared = None  # owned and shared with clones: [number of sharers]
-    _note = None  # how an owned array came to be: init, copy-on-write, clone, load_mapper
     dtype = "f32"
     trainable = True
 
@@ -89,12 +111,15 @@ class Param:
             self.dtype = dtype
         if not trainable:
             self.trainable = False
+        # 'uninit', 'busy', 'bound', or (owned) how the array came to be: 'init',
+        # 'copy-on-write', 'clone', 'load_mapper'. One attribute for both: heap is scarce.
         self._state = "uninit"
         self._src = init or _zeros  # init fn / View / array, by state
 
     @property
     def state(self):
-        return "uninit" if self._state == "busy" else self._state
+        s = self._state
+        return s if s in _NOT_OWNED else "owned"
 
     @property
     def size(self):
@@ -117,28 +142,62 @@ class Param:
         """The value: bound -> the View (read-only); owned -> the RAM array; uninit -> runs
         init (once) and returns the new RAM array. Do not write into what val() returns; use
         mut() or p[i] = x."""
-        if self._state == "uninit":
-            self._initialize()
-        elif self._state == "busy":
-            raise RuntimeError("Param.val() called from the param's own init function")
+        st = self._state
+        if st == "uninit" or st == "busy":
+            if self._wait("Param.val()", True):
+                self._initialize()
         return self._src
+
+    def _wait(self, what, claim):
+        """Until this param is not busy in another thread (init is racing); RuntimeError if it
+        is busy in this one (`what` is then called from the param's own init). claim: an uninit
+        param becomes busy, owned by this thread, and True is returned (run init now)."""
+        me = _thread.get_ident() if _lock else 0
+        while True:
+            if _lock:
+                _lock.acquire()
+            st = self._state
+            owner = _busy.get(id(self))
+            if claim and st == "uninit":
+                self._state = "busy"
+                _busy[id(self)] = me
+            if _lock:
+                _lock.release()
+            if st != "busy":
+                return claim and st == "uninit"
+            if owner == me:
+                raise RuntimeError("%s called from the param's own init function" % what)
+            import time
+
+            time.sleep(0.001)  # another thread runs the init: its result is ours
 
     def _initialize(self):
         init = self._src
-        self._state = "busy"
         try:
             a = init(self.shape, self.dtype)
             for f in self._maps[0]:
                 a = f(a)
             a = backend.to_array(a, self.dtype, self.size)
         except BaseException:
-            self._state = "uninit"
+            a = None
             raise
-        self._own(a, "init")
+        finally:  # the new state, set under the lock (waiting threads read it there)
+            if _lock:
+                _lock.acquire()
+            if a is None:
+                self._state = "uninit"
+            else:
+                self._src = a  # before _state: a thread seeing the new state reads the new value
+                self._state = "init"
+                changes[0] += 1
+            _busy.pop(id(self), None)
+            if _lock:
+                _lock.release()
 
     def _own(self, a, note):
         self._release()
-        self._state, self._src, self._note = "owned", a, note
+        self._src = a
+        self._state = note
         changes[0] += 1
 
     def _release(self):
@@ -160,7 +219,7 @@ class Param:
         if self.dtype in ("f32", "f16"):
             return view.dequantize()
         if backend.np_dtype(self.dtype) is not None:
-            return backend.copy_array(view.array())
+            return backend.copy_array(view._array())
         return array.array(backend.TYPECODE[self.dtype], bytes(view.mv))  # little-endian targets
 
     def __len__(self):
@@ -180,7 +239,7 @@ class Param:
         if self._maps is not _NO_MAPS:
             c._maps = self._maps
         st = self._state
-        if st in ("uninit", "busy"):
+        if st == "uninit" or st == "busy":  # (busy: _src is still the init function)
             c._src = self._src
         elif not arrays and st == "bound":
             c._state, c._src = "bound", self._src
@@ -188,7 +247,7 @@ class Param:
             if self._shared is None:
                 self._shared = [1]
             self._shared[0] += 1
-            c._state, c._src, c._shared, c._note = "owned", self._src, self._shared, self._note
+            c._src, c._shared, c._state = self._src, self._shared, st
         elif st == "bound":
             c._own(self._copy_view(self._src), "clone")
         else:
@@ -197,8 +256,12 @@ class Param:
 
     def init_mapper(self, f):
         """Run f(values) -> values after init (composed after earlier init mappers); init does
-        not run now. Only for an uninit param (RuntimeError otherwise: init already happened)."""
-        if self._state != "uninit":
+        not run now. Only for an uninit param (RuntimeError otherwise: init already happened,
+        or is running)."""
+        st = self._state
+        if st == "busy":
+            raise RuntimeError("init_mapper on a busy param: its init function is running")
+        if st != "uninit":
             raise RuntimeError("init_mapper on a %s param: init already happened" % self.state)
         i, l, s = self._maps
         self._maps = (i + (f,), l, s)
@@ -206,8 +269,9 @@ class Param:
 
     def load_mapper(self, f):
         """Run f(value) -> value when a tensor is bound (load/bind). f gets the View (or the
-        previous mapper's result); returning the View keeps the param bound, returning anything
-        else (an array, a list) makes it owned with that value."""
+        previous mapper's result); returning the View (or view.array(): the View's own memory)
+        keeps the param bound, returning anything else (an array, a list) makes it owned with
+        that value."""
         i, l, s = self._maps
         self._maps = (i, l + (f,), s)
         return self
@@ -227,22 +291,38 @@ class Param:
 
     def bind(self, view, checked=False):
         """Bind to a container View (init never runs). ContainerError if shape or dtype kind
-        does not match (checked=True: load() has checked it); the load mappers run on the View."""
+        does not match (checked=True: load() has checked it); the load mappers run on the View.
+        Nothing changes if a mapper raises."""
         if not checked:
             info = view.info
             problem = self.mismatch(info)
             if problem:
                 raise ContainerError("tensor %r: %s: %s" % (info.name, problem[0], problem[1]), info.name,
                                      problem[0])
+        self._wait("bind()", False)
+        self._commit(self._mapped(view))
+
+    def _mapped(self, view):
+        """What binding `view` gives, nothing changed yet: ('bound', view) or (note, array)."""
         v = view
         for f in self._maps[1]:
             v = f(v)
-        if v is view:
+        if v is view or _alias(v, view) == 1:
+            return "bound", view
+        a = backend.to_array(v, self.dtype, self.size)
+        if _alias(a, view):  # e.g. a reshaped or sliced view.array(): read-only memory, copy
+            a = backend.copy_array(a)
+        return "load_mapper", a
+
+    def _commit(self, result):
+        st, src = result
+        if st == "bound":
             self._release()
-            self._state, self._src = "bound", view  # _note describes owned arrays only
+            self._src = src
+            self._state = "bound"
             changes[0] += 1
         else:
-            self._own(backend.to_array(v, self.dtype, self.size), "load_mapper")
+            self._own(src, st)
 
     def mismatch(self, info):
         """Why this param cannot bind tensor `info`: (field, reason), or None."""
@@ -255,8 +335,9 @@ class Param:
         """(flash, ram, pending, note): bytes read in place from the container, bytes on the
         heap, bytes init will allocate, and why."""
         st = self._state
-        if st in ("uninit", "busy"):
-            return 0, 0, self.size * backend.ram_itemsize(self.dtype), "not initialized"
+        if st == "uninit" or st == "busy":
+            return 0, 0, self.size * backend.ram_itemsize(self.dtype), (
+                "not initialized" if st == "uninit" else "init running")
         if st == "bound":
             v = self._src
             if not v.aligned:
@@ -266,7 +347,7 @@ class Param:
             else:
                 note = "flash view"
             return (v.nbytes if v.aligned else 0), v.ram_bytes, 0, note
-        note = self._note
+        note = st
         if self._shared is not None and self._shared[0] > 1:
             note += " (shared copy-on-write)"
         return 0, backend.array_nbytes(self._src), 0, note
@@ -274,3 +355,24 @@ class Param:
     def __repr__(self):
         return "<Param %s %s%s>" % (self.state, self.dtype, self.shape)
 
+
+def _alias(v, view):
+    """How a load mapper's result v relates to the View's memory: 1 when it is the View's own
+    data as stored (its read-only array(), an array over exactly its bytes: binding keeps it in
+    place), 2 when it lies elsewhere in it (numpy: copy it), 0 when it does not (MicroPython:
+    to_array copies what is not its own array)."""
+    if type(v).__name__ == "ReadOnlyArray":  # View.array() on MicroPython
+        return 1 if v._view is view else 0
+    try:  # (uctypes objects raise TypeError for attributes they lack)
+        ai = v.__array_interface__
+    except (AttributeError, TypeError):
+        return 0
+    mv = view.mv
+    if not len(mv):
+        return 0
+    np = backend.np
+    own = np.frombuffer(mv, "<f2" if view.dtype == "f16" else backend._NUMPY[view.dtype])
+    if ai["data"][0] == own.__array_interface__["data"][0] and v.size == own.size and \
+            v.dtype == own.dtype and v.flags.c_contiguous:
+        return 1
+    return 2 if np.may_share_memory(v, own) else 0

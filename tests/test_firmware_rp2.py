@@ -47,6 +47,7 @@ def pico(tmp_path_factory):
     count = [0]
 
     def run(scripts, image):
+        """scripts: code strings; image: the ROMFS image bytes."""
         count[0] += 1
         paths = []
         for i, code in enumerate(scripts):
@@ -58,6 +59,65 @@ def pico(tmp_path_factory):
         return board.run(paths, str(img))
 
     return run
+
+
+def test_board_boots_with_ulab_and_the_frozen_runtime(pico):
+    """The firmware is the one the board files describe: ulab built in (a ulab-less build would
+    pass the runtime tests on its other paths), mpy_lazy frozen, viper, single-precision floats,
+    the ROMFS partition mounted at /rom."""
+    from host_tools.romfs import build_image
+
+    image, _ = build_image([("tiny.mpyl", open(os.path.join(GOLDEN, "tiny.mpyl"), "rb").read())])
+    rc, results, err = pico(["import sys, os, ulab, mpy_lazy\n"
+                             "from mpy_lazy import kernels\n"
+                             "print(sys.implementation._machine)\n"
+                             "print(ulab.__version__)\n"
+                             "print(mpy_lazy.__file__)\n"
+                             "print(kernels.available())\n"
+                             "print(1.0 + 2.0 ** -30 == 1.0)\n"
+                             "print(os.listdir('/rom'))\n"], image)
+    assert rc == 0 and results[0]["err"] == "", (err, results)
+    machine, version, init, paths, single, rom = results[0]["out"].splitlines()[:6]
+    assert machine == "Raspberry Pi Pico (mpy-lazy) with RP2040", machine
+    assert version.startswith("6."), version  # ulab 6.x
+    assert init == "mpy_lazy/__init__.py", init  # frozen: not a path on a filesystem
+    paths = eval(paths)
+    assert paths[0] == "ulab" and "viper" in paths and paths[-1] == "pure", paths  # ulab first: the best
+    assert single == "True" and eval(rom) == ["tiny.mpyl"], (single, rom)
+    # a ulab-less build would fail here, not pass the runtime tests on its other paths
+
+
+def test_heap_estimate_of_inspect(pico, tmp_path):
+    """`mpy-lazy inspect`'s heap figures against the board: what a model keeps after loading and
+    one forward pass (gc.mem_alloc deltas, firmware/measure_heap.py's code) is within 20% of the
+    estimate, and the board loads and runs it with only the estimated free heap left (one block
+    takes the rest)."""
+    from firmware import measure_heap
+    from host_tools import cli, inspect
+
+    files = [os.path.join(GOLDEN, "graph_f32.mpyl"), os.path.join(GOLDEN, "graph_int8.mpyl")]
+    kws = str(tmp_path / "kws_int8.mpyl")
+    assert cli.main(["pack", os.path.join(GOLDEN, "tflite", "kws_int8.tflite"), "-o", kws, "-q"]) == 0
+    files.append(kws)
+    image = romfs_image([(os.path.basename(f), open(f, "rb").read()) for f in files])
+    calls = []
+    for f in files:
+        heap = inspect.graph_report(inspect.open_container(f)[0])["heap"]
+        name = os.path.basename(f)
+        calls.append("measure(%r)\nprint('FITS', %r, _fits(%r, %d))\n" % (name, name, name, heap["free"]))
+    rc, results, err = pico([measure_heap.BOARD_CODE] + calls, image)
+    assert rc == 0 and all(r.get("err", "") == "" for r in results), (err, results)
+    out = "".join(r.get("out", "") for r in results)
+    for f in files:
+        name = os.path.basename(f)
+        heap = inspect.graph_report(inspect.open_container(f)[0])["heap"]
+        line = [ln for ln in out.splitlines() if ln.startswith("HEAP ('%s'" % name)]
+        assert line, out
+        _n, opened, model, first, arena, scratch, _free = eval(line[0][5:])
+        assert (arena, scratch) == (heap["arena"], heap["scratch"])
+        kept = opened + model + first
+        assert abs(heap["kept"] - kept) <= 0.2 * kept, (name, heap, kept)
+        assert "FITS %s True" % name in out, (name, heap, out)
 
 
 def test_firmware_fits_below_romfs():
@@ -109,20 +169,35 @@ def _tests_image():
 
 
 @pytest.fixture(scope="module")
-def runtime_results(pico):
-    image = _tests_image()
-    # The Pico's own littlefs cannot be written in the emulator (no flash programming): the
-    # tests that write files get a 16 KB littlefs RAM disk at /tmp, as on the qemu boards.
-    scripts = [RAMDISK % 32] + [CASE.format(mod=m, func=f) for m, f in RUNTIME_CASES]
-    rc, results, err = pico(scripts, image)
-    assert rc == 0, err
-    assert results[0]["err"] == "", results[0]
-    return {case: res for case, res in zip(RUNTIME_CASES, results[1:])}
+def tests_image():
+    return _tests_image()
+
+
+@pytest.fixture(scope="module")
+def runtime_results(pico, tests_image):
+    """results(module) -> {(module, func): result}: one boot per test module, run on first use
+    (a module that faults or runs out of time fails its own tests only)."""
+    done = {}
+
+    def results(module):
+        if module not in done:
+            cases = [c for c in RUNTIME_CASES if c[0] == module]
+            # The tests that write files get a 16 KB littlefs RAM disk at /tmp, as on the qemu
+            # boards (the harness emulates flash programming, so the Pico's own littlefs at /
+            # would do too, but the runtime tests expect the same /tmp on every board).
+            scripts = [RAMDISK % 32] + [CASE.format(mod=m, func=f) for m, f in cases]
+            done[module] = pico(scripts, tests_image)
+        rc, res, err = done[module]
+        assert rc == 0, err
+        assert res[0]["err"] == "", res[0]
+        return dict(zip([c for c in RUNTIME_CASES if c[0] == module], res[1:]))
+
+    return results
 
 
 @pytest.mark.parametrize("module,func", RUNTIME_CASES, ids=["%s::%s" % c for c in RUNTIME_CASES])
 def test_runtime_on_pico(runtime_results, module, func):
-    res = runtime_results[(module, func)]
+    res = runtime_results(module)[(module, func)]
     if "MPY-TEST-SKIP:" in res["out"]:
         pytest.skip(res["out"].split("MPY-TEST-SKIP:", 1)[1].strip().splitlines()[0])
     assert res["err"] == "" and "MPY-TEST-OK" in res["out"], res["out"] + res["err"]

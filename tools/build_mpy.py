@@ -4,6 +4,7 @@
 
 The native/viper kernels need an architecture: -march=host (this machine, what the unix port
 in .venv runs) unless the options name another (armv6m for RP2040, xtensawin for ESP32-S3).
+_thumb.py (ARM assembler) is compiled for ARM architectures only.
 Writes OUTDIR/mpy_lazy/<module>.mpy (and ops/<op>.mpy); copy that directory to a board (mpremote cp -r) or use
 `mpremote mip install` with package.json for the .py sources."""
 import os
@@ -31,8 +32,11 @@ def build(outdir, extra=()):
     extra = list(extra)
     if not any(a.startswith("-march=") for a in extra):
         extra.append("-march=host")
+    arch = [a for a in extra if a.startswith("-march=")][-1][7:]
     done, errors = [], []
     for name in _sources():
+        if name == "_thumb.py" and not arch.startswith("arm"):
+            continue  # ARM Thumb assembler: only for ARM cores (kernels.py does without it)
         out = os.path.join(outdir, "mpy_lazy", name[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
         # -s: the name recorded in tracebacks; output to a temp file, renamed when all built

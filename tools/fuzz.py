@@ -1,6 +1,7 @@
 """Fuzz the runtime's container reader and graph runner on CPython and on the MicroPython unix port.
 
     python tools/fuzz.py --count 100000 --seed 7     # both interpreters, prints the figures
+    python tools/fuzz.py --count 1000000 --micropython-count 100000   # the first 10^5 on both
     python tools/fuzz.py --graphs --count 20000      # containers with a model, descriptions mutated
     python tools/fuzz.py --atheris -runs=200000      # coverage-guided (atheris), CPython only
 
@@ -124,11 +125,17 @@ def _work(m):
     return w
 
 
-def _inputs(m):
+_NONFINITE = (float("nan"), float("inf"), float("-inf"), 3.4e38, -3.4e38, 1e-45)
+
+
+def _inputs(m, nonfinite=False):
+    """Deterministic inputs; with nonfinite, the float ones hold NaN, +-Inf and extremes too."""
     out = []
     for v in m.inputs:
         if v.dtype == "i8":
             out.append([(i * 37) % 256 - 128 for i in range(v.size)])
+        elif nonfinite:
+            out.append([_NONFINITE[i % 6] if i % 3 == 0 else ((i * 7) % 13) / 6.0 - 1.0 for i in range(v.size)])
         else:
             out.append([((i * 7) % 13) / 6.0 - 1.0 for i in range(v.size)])
     return out
@@ -163,7 +170,7 @@ def graph_verdict(c):
     bad = _requant_out_of_range(m)
     if bad:  # running it would shift by up to 2**31 bits (a hang / a 200 MB int on 'pure')
         return "OTHER unchecked requant tensor: %s" % bad
-    xs = _inputs(m)
+    xs = _inputs(m, c._meta_get("fuzz") == "nonfinite")
     digests = []
     paths = kernels.available()
     try:
@@ -215,11 +222,12 @@ def graph_result(c):
         return "OTHER %s: %s" % (type(e).__name__, str(e).split("\n")[0][:100])
 
 
-def run_records(path, start=0):
-    """Driver: print '<index> <verdict>' for each record of `path` from index `start`."""
+def run_records(path, start=0, stop=None):
+    """Driver: print '<index> <verdict>' for each record of `path` from index `start` (up to
+    index `stop`, excluded)."""
     f = open(path, "rb")
     i = 0
-    while True:
+    while stop is None or i < stop:
         head = f.read(4)
         if len(head) < 4:
             break
@@ -244,13 +252,13 @@ def _micropython():
     return env or (here if os.path.exists(here) else shutil.which("micropython"))
 
 
-def _command(interp, path, start):
+def _command(interp, path, start, stop):
     import os
 
     tools = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(tools)
-    code = "import sys\nsys.path[:0] = [%r, %r]\nimport fuzz\nfuzz.run_records(%r, %d)\n" % (
-        root, tools, path, start)
+    code = "import sys\nsys.path[:0] = [%r, %r]\nimport fuzz\nfuzz.run_records(%r, %d, %d)\n" % (
+        root, tools, path, start, stop)
     if interp == "micropython":
         return [_micropython(), "-c", code]
     return [sys.executable, "-c", code]
@@ -264,7 +272,7 @@ def _run_batch(interp, path, count, timeout):
     out = [None] * count
     start = 0
     while start < count:
-        p = subprocess.Popen(_command(interp, path, start), stdout=subprocess.PIPE,
+        p = subprocess.Popen(_command(interp, path, start, count), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
             stdout, stderr = p.communicate(timeout=timeout)
@@ -287,18 +295,23 @@ def _run_batch(interp, path, count, timeout):
     return out
 
 
-def run(count, seed, jobs=2, log=print, graphs=False):
+def run(count, seed, jobs=2, log=print, graphs=False, mp_count=None):
     """Run `count` inputs of the seeded corpus (graphs: of containers with a model, their
-    descriptions mutated) on both interpreters; returns the figures."""
+    descriptions mutated) on CPython, the first `mp_count` (default: all) on MicroPython too;
+    returns the figures."""
     import fuzz_corpus
 
     inputs = fuzz_corpus.graph_corpus(count, seed) if graphs else fuzz_corpus.corpus(count, seed)
-    return run_inputs(inputs, count, seed, jobs, log)
+    return run_inputs(inputs, count, seed, jobs, log, mp_count)
 
 
-def run_inputs(inputs, count, seed=None, jobs=2, log=print):
-    """Run `count` inputs (an iterable of bytes) on both interpreters, `jobs` processes
-    each; returns the figures (a dict)."""
+PART = 10000  # inputs per driver process (a hang is detected per part: its timeout scales with it)
+
+
+def run_inputs(inputs, count, seed=None, jobs=2, log=print, mp_count=None):
+    """Run `count` inputs (an iterable of bytes) on CPython and the first `mp_count` (default:
+    all) on MicroPython, `jobs` processes per interpreter; returns the figures (a dict). The
+    inputs are written to temp files in parts of at most PART records."""
     import itertools
     import os
     import tempfile
@@ -307,6 +320,7 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print):
 
     import fuzz_corpus
 
+    mp_count = count if mp_count is None else min(mp_count, count)
     t0 = time.time()
     inputs = iter(inputs)
     sizes = []
@@ -316,25 +330,27 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print):
             sizes.append(len(b))
             yield b
 
-    timeout = 60 + 0.05 * count
     with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-") as tmp:
-        parts, step = [], (count + jobs - 1) // jobs
+        parts, step = [], min(PART, max(1, (count + jobs - 1) // jobs))
         for k in range(0, count, step):
             path = os.path.join(tmp, "part%d.bin" % len(parts))
-            parts.append((path, fuzz_corpus.write_records(path, sized(itertools.islice(inputs, step)))))
+            n = fuzz_corpus.write_records(path, sized(itertools.islice(inputs, step)))
+            parts.append((path, k, n))
         gen = time.time() - t0
-        with ThreadPoolExecutor(2 * len(parts)) as ex:
-            futures = {interp: [ex.submit(_run_batch, interp, path, n, timeout) for path, n in parts]
-                       for interp in ("cpython", "micropython")}
-            verdicts = {interp: [v for f in fs for v in f.result()] for interp, fs in futures.items()}
+        with ThreadPoolExecutor(jobs) as cex, ThreadPoolExecutor(jobs) as mex:
+            cf = [cex.submit(_run_batch, "cpython", path, n, 60 + 0.05 * n) for path, k, n in parts]
+            mf = [mex.submit(_run_batch, "micropython", path, min(n, mp_count - k), 60 + 0.05 * n)
+                  for path, k, n in parts if k < mp_count]
+            verdicts = {"cpython": [v for f in cf for v in f.result()],
+                        "micropython": [v for f in mf for v in f.result()]}
     figures = {"count": len(sizes), "seed": seed, "seconds": round(time.time() - t0, 1),
                "corpus_seconds": round(gen, 1), "total_bytes": sum(sizes),
-               "largest_input": max(sizes, default=0)}
+               "largest_input": max(sizes, default=0), "mp_count": mp_count}
     for interp, vs in verdicts.items():
         f = {"inputs": len(vs), "ok": 0, "ok_bad_crc": 0, "refused": 0, "crashes": 0, "hangs": 0,
              "out_of_bounds": 0, "other_exceptions": 0, "examples": [],
              "graphs": 0, "graph_ran": 0, "graph_refused": 0, "graph_skipped": 0, "graph_other": 0,
-             "graph_mismatch": 0}
+             "graph_mismatch": 0, "other_messages": {}}
         for i, v in enumerate(vs):
             v, _, g = v.partition(" | ")  # container verdict | graph runner verdict
             key = ("ok_bad_crc" if v.count(" ") == 2 else "ok") if v.startswith("ok") else {
@@ -348,10 +364,13 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print):
                         "heavy": "graph_skipped", "MISMATCH": "graph_mismatch"}.get(g.split(" ")[0], "graph_other")
                 f[gkey] += 1
                 bad = bad or gkey in ("graph_other", "graph_mismatch")
+                if gkey == "graph_other":
+                    f["other_messages"][g] = f["other_messages"].get(g, 0) + 1
             if bad and len(f["examples"]) < 5:
                 f["examples"].append((i, v + (" | " + g if g else "")))
         figures[interp] = f
-    mism = [(i, a, b) for i, (a, b) in enumerate(zip(verdicts["cpython"], verdicts["micropython"])) if a != b]
+    mism = [(i, a, b) for i, (a, b) in enumerate(zip(verdicts["cpython"], verdicts["micropython"]))
+            if _comparable(a) != _comparable(b)]
     figures["mismatches"] = len(mism)
     figures["mismatch_examples"] = mism[:5]
     fields = {}
@@ -365,6 +384,15 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print):
     if log:
         report(figures, log)
     return figures
+
+
+def _comparable(v):
+    """A verdict as compared across interpreters: an exception's message differs between them
+    (each is counted as a failure anyway), so only its type is compared."""
+    out = []
+    for part in v.split(" | "):
+        out.append(" ".join(part.split(" ")[:2]).rstrip(":") if part.startswith("OTHER") else part)
+    return " | ".join(out)
 
 
 def report(f, log=print):
@@ -381,7 +409,9 @@ def report(f, log=print):
                 x["graph_skipped"], x["graph_other"], x["graph_mismatch"]))
         for ex in x["examples"]:
             log("    input %d: %s" % ex)
-    log("mismatches between interpreters: %d" % f["mismatches"])
+        for msg, n in sorted(x["other_messages"].items(), key=lambda kv: -kv[1])[:8]:
+            log("    %d x %s" % (n, msg))
+    log("mismatches between interpreters: %d (over the %d inputs both ran)" % (f["mismatches"], f["mp_count"]))
     for ex in f["mismatch_examples"]:
         log("    input %d: cpython %r, micropython %r" % ex)
     log("refused by field: " + ", ".join("%s %d" % kv for kv in f["refused_by_field"].items()))
@@ -443,10 +473,18 @@ def main(argv=None):
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2, help="processes per interpreter")
+    p.add_argument("--micropython-count", type=int, metavar="N", help="run only the first N inputs on "
+                   "MicroPython too (default: all); the rest on CPython alone")
+    p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     p.add_argument("--graphs", action="store_true", help="fuzz the graph runner: containers with a model "
                    "whose description (and now and then tensors) are mutated")
     args = p.parse_args(argv)
-    f = run(args.count, args.seed, args.jobs, graphs=args.graphs)
+    f = run(args.count, args.seed, args.jobs, graphs=args.graphs, mp_count=args.micropython_count)
+    if args.json:
+        import json
+
+        with open(args.json, "w") as out:
+            json.dump(f, out, indent=1)
     return 1 if failed(f) else 0
 
 

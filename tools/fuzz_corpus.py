@@ -121,8 +121,9 @@ def random_container(rng):
         if e.quant == 2:
             e.scales_index = index[e.name + "#scales"]
     meta = [("format", "mpy-lazy/1.0"), ("source", "fuzz")]
-    for k in range(rng.choice((0, 0, 1, 3))):
-        meta.append(("k%d%s" % (k, rng.choice(("", "é", "🙂"))), rng.choice(("", "v", "ünï", "x" * 40))))
+    # now and then many entries (amplification needs entries to share bytes: m_meta_share)
+    for k in range(rng.choice((0, 0, 1, 3, 0, 1, 3, 24))):
+        meta.append(("k%d%s" % (k, rng.choice(("", "é", "🙂"))), rng.choice(("", "v", "ünï", "x" * 40, "ß中" * 12))))
     layout = Layout(entries, meta, rng.choice((4, 8, 16, 16, 16, 32, 64, 256, 4096)))
     buf = bytearray(layout.file_size)
     for e in entries:
@@ -289,6 +290,76 @@ def m_tensor_flags(rng, buf):
     return buf
 
 
+def _strings(buf):
+    return get(buf, HEADER, "strings_offset"), get(buf, HEADER, "strings_size")
+
+
+def _window(rng, buf):
+    """(offset, length) of a random span of the string table (a window other spans may share)."""
+    _, ssize = _strings(buf)
+    a = rng.randrange(ssize + 1) if ssize else 0
+    return a, rng.randrange(ssize - a + 1) if ssize > a else 0
+
+
+def m_meta_share(rng, buf):
+    """Metadata amplification: many entries point at the same bytes (one value, one key, or
+    overlapping windows) so that a reader validating per entry would do quadratic work."""
+    n = min(get(buf, HEADER, "meta_count"), 4096)
+    moff = get(buf, HEADER, "meta_offset")
+    what = rng.randrange(4)
+    shared = _window(rng, buf)
+    for k in range(n):
+        base = moff + 16 * k
+        if what == 0:  # every value the same span
+            put(buf, META, "value_offset", shared[0], base)
+            put(buf, META, "value_len", shared[1], base)
+        elif what == 1:  # every value a window starting one byte further
+            put(buf, META, "value_offset", shared[0] + k, base)
+            put(buf, META, "value_len", max(0, shared[1] - k), base)
+        elif what == 2:  # keys overlapping windows (mostly distinct, some equal)
+            put(buf, META, "key_offset", shared[0] + k // 2, base)
+            put(buf, META, "key_len", max(1, shared[1] // 2), base)
+        else:  # random windows
+            w = _window(rng, buf)
+            put(buf, META, rng.choice(("value_offset", "key_offset")), w[0], base)
+            put(buf, META, rng.choice(("value_len", "key_len")), w[1], base)
+    return buf
+
+
+def m_name_share(rng, buf):
+    """Tensor names pointing at shared / overlapping bytes of the string table."""
+    bases = _entry_bases(buf)
+    if bases:
+        off = rng.randrange(max(1, get(buf, HEADER, "strings_size")))
+        n = rng.choice((1, 7, 64, 254, 255))
+        for k, base in enumerate(bases):
+            put(buf, ENTRY, "name_offset", off + (k * rng.choice((0, 1, 2))), base)
+            put(buf, ENTRY, "name_len", n, base)
+    return buf
+
+
+_NONFINITE = (float("nan"), float("inf"), float("-inf"), -float("nan"), 3.4e38, 1e-45)
+
+
+def m_nonfinite(rng, buf):
+    """NaN / Inf (and the f32 extremes) written into an f32 or f16 tensor's data, its data CRC
+    recomputed (the values are what changes, the container stays valid) or not."""
+    bases = [b for b in _entry_bases(buf) if get(buf, ENTRY, "dtype", b) in (1, 2)]
+    if bases:
+        base = rng.choice(bases)
+        off, nbytes = get(buf, ENTRY, "data_offset", base), get(buf, ENTRY, "nbytes", base)
+        f16 = get(buf, ENTRY, "dtype", base) == 2
+        step = 2 if f16 else 4
+        count = nbytes // step
+        if off + nbytes <= len(buf) and count:
+            for _ in range(rng.choice((1, 2, count))):
+                at = off + step * rng.randrange(count)
+                struct.pack_into("<e" if f16 else "<f", buf, at, rng.choice(_NONFINITE[:4] if f16 else _NONFINITE))
+            if rng.random() < 0.8:
+                put(buf, ENTRY, "data_crc", zlib.crc32(buf[off : off + nbytes]), base)
+    return buf
+
+
 def m_splice(rng, buf):
     """Copy a random run of bytes over another place (entries over headers, strings over tables)."""
     if len(buf) > 8:
@@ -301,7 +372,7 @@ def m_splice(rng, buf):
 MUTATIONS = (m_bitflip, m_bitflip, m_truncate, m_shrink, m_grow, m_header_field, m_header_field,
              m_entry_field, m_entry_field, m_entry_field, m_meta_field, m_huge_count, m_overlap,
              m_misalign, m_dtype, m_bad_utf8, m_duplicate_name, m_swap_entries, m_version_flags,
-             m_tensor_flags, m_splice)
+             m_tensor_flags, m_splice, m_meta_share, m_meta_share, m_name_share, m_nonfinite)
 
 
 def mutate(rng, data):
@@ -465,7 +536,13 @@ softmax"""
 GRAPH_NUMBERS = ("0", "1", "-1", "2", "3", "127", "128", "-128", "-129", "255", "256", "4095", "4096", "4097",
                  "65535", "65536", "16777216", "16777217", "2147483647", "2147483648", "-2147483648",
                  "4294967296", "1e38", "1e39", "1e-45", "-0.0", "0.0", "nan", "inf", "-inf", "0x10", "1_0",
-                 "", "1,1", "1,1,1", "1,1,1,1", "1,1,1,1,1", ",".join(["1"] * 9), "-1,-1", "3,-1")
+                 "", "1,1", "1,1,1", "1,1,1,1", "1,1,1,1,1", ",".join(["1"] * 9), "-1,-1", "3,-1",
+                 "3000", "30000", "1000000000", "4096,4096,1", "65535,65535", "1e-45,0", "3.4e38,127",
+                 "1.1754944e-38,-128", "3.5e38,0", "1e-45,-128")
+# one element of a list (q=scale,zp; m=multipliers,shifts; pad=t,l,b,r; shape=...) at a limit
+GRAPH_ELEMENTS = ("0", "1", "-1", "127", "-128", "128", "-129", "4096", "4097", "65535", "65536",
+                  "2147483647", "-2147483648", "30", "31", "-31", "-32", "1e-45", "1.1754944e-38",
+                  "3.4e38", "3.5e38", "1e308", "nan", "inf", "1000000000", "3000")
 GRAPH_WORDS = ("x", "y", "a", "b", "zz", "x,x", "x,y", "a,a,a", "", "f32", "i8", "i16", "hwc", "chw", "nchw",
                "ohwi", "oihw", "1hwo", "o1hw", "oi", "io", "none", "relu", "relu6", "gelu", "é", "\x00", "#")
 
@@ -611,7 +688,25 @@ def g_chars(rng, text):
     return text[:i] + rng.choice((",", "=", " ", "  ", "\t", "\r", "\n", "#", "-", "9", "é", ",,")) + text[i:]
 
 
-GRAPH_MUTATIONS = (g_number, g_number, g_number, g_word, g_word, g_op, g_key, g_key, g_lines, g_chars)
+def g_element(rng, text):
+    """One element of a comma-separated list (or of a single number) set to a limit: a q= scale
+    of 1e-45 with a real zero point, one requantization shift of 31, one pad of 4096."""
+    lines = _lines(text)
+    i = rng.randrange(len(lines))
+    toks = lines[i].split(" ")
+    spots = [k for k, t in enumerate(toks) if "=" in t and t.split("=", 1)[1][:1] in "-0123456789."]
+    if spots:
+        k = rng.choice(spots)
+        key, val = toks[k].split("=", 1)
+        parts = val.split(",")
+        parts[rng.randrange(len(parts))] = rng.choice(GRAPH_ELEMENTS)
+        toks[k] = key + "=" + ",".join(parts)
+        lines[i] = " ".join(toks)
+    return "\n".join(lines)
+
+
+GRAPH_MUTATIONS = (g_number, g_number, g_number, g_word, g_word, g_op, g_key, g_key, g_lines, g_chars,
+                   g_element, g_element)
 
 
 def mutate_tensors(rng, tensors):
@@ -624,6 +719,11 @@ def mutate_tensors(rng, tensors):
         k = rng.randrange(len(shape))
         shape[k] = max(1, shape[k] + rng.choice((-1, 1)))
         shape = tuple(shape) if rng.random() < 0.8 or len(shape) == 4 else tuple(shape) + (1,)
+    elif dt == "f32" and rng.random() < 0.5:  # non-finite weights (pack refuses them; verify reports them)
+        vals = list(struct.unpack("<%df" % (len(data) // 4), data))
+        for _ in range(rng.choice((1, 2, len(vals)))):
+            vals[rng.randrange(len(vals))] = rng.choice(_NONFINITE)
+        data = struct.pack("<%df" % len(vals), *vals)
     else:
         data = rng.randbytes(len(data))
     tensors[name] = (dt, shape, data)
@@ -643,8 +743,11 @@ def graph_corpus(count, seed):
                 text = rng.choice(GRAPH_MUTATIONS)(rng, text)
             if rng.random() < 0.125:
                 tensors = mutate_tensors(rng, tensors)
+        meta = [(key, text)]
+        if rng.random() < 0.25:  # the runner is fed NaN / Inf inputs (tools/fuzz.py)
+            meta.append(("fuzz", "nonfinite"))
         try:
-            yield graph_container(tensors, [(key, text)])
+            yield graph_container(tensors, meta)
         except UnicodeEncodeError:  # a lone surrogate cannot be written: not a container
             yield graph_container(tensors, [(key, "")])
 

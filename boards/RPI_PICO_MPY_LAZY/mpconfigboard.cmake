@@ -18,3 +18,16 @@ set(MICROPY_FROZEN_MANIFEST ${MICROPY_BOARD_DIR}/manifest.py)
 # is set in the directory that adds frozen_content.c (py/mkrules.cmake) to the firmware target.
 set_source_files_properties(${CMAKE_BINARY_DIR}/frozen_content.c PROPERTIES
     COMPILE_OPTIONS "-Daligned(n)=aligned((n) < 4 ? 4 : (n))")
+
+# Containers frozen with `mpy-lazy freeze` stay in flash, aligned, read in place: after
+# makemanifest.py writes frozen_content.c, boards/frozen_align.py gives every container's bytes
+# constant its alignment (the C compiler puts a string literal at any address). The target that
+# runs makemanifest.py is made by py/mkrules.cmake, later in this directory: defer until then.
+cmake_language(DEFER CALL mpy_lazy_align_frozen)
+function(mpy_lazy_align_frozen)
+    if(TARGET BUILD_FROZEN_CONTENT)
+        add_custom_command(TARGET BUILD_FROZEN_CONTENT POST_BUILD
+            COMMAND ${Python3_EXECUTABLE} ${MICROPY_BOARD_DIR}/../frozen_align.py ${MICROPY_FROZEN_CONTENT}
+            VERBATIM)
+    endif()
+endfunction()

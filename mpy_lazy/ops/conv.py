@@ -76,7 +76,9 @@ class Op(Base):
             self.param("requant", "m", (2, oc), "i32", init)
             if hasb:
                 self.param("bias", "b", (oc,), "i32", init)
-            self.scratch = ow * oc + kh * kw * cpg  # a row of accumulators, one pixel's window
+            # a row of accumulators, then one pixel's window (conv2d) or a row of C zero
+            # points that padded taps read (depthwise in assembler)
+            self.scratch = ow * oc + (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg)
         else:
             self.geom = geom
             self.pads = pad
@@ -105,6 +107,11 @@ class Op(Base):
         v = self.weight.view
         self.wt = None if v is not None and v.dtype == "f16" else typed(self.weight, "f32")
         self.bv = typed(self.bias, "f32") if self.hasb else None
+        # the ndarray path pads the input into an unplanned scratch: only for pads of a usual
+        # size (a huge dilation with a huge pad is legal, and runs on the scalar loop)
+        g = self.geom
+        hp, wp = g[0] + g[12] + self.pads[2], g[1] + g[13] + self.pads[3]
+        self.ndok = hp * wp <= 4 * g[0] * g[1] + 1024
 
     def run(self):
         if self.y.dtype == "i8":
@@ -114,7 +121,7 @@ class Op(Base):
             else:
                 k.conv(self.b, self.p)
             return
-        if kernels.nd() and self.m.nd is not None and _numpy():
+        if kernels.nd() and self.m.nd is not None and self.ndok and _numpy():
             return self._run_nd()
         self._run_float()
 

@@ -23,7 +23,7 @@ class Op(Base):
             lo, hi = clamp(kv, n)
             # the kernel's parameter layout (mpy_lazy/_pure.py, "dense p"); prepare() writes XO, YO
             self.p = ints((0, 0, n_out, kv["q"][1], lo, hi, 0, 0, n_in, self.dims[2], self.dims[3],
-                           ins[0].q[1], 1 if hasb else 0))
+                           1 if hasb else 0))
             self.param("weight", "w", wshape, "i8", init)
             self.param("requant", "m", (2, n_out), "i32", init)
             if "b" in kv:
@@ -44,7 +44,7 @@ class Op(Base):
         if y.dtype == "i8":
             p = self.p
             p[6], p[7] = x.offset, y.offset
-            bias = kbuf(self.bias, "i32") if p[12] else p
+            bias = kbuf(self.bias, "i32") if p[11] else p
             check_requant(self, typed(self.requant, "i32"), n_out)
             self.b = (m.arena, kbuf(self.weight, "i8"), bias, kbuf(self.requant, "i32"),
                       i32(scr[:4 * n_out], n_out), i32(scr[4 * n_out:], n_in))

@@ -5,6 +5,26 @@ import array
 
 from . import Op as Base
 
+_F32 = array.array("f", (0.0,))  # rounds a quotient to float32, as TFLM divides
+
+
+def to_int8(f, s, z):
+    """round(f / s) + z, half away from zero, saturated to int8; the quotient rounded to
+    float32 first (TFLM's float division, also where floats are doubles). +-Inf saturate like
+    any large value; NaN gives z (the code of 0.0: TFLM leaves it undefined)."""
+    r = f / s
+    if r != r:
+        r = 0.0
+    elif r > 256.0:  # beyond the int8 range whatever z is; keeps inf out of int()
+        r = 256.0
+    elif r < -256.0:
+        r = -256.0
+    _F32[0] = r
+    r = _F32[0]
+    r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
+    r += z
+    return -128 if r < -128 else (127 if r > 127 else r)
+
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
@@ -21,7 +41,6 @@ class Op(Base):
 
     def prepare(self, m, scr=None):
         self.m = m
-        self.t = array.array("f", (0.0,))  # rounds a quotient to float32, as TFLM divides
 
     def run(self):
         m = self.m
@@ -30,13 +49,8 @@ class Op(Base):
         if self.name == "quantize":
             s, z = y.q
             a, f = m.arena, m.farena
-            t = self.t
             for i in range(y.size):
-                t[0] = f[xo + i] / s  # float32(a / b) even where floats are doubles
-                r = t[0]
-                r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
-                r += z
-                a[yo + i] = -128 if r < -128 else (127 if r > 127 else r)
+                a[yo + i] = to_int8(f[xo + i], s, z)
         else:
             s, z = x.q
             a, f = m.arena, m.farena

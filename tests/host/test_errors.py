@@ -109,12 +109,14 @@ def test_container_over_4_gib(cli, tmp_path, out):
     path = _safetensors_raw(tmp_path / "huge.safetensors", header)
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) + 8 * n)
-    assert "4 GiB" in _fails_cleanly(cli, out, path)
+    line = _fails_cleanly(cli, out, path)  # first the --max-bytes limit (default 512 MiB)
+    assert "5000000000 bytes" in line and "--max-bytes" in line, line
+    assert "4 GiB" in _fails_cleanly(cli, out, path, "--max-bytes", "100G")
     header = {"a": {"dtype": "F32", "shape": [2 * n], "data_offsets": [0, 8 * n]}}
     path = _safetensors_raw(tmp_path / "one.safetensors", header)
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) + 8 * n)
-    line = _fails_cleanly(cli, out, path)
+    line = _fails_cleanly(cli, out, path, "--max-bytes", "100G")
     assert "'a'" in line and "4 GiB" in line
 
 

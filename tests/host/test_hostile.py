@@ -245,7 +245,13 @@ def test_nan_and_inf_name_the_tensor(cli, tmp_path):
             assert "'b.bad'" in line and "m.safetensors" in line and "NaN or Inf" in line, line
             assert out.read_bytes() == b"previous contents"
             assert sorted(os.listdir(tmp_path)) == ["m.safetensors", "q.mpyl"]
-        cli.ok("pack", src, "-o", tmp_path / "f32.mpyl", "-q")  # stored as f32: kept as they are
+        line = cli.fails("pack", src, "-o", tmp_path / "f32.mpyl")  # float storage: refused unless asked
+        assert "'b.bad'" in line and "m.safetensors" in line and "--allow-nonfinite" in line, line
+        assert sorted(os.listdir(tmp_path)) == ["m.safetensors", "q.mpyl"]
+        cli.ok("pack", src, "-o", tmp_path / "f32.mpyl", "-q", "--allow-nonfinite")  # kept as they are
+        line = cli.fails("verify", tmp_path / "f32.mpyl")  # and verify reports them
+        assert "'b.bad'" in line and ("1 NaN" in line if bad_value != bad_value else "1 Inf" in line), line
+        assert cli.ok("verify", tmp_path / "f32.mpyl", "--allow-nonfinite").endswith("OK (structure and 3 tensor CRCs)\n")
         (tmp_path / "f32.mpyl").unlink()
     # a float64 value beyond the float32 range
     src = tmp_path / "big.npz"

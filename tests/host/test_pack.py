@@ -68,20 +68,23 @@ def test_torch_state_dict(cli, tmp_path, torch_mod):
 
 
 def test_torch_checkpoint_bf16_f64_and_legacy_format(cli, tmp_path, torch_mod):
+    # a checkpoint {'epoch', 'model': state_dict}: the model's weights, named as its state_dict
+    # names them (what mpy_lazy.load binds), and one line saying what was left out
     torch = torch_mod
     w = torch.randn(3, 4)
     ckpt = {"epoch": 7, "model": {"w16": w.to(torch.bfloat16), "w64": w.double(),
                                   "mask": torch.tensor([True, False])}}
     torch.save(ckpt, tmp_path / "ckpt.pth", _use_new_zipfile_serialization=False)
-    cli.ok("pack", tmp_path / "ckpt.pth", "-o", tmp_path / "m.mpyl", "-q")
-    report = cli.inspect(tmp_path / "m.mpyl", values=["model.w16", "model.w64", "model.mask"])
+    out = cli.ok("pack", tmp_path / "ckpt.pth", "-o", tmp_path / "m.mpyl")
+    assert "ckpt.pth: a training checkpoint: packed its 'model' entry (3 tensors), left out 'epoch'\n" in out
+    report = cli.inspect(tmp_path / "m.mpyl", values=["w16", "w64", "mask"])
     rows = by_name(report)
-    assert set(rows) == {"model.w16", "model.w64", "model.mask"}
-    assert rows["model.w16"]["dtype"] == "f32" and rows["model.w16"]["source_dtype"] == "bf16"
-    assert values(report, "model.w16")["real"] == w.to(torch.bfloat16).double().reshape(-1).tolist()
-    assert rows["model.w64"]["source_dtype"] == "f64"
-    assert values(report, "model.w64")["real"] == w.double().reshape(-1).tolist()
-    assert rows["model.mask"]["dtype"] == "u8" and values(report, "model.mask")["values"] == [1, 0]
+    assert set(rows) == {"w16", "w64", "mask"}
+    assert rows["w16"]["dtype"] == "f32" and rows["w16"]["source_dtype"] == "bf16"
+    assert values(report, "w16")["real"] == w.to(torch.bfloat16).double().reshape(-1).tolist()
+    assert rows["w64"]["source_dtype"] == "f64"
+    assert values(report, "w64")["real"] == w.double().reshape(-1).tolist()
+    assert rows["mask"]["dtype"] == "u8" and values(report, "mask")["values"] == [1, 0]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -154,7 +157,7 @@ def test_include_exclude_rename_meta(cli, tmp_path):
            "--meta", "tool_version=test")
     report = cli.inspect(out)
     assert set(by_name(report)) == {"enc.weight", "decoder.weight"}
-    assert report["meta"] == {"format": "mpy-lazy/1.0", "tool_version": "test",
+    assert report["meta"] == {"format": "mpy-lazy/1.1", "tool_version": "test",
                               "source": "m.safetensors", "quantize": "none", "model": "tiny-net"}
     assert "no tensors selected" in cli.fails("pack", src, "-o", out, "--include", "nothing")
     assert "reserved" in cli.fails("pack", src, "-o", out, "--meta", "format=x")
@@ -230,10 +233,13 @@ def test_quantization_accuracy(cli, tmp_path):
 
 def test_nan_cannot_be_quantized(cli, tmp_path):
     src = save_safetensors(tmp_path / "m.safetensors", {"bad.w": np.array([[1, np.nan]], np.float32)})
-    cli.ok("pack", src, "-o", tmp_path / "ok.mpyl", "-q")  # stored as f32, NaN is fine
-    for mode in ("int8", "int8-channel"):
-        line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl", "--quantize", mode)
-        assert "'bad.w'" in line and "NaN" in line
+    line = cli.fails("pack", src, "-o", tmp_path / "ok.mpyl")  # refused unless asked
+    assert "'bad.w'" in line and "1 NaN" in line and "--allow-nonfinite" in line, line
+    cli.ok("pack", src, "-o", tmp_path / "ok.mpyl", "-q", "--allow-nonfinite")  # stored as f32
+    for mode in ("int8", "int8-channel"):  # int8 cannot hold a NaN, asked or not
+        for extra in ((), ("--allow-nonfinite",)):
+            line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl", "--quantize", mode, *extra)
+            assert "'bad.w'" in line and "NaN" in line
     src = save_safetensors(tmp_path / "i.safetensors", {"big": np.array([[1e5, 1]], np.float32)})
     line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl", "--quantize", "f16")
     assert "'big'" in line and "f16 range" in line

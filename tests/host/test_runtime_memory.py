@@ -14,7 +14,7 @@ from host_tools.romfs import AlignedRomWriter
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import build_mpy  # noqa: E402
 
-CORE = ("__init__", "backend", "container", "param", "module")
+CORE = ("__init__", "backend", "container", "param", "module", "_readonly")
 
 MODEL = """
 import gc, mpy_lazy

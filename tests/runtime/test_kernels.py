@@ -8,6 +8,7 @@
 import array
 import math
 import struct
+import sys
 
 from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, ref_mbqm, ref_rdbpot,
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
@@ -16,7 +17,33 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
 from mpy_lazy import _pure, backend, kernels
 
 _viper = kernels._viper
-IMPLS = [("pure", _pure)] + ([("viper", _viper)] if _viper is not None else [])
+_thumb = kernels._thumb
+
+
+class _Viper:
+    """_viper's kernels with the assembler inner loops on (the 'thumb' path) or off ('viper'),
+    whatever path kernels.use() last picked."""
+
+    def __init__(self, asm):
+        self.asm = asm
+
+    def __getattr__(self, name):
+        f = getattr(_viper, name)
+        asm = self.asm
+
+        def call(*args):
+            saved = _viper.T
+            _viper.T = asm
+            try:
+                return f(*args)
+            finally:
+                _viper.T = saved
+
+        return call
+
+
+IMPLS = [("pure", _pure)] + ([("viper", _Viper(None))] if _viper is not None else []) \
+    + ([("thumb", _Viper(_thumb))] if _thumb is not None else [])
 CASES = 8 if small_board() else 40  # random cases per kernel test
 VECTORS = 400 if small_board() else 4000  # fixed-point vectors
 
@@ -102,23 +129,20 @@ class Arena:
 
 def run_each(build, expected, what):
     """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`."""
-    got = []
     for name, mod in IMPLS:
         fn, out = build(mod)
         fn()
-        vals = [out[i] for i in range(len(out))]
         for i in range(len(expected)):
-            if vals[i] != expected[i]:
-                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, vals[i], expected[i]))
-        got.append(vals)
-    return got
+            if out[i] != expected[i]:
+                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, out[i], expected[i]))
 
 
 # --- fixed point ------------------------------------------------------------------------------
 
 def fixed_point_vectors(r, n):
-    """(x, m, s) with x << s within int32 for s > 0 (TFLM's domain)."""
-    out = []
+    """(x, m, s) int32 arrays with x << s within int32 for s > 0 (TFLM's domain). Arrays, not
+    a list of tuples: thousands of live big ints scattered over a board's heap fragment it."""
+    xs, ms, ss = array.array("i", bytes(4 * n)), array.array("i", bytes(4 * n)), array.array("i", bytes(4 * n))
     for i in range(n):
         x = EDGE_ACC[i % len(EDGE_ACC)] if i < 3 * len(EDGE_ACC) or r.chance(4) else r.int(INT32_MIN, INT32_MAX)
         m = r.pick(EDGE_M) if r.chance(3) else r.int(0, INT32_MAX)
@@ -126,8 +150,8 @@ def fixed_point_vectors(r, n):
         if s > 0:
             while not INT32_MIN <= x * (1 << s) <= INT32_MAX:
                 x = c_div(x, 2)
-        out.append((x, m, s))
-    return out
+        xs[i], ms[i], ss[i] = x, m, s
+    return xs, ms, ss
 
 
 def test_fixed_point_primitives_match_gemmlowp():
@@ -150,7 +174,9 @@ def test_fixed_point_primitives_match_gemmlowp():
     # rounding ties go away from zero
     assert ref_rdbpot(3, 1) == 2 and ref_rdbpot(-3, 1) == -2 and ref_rdbpot(-5, 2) == -1
     assert _pure.rdbpot(-3, 1) == -2 and _pure.rdbpot(-1, 1) == -1 and _pure.rdbpot(1, 1) == 1
-    for x, m, s in fixed_point_vectors(r, VECTORS):
+    xs, ms, ss = fixed_point_vectors(r, VECTORS)
+    for i in range(VECTORS):
+        x, m, s = xs[i], ms[i], ss[i]
         assert _pure.mbqm(x, m, s) == ref_mbqm(x, m, s), (x, m, s)
 
 
@@ -183,9 +209,11 @@ def test_viper_srdhm_and_rdbpot():
     r = Lcg(2)
     t = array.array("i", (0, 0, 0, 0))
     edges = EDGE_ACC + (3, -3)
-    pairs = [(a, b) for a in edges for b in edges]
-    pairs += [(r.int(INT32_MIN, INT32_MAX), r.int(INT32_MIN, INT32_MAX)) for _ in range(VECTORS)]
-    for a, b in pairs:
+    for i in range(len(edges) ** 2 + VECTORS):
+        if i < len(edges) ** 2:
+            a, b = edges[i // len(edges)], edges[i % len(edges)]
+        else:
+            a, b = r.int(INT32_MIN, INT32_MAX), r.int(INT32_MIN, INT32_MAX)
         t[0], t[1] = a, b
         _viper._srdhm(t)
         assert t[2] == ref_srdhm(a, b), (a, b, t[2])
@@ -200,27 +228,30 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
     """requant() over thousands of (acc, m, s): raw mode (OC < 0: the bare mbqm results into an
     int32 array, one channel per element) and int8 mode (zero point, clamp), every impl."""
     r = Lcg(3)
-    vecs = fixed_point_vectors(r, VECTORS)
-    n = len(vecs)
-    acc = [v[0] for v in vecs]
-    mq = [v[1] for v in vecs] + [v[2] for v in vecs]
-    want_raw = [ref_mbqm(x, m, s) for x, m, s in vecs]
+    n = VECTORS
+    acc, ms, ss = fixed_point_vectors(r, n)
+    mq = ms + ss
+    want = array.array("i", bytes(4 * (n + 3)))
+    for i in range(n):
+        want[2 + i] = ref_mbqm(acc[i], ms[i], ss[i])
 
     def raw(mod):
         out = array.array("i", bytes(4 * (n + 3)))
         p = array.array("i", (2, n, -n, 99, -128, 127))
-        return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), out, p)), out
+        return (lambda: mod.requant(acc, mq, out, p)), out
 
-    run_each(raw, [0, 0] + want_raw + [0], "requant raw")
+    run_each(raw, want, "requant raw")
     for zy, lo, hi in ((0, -128, 127), (-128, -128, 127), (127, -128, 127), (5, -7, 9), (-3, 0, 0)):
-        want = [ref_requant(x, m, s, zy, lo, hi) for x, m, s in vecs]
+        want = array.array("b", bytes(n + 1))
+        for i in range(n):
+            want[1 + i] = ref_requant(acc[i], ms[i], ss[i], zy, lo, hi)
 
         def int8(mod):
             out = array.array("b", bytes(n + 1))
             p = array.array("i", (1, n, n, zy, lo, hi))  # OC = n: one channel per element
-            return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), out, p)), out
+            return (lambda: mod.requant(acc, mq, out, p)), out
 
-        run_each(int8, [0] + want, "requant int8 %d %d %d" % (zy, lo, hi))
+        run_each(int8, want, "requant int8 %d %d %d" % (zy, lo, hi))
 
 
 def test_requant_paths_agree_when_the_shift_overflows():
@@ -231,21 +262,24 @@ def test_requant_paths_agree_when_the_shift_overflows():
     if _viper is None:
         return  # one implementation: nothing to compare
     r = Lcg(6)
-    vecs = [(1 << 20, 1 << 30, 20), (3 << 28, INT32_MAX, 30), (-(1 << 25), 1 << 30, 12), (1 << 29, 1 << 30, 5),
-            (INT32_MIN, 1 << 30, 1), (INT32_MAX, INT32_MAX, 1)]
-    for _ in range(200):
-        s = r.int(1, 30)
-        vecs.append((r.int(INT32_MIN, INT32_MAX) | (1 << (31 - s)), r.int(1 << 30, INT32_MAX), s))
-    n = len(vecs)
-    acc = array.array("i", [v[0] for v in vecs])
-    mq = array.array("i", [v[1] for v in vecs] + [v[2] for v in vecs])
+    edge = ((1 << 20, 1 << 30, 20), (3 << 28, INT32_MAX, 30), (-(1 << 25), 1 << 30, 12), (1 << 29, 1 << 30, 5),
+            (INT32_MIN, 1 << 30, 1), (INT32_MAX, INT32_MAX, 1))
+    n = len(edge) + 200
+    acc, mq = array.array("i", bytes(4 * n)), array.array("i", bytes(8 * n))
+    for i in range(n):
+        if i < len(edge):
+            acc[i], mq[i], mq[n + i] = edge[i]
+        else:
+            s = r.int(1, 30)
+            acc[i], mq[i], mq[n + i] = r.int(INT32_MIN, INT32_MAX) | (1 << (31 - s)), r.int(1 << 30, INT32_MAX), s
     outs = []
     for _, mod in IMPLS:
         d = array.array("b", bytes(n))
         mod.requant(acc, mq, d, array.array("i", (0, n, n, 0, -128, 127)))
-        outs.append(list(d))
-    bad = [(vecs[i], outs[0][i], outs[1][i]) for i in range(n) if outs[0][i] != outs[1][i]]
-    assert not bad, "%d of %d differ (acc, m, shift), pure, viper: %s" % (len(bad), n, bad[:4])
+        outs.append(d)
+    for k in range(1, len(outs)):
+        bad = [(acc[i], mq[i], mq[n + i], outs[0][i], outs[k][i]) for i in range(n) if outs[0][i] != outs[k][i]]
+        assert not bad, "%d of %d differ (acc, m, shift, pure, %s): %s" % (len(bad), n, IMPLS[k][0], bad[:4])
 
 
 def test_requant_channels_cycle_and_header():
@@ -348,10 +382,10 @@ def check_conv(seed, dw):
                         iy = oy * sh - pads[0] + ky * dh
                         for kx in range(kw):
                             ix = ox * sw - pads[1] + kx * dwd
-                            if 0 <= iy < h and 0 <= ix < w:
-                                for ci in range(cpg):
-                                    wv = wts[((o * kh + ky) * kw + kx) * cpg + ci]
-                                    acc += wv * (x[(iy * w + ix) * c + g * cpg + ci] - zx)
+                            inside = 0 <= iy < h and 0 <= ix < w
+                            for ci in range(cpg):  # ZX is in the bias: padding reads ZX
+                                wv = wts[((o * kh + ky) * kw + kx) * cpg + ci]
+                                acc += wv * (x[(iy * w + ix) * c + g * cpg + ci] if inside else zx)
                     assert INT32_MIN <= acc <= INT32_MAX
                     ar.expected[yo + (oy * ow + ox) * oc + o] = ref_requant(acc, mq[o], mq[oc + o], zy, lo, hi)
         ws = STRIDES[layout](oc, kh, kw, cpg)
@@ -449,9 +483,9 @@ def test_dense():
         for o in range(n_out):
             acc = bias[o]
             for i in range(n_in):
-                acc += wts[o][i] * (x[i] - zx)
+                acc += wts[o][i] * x[i]
             ar.expected[yo + o] = ref_requant(acc, mq[o], mq[n_out + o], zy, lo, hi)
-        p = [0, 0, n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, zx, 1 if hasb else 0]
+        p = [0, 0, n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, 1 if hasb else 0]
 
         def build(mod):
             a = ar.fresh()
@@ -669,11 +703,12 @@ def test_lut():
         run_each(build, ar.expected, "lut case %d" % case)
 
 
-def exp_table(r):
+def exp_table(r, dmax=None):
     """(exps, dmax): exp(-d * k) in Q0.31 (exps[0] = INT32_MAX, TFLM's One), 0 beyond dmax
     (TFLM's diff_min); or a flat table (every element equal: the largest sums)."""
     kind = r.next() % 5
-    dmax = r.pick((255, 255, r.int(1, 254), r.int(5, 60)))
+    if dmax is None:
+        dmax = r.pick((255, 255, r.int(1, 254), r.int(5, 60)))
     k = r.pick((0.01, 0.05, 0.1, 0.3, 1.0)) * (1 + (r.next() % 100) / 100.0)
     exps = []
     for d in range(256):
@@ -696,8 +731,9 @@ def test_softmax():
         if small_board() and n > 64:
             n = 64
         rows = r.int(1, 3)
-        exps, dmax = exp_table(r)
-        spread = r.pick((3, 30, 255))
+        # every third case has a small diff_min and a wide spread, so elements below it occur
+        exps, dmax = exp_table(r, r.int(5, 60) if case % 3 == 0 else None)
+        spread = 255 if case % 3 == 0 else r.pick((3, 30, 255))
         x = []
         for _ in range(rows):
             top = r.int(-128, 127)
@@ -811,12 +847,15 @@ def test_paths():
     try:
         assert paths[-1] == "pure"
         assert ("viper" in paths) == (_viper is not None)
+        assert ("thumb" in paths) == (_thumb is not None)
+        if _thumb is not None:  # ARM: the assembler runs where viper does
+            assert _viper is not None and sys.platform not in ("linux", "darwin", "win32")
         if IS_MICROPYTHON:
             assert _viper is not None  # the unix port and the boards have the native emitter
         else:
             assert _viper is None
         assert ("ulab" in paths) == (backend.kind() is not None)
-        assert paths[0] == ("ulab" if backend.kind() else "viper" if _viper else "pure")
+        assert paths[0] == ("ulab" if backend.kind() else "thumb" if _thumb else "viper" if _viper else "pure")
         for bad in ("cuda", "", "Pure", "numpy"):
             e = raises(ValueError, kernels.use, bad)
             assert repr(bad) in str(e) and "pure" in str(e)
@@ -829,6 +868,8 @@ def test_paths():
             assert kernels.use(p) == p and kernels.path() == p
             assert kernels.nd() == (p == "ulab")
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
+            if _viper is not None:  # the assembler loops on 'thumb' (and 'ulab' where it exists)
+                assert _viper.T is (_thumb if p in ("thumb", "ulab") else None), p
         assert kernels.use() == paths[0] and kernels.path() == paths[0]
         assert kernels.use(None) == paths[0]
     finally:

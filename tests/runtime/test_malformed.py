@@ -269,3 +269,16 @@ def test_any_corruption_is_a_container_error():
             assert len(v.tolist()) == info.size
     for n in range(len(data)):  # every truncation
         raises(ContainerError, mpy_lazy.open, data[:n])
+
+
+def test_int8_layers_of_a_1_0_container_are_refused():
+    # 1.0 int8 biases lack the input zero point (docs/FORMAT.md "Versions"): binding them would
+    # compute wrong numbers, so the layer is refused; a float graph of 1.0 still runs.
+    from mpy_lazy import model
+
+    old = patched("graph_int8", header=[("version_minor", 0)])
+    e = raises(ContainerError, model.from_container, mpy_lazy.open(old))
+    assert e.field == "version_minor" and "repack" in str(e), str(e)
+    m = model.from_container(mpy_lazy.open(patched("graph_f32", header=[("version_minor", 0)])))
+    assert m.macs() > 0
+    assert model.from_container(mpy_lazy.open(patched("graph_int8", header=[]))).macs() > 0

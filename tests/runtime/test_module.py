@@ -179,3 +179,121 @@ def test_module_clone():
     assert [p.state for p in d.params()] == ["owned"] * 3
     d.fc.bias[0] = 9.0
     assert c.fc.bias[0] == 0.10000000149011612
+
+
+# --- issue 12: tied weights, clones' own buffers, atomic load
+class TiedNet(Module):
+    """fc.weight is also out.weight (weight tying); one block reachable twice."""
+
+    def __init__(self, init=None):
+        self.fc = Linear(4, 3, init)
+        self.out = Module()
+        self.out.weight = self.fc.weight
+        self.temperature = Param((), init=init)
+        self.blocks = [Module()]
+        self.again = self.blocks[0]  # the same submodule under two names
+        self.blocks[0].scale = self.temperature  # and a param shared across submodules
+
+
+def test_tied_weights_survive_clone():
+    c = mpy_lazy.open(golden("tiny.mpyl"))
+    m = TiedNet()
+    assert [n for n, _ in m.named_params()] == ["again.scale", "fc.bias", "fc.weight"]
+    for arrays in (False, True):
+        k = m.clone(arrays)
+        assert k.out.weight is k.fc.weight and k.fc.weight is not m.fc.weight
+        assert k.again is k.blocks[0] and k.blocks[0].scale is k.temperature
+        assert [n for n, _ in k.named_params()] == [n for n, _ in m.named_params()]
+        load(k, c, rename={"again.scale": "temperature"})  # was: "load: 1 missing: out.weight"
+        assert k.out.weight.state == "bound" and k.out.weight[5] == 3.0
+    load(m, c, rename={"again.scale": "temperature"})
+    for arrays in (False, True):  # bound originals: one clone (or one RAM copy) per Param
+        k = m.clone(arrays)
+        assert k.out.weight is k.fc.weight and k.blocks[0].scale is k.temperature
+        assert k.fc.weight.state == ("owned" if arrays else "bound")
+        k.out.weight[0] = -7.0
+        assert k.fc.weight[0] == -7.0 and m.fc.weight[0] == 0.5
+        r = mpy_lazy.report(k, show=False)
+        assert len(r["params"]) == 3 and r["ram"] == (4 * (12 + 3 + 1) if arrays else 48)
+
+
+def test_clone_has_its_own_buffers():
+    """A plain Module's RAM buffers (its activations) are its own in a clone: m2(x) does not
+    overwrite what m(x) returned. (The graph runner's Model.clone: its own arena, below.)"""
+    import array
+
+    class Scaler(Module):
+        def __init__(self):
+            self.w = Param((3,), init=lambda s, d: [1.0, 2.0, 3.0])
+            self.y = array.array("f", [0.0] * 3)  # output buffer, reused by every call
+            self.raw = bytearray(3)
+            self.note = "shared"
+
+        def __call__(self, x):
+            w = self.w.val()
+            for i in range(3):
+                self.y[i] = w[i] * x
+                self.raw[i] = i + int(x)
+            return self.y
+
+    m = Scaler()
+    y = m(1.0)
+    for arrays in (False, True):
+        k = m.clone(arrays)
+        assert k.y is not m.y and k.raw is not m.raw and k.note is m.note
+        k(10.0)
+        assert list(y) == [1.0, 2.0, 3.0] and list(m.raw) == [1, 2, 3]
+        assert list(k.y) == [10.0, 20.0, 30.0]
+
+
+def test_graph_model_clone_has_its_own_arena():
+    from mpy_lazy import model
+
+    c = mpy_lazy.open(golden("graph_int8.mpyl"))
+    m = model.from_container(c)
+    n = m.inputs[0].size
+    x1 = [(i * 37) % 256 - 128 for i in range(n)]
+    x2 = [(i * 91 + 5) % 256 - 128 for i in range(n)]
+    y1 = m(x1)
+    want1 = m.tolist()
+    m(x2)
+    want2 = m.tolist()
+    m(x1)
+    for arrays in (False, True):
+        k = m.clone(arrays)
+        assert k.mem is not m.mem and k.output is not m.output
+        k(x2)
+        assert m.tolist() == want1 and [y1[i] for i in range(len(want1))] == want1  # untouched
+        assert k.tolist() == want2
+
+
+def test_load_is_all_or_nothing():
+    c = mpy_lazy.open(golden("tiny.mpyl"))
+    for strict in (True, False):
+        calls = []
+
+        def boom(v):
+            calls.append(v.name)
+            if len(calls) == 2:
+                raise OSError("mapper failed")
+            return v
+
+        m = Tiny()
+        for p in m.params():
+            p.load_mapper(boom)
+        m.temperature.val()  # owned before the load: must stay so
+        before = m.temperature.val()
+        raises(OSError, load, m, c, strict=strict)
+        assert len(calls) == 2
+        assert [p.state for p in m.params()] == ["uninit", "uninit", "owned"]  # was ['bound', ...]
+        assert m.temperature.val() is before
+    # a mapper returning a new value on the first param and raising on the second: no owned
+    # array either
+    m = Tiny()
+    m.fc.bias.load_mapper(lambda v: [1.0, 2.0, 3.0])
+    m.fc.weight.load_mapper(lambda v: 1 / 0)
+    raises(ZeroDivisionError, load, m, c)
+    assert [p.state for p in m.params()] == ["uninit"] * 3
+    p = Param((3,)).load_mapper(lambda v: 1 / 0)
+    raises(ZeroDivisionError, p.bind, c.view("fc.bias"))
+    assert p.state == "uninit"

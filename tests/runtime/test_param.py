@@ -2,7 +2,7 @@
 # clone checklist of Burn PR #4703; then copy-on-write, clone(arrays=True), mappers, re-entrancy.
 import mpy_lazy
 from mpy_lazy import Param, ContainerError
-from rt_util import golden, raises, crc32
+from rt_util import golden, raises, crc32, skip, small_board
 
 
 class Counter:
@@ -295,3 +295,117 @@ def test_init_mapper_after_init_refused():
 def test_mappers_compose_in_order():
     p = Param((1,), init=lambda s, d: [1.0]).init_mapper(lambda a: [a[0] + 1]).init_mapper(lambda a: [a[0] * 10])
     assert p[0] == 20.0
+
+
+# --- issue 12 item 6: the busy state, refusals during init, threads, shares after a drop
+def test_busy_state_is_reported_and_refusals_are_clean():
+    seen = {}
+    c = mpy_lazy.open(golden("tiny.mpyl"))
+
+    def init(shape, dtype):
+        seen["state"] = p.state
+        seen["memory"] = p.memory()
+        seen["bind"] = raises(RuntimeError, p.bind, c.view("fc.bias"))
+        seen["mapper"] = raises(RuntimeError, p.init_mapper, lambda a: a)
+        seen["val"] = raises(RuntimeError, p.val)
+        seen["clone"] = p.clone().state
+        return [1.0, 2.0, 3.0]
+
+    p = Param((3,), init=init)
+    assert values(p) == [1.0, 2.0, 3.0]
+    assert seen["state"] == "busy" and seen["memory"] == (0, 0, 12, "init running")  # was 'uninit'
+    assert "own init" in str(seen["bind"])  # was: silently overwritten by the init's result
+    assert "running" in str(seen["mapper"])  # was: "init already happened"
+    assert "own init" in str(seen["val"])
+    assert seen["clone"] == "uninit"
+    assert p.state == "owned" and p.memory()[3] == "init"
+    p.bind(c.view("fc.bias"))  # after init: binding is fine
+    assert p.state == "bound"
+
+
+def test_threads_share_one_init():
+    """Threads call val() on a slow init while the main thread does too: init runs once and
+    every caller gets its array (was: the other threads got the re-entrancy error meant for
+    an init calling its own param). A bind() from another thread waits for the init, then
+    binds. (A board's port may allow one extra thread only: the RP2040 runs it on core 1.)"""
+    try:
+        import _thread
+    except ImportError:
+        skip("no _thread on this port")
+    import time
+
+    def sleep_ms(ms):
+        if hasattr(time, "sleep_ms"):
+            time.sleep_ms(ms)
+        else:
+            time.sleep(ms / 1000)
+
+    def wait(cond):
+        for _ in range(300):
+            if cond():
+                return True
+            sleep_ms(10)
+        return False
+
+    calls = []
+
+    def slow(shape, dtype):
+        calls.append(1)
+        sleep_ms(100)
+        return [5.0, 6.0]
+
+    n = 1 if small_board() else 3
+    p = Param((2,), init=slow)
+    lock = _thread.allocate_lock()
+    results = []
+
+    def worker():
+        try:
+            r = list(p.val())
+        except Exception as e:  # reported to the main thread
+            r = "%s: %s" % (type(e).__name__, e)
+        with lock:
+            results.append(r)
+
+    for _ in range(n):
+        _thread.start_new_thread(worker, ())
+    sleep_ms(20)
+    mine = list(p.val())  # the main thread too (the init may be running in a worker)
+    assert wait(lambda: len(results) == n), results
+    assert len(calls) == 1, calls
+    assert mine == [5.0, 6.0] and results == [[5.0, 6.0]] * n, results
+    assert p.state == "owned"
+    # bind() from the main thread while a worker runs the init: the bind waits, then wins
+    calls.clear()
+    p = Param((3,), init=lambda s, d: calls.append(1) or sleep_ms(100) or [0.0, 0.0, 0.0])
+    c = mpy_lazy.open(golden("tiny.mpyl"))
+    done = []
+    _thread.start_new_thread(lambda: done.append(list(p.val())), ())
+    assert wait(lambda: p.state == "busy")
+    p.bind(c.view("fc.bias"))
+    assert p.state == "bound" and len(calls) == 1
+    assert wait(lambda: done) and done == [[0.0, 0.0, 0.0]] and len(calls) == 1
+
+
+def test_copy_on_write_after_a_clone_is_dropped():
+    """Documented (docs/RUNTIME.md, Param): the share count cannot know that a clone was
+    garbage collected (MicroPython has no reference counts, no weak references and no __del__
+    for Python classes), so the survivor's next write copies once more, then writes in place."""
+    import gc
+
+    p = Param((3,), init=lambda s, d: [1.0, 2.0, 3.0])
+    a = p.val()
+    k = p.clone()
+    assert k.val() is a and "shared" in p.memory()[3]
+    k = None
+    gc.collect()
+    p[0] = 9.0  # one copy: the dropped clone may still be alive for all the param knows
+    b = p.val()
+    assert b is not a and p.memory()[3] == "copy-on-write" and values(p) == [9.0, 2.0, 3.0]
+    p[1] = 8.0  # now unshared: in place
+    assert p.val() is b and values(p) == [9.0, 8.0, 3.0]
+    k = p.clone()
+    k[2] = 0.0  # the clone copies; the original is alone again, but still counts the clone
+    assert values(p) == [9.0, 8.0, 3.0] and values(k) == [9.0, 8.0, 0.0]
+    p[2] = 1.0
+    assert p.val() is b  # k released its share when it copied: p writes in place

@@ -292,3 +292,34 @@ def test_the_guard_would_see_a_write():
         else:
             raise AssertionError("CPython view is writable")
         assert crc32(g.buf) == g.crc
+
+
+def test_public_api_hands_out_no_writable_alias():
+    """Issue 13 item 4: everything the public API hands out over a container's memory is
+    read-only or a copy. The walk (rt_walk.py) tries to write through every object it gets;
+    the container is an immutable bytes here (a write through a uctypes or ulab alias would
+    still land in it on MicroPython) and, on CPython, a read-only mmap too.
+    tests/host/test_readonly_mapping.py runs the same walk with the container in a read-only
+    mapping under MicroPython."""
+    import rt_walk
+
+    for name in GOLDENS:
+        data = golden(name + ".mpyl")
+        crc = crc32(data)
+        w = rt_walk.walk(mpy_lazy.open(data), lambda: crc32(data) == crc)
+        assert w.refused > 0 and w.steps > 10, name
+    import test_safetensors as st  # a plain safetensors file too (its byte writer)
+
+    data = st.build([t for t in st.ALL if t[3]], meta=[("k", "v")])
+    crc = crc32(data)
+    rt_walk.walk(mpy_lazy.open(data), lambda: crc32(data) == crc)
+    if IS_MICROPYTHON:
+        return
+    import mmap
+    import rt_util
+
+    for name in ("int8_channel", "graph_f16"):
+        with open(rt_util.GOLDEN_DIR + "/" + name + ".mpyl", "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        crc = crc32(m)
+        rt_walk.walk(mpy_lazy.open(m), lambda: crc32(m) == crc)

