@@ -94,7 +94,7 @@ def build(tmp):
 
 
 BOARD = r'''
-import gc, time
+import gc, time, micropython
 import mpy_lazy
 from mpy_lazy import model, kernels
 def cycles(f, reps):
@@ -106,13 +106,21 @@ def empty():
     pass
 CALL = cycles(empty, 20)
 def report(name, paths, reps):
+    c = mpy_lazy.open('/rom/%s.mpyl' % name)
+    # the input first (VWW: 27 KB), from the graph's input line, so it does not split the heap
+    shape = [l for l in c.meta['graph'].split('\n') if l.startswith('input ')][0].split('shape=')[1].split()[0]
+    n = 1
+    for d in shape.split(','):
+        n *= int(d)
+    x = bytearray(n)
+    for i in range(n):
+        x[i] = (i * 37) & 255
     gc.collect()
     try:
-        m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+        m = model.from_container(c)
     except MemoryError as e:
         print('FAIL', repr((name, 'MemoryError %s; heap free %d' % (e, gc.mem_free()))))
         return
-    x = bytearray((i * 37) & 255 for i in range(m.inputs[0].size))
     for path in paths:
         if path not in kernels.available():
             continue
@@ -120,12 +128,30 @@ def report(name, paths, reps):
         m(x)
         out = m.tolist()
         whole = cycles(lambda: m(x), reps) - CALL
-        ops = []
-        for op in m.ops:
-            ops.append((op.name, getattr(op, 'macs', 0), cycles(op.run, reps) - CALL))
-        print('ROW', repr((name, path, m.macs(), whole, ops, sum(out))))
+        print('ROW', repr((name, path, m.macs(), whole, sum(out))))
+        for op in m.ops:  # one line each: VWW leaves the Pico's heap nearly full
+            print('OP', repr((name, path, op.name, getattr(op, 'macs', 0), cycles(op.run, reps) - CALL)))
     del m
     gc.collect()
+@micropython.asm_thumb
+def _no_loop(r0):
+    mov(r0, 0)
+def loop_share(name, reps):
+    # a layer's cycles against its MAC loop's: the op run as is, then with the Thumb loops
+    # (dots, dw) replaced by an empty assembler function (the difference: the loops' cycles)
+    from mpy_lazy import _thumb
+    m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+    kernels.use('thumb')
+    m(bytes(m.inputs[0].size))
+    op = m.ops[0]
+    full = cycles(op.run, reps) - CALL
+    dots, dw = _thumb.dots, _thumb.dw
+    _thumb.dots = _thumb.dw = _no_loop
+    try:
+        rest = cycles(op.run, reps) - CALL
+    finally:
+        _thumb.dots, _thumb.dw = dots, dw
+    print('LOOP', repr((name, full, full - rest)))
 def ulab_dot(n_out, n_in):
     try:
         from ulab import numpy as np
@@ -146,6 +172,7 @@ def run(uf2, image, macs, timeout):
     for name, (kind, n) in sorted(macs.items(), key=lambda kv: kv[1][1] is not None):
         paths = ("thumb", "viper", "pure") if n is not None and n < 50000 else ("thumb", "viper")
         calls.append("report(%r, %r, %d)\n" % (name, paths, 2 if n is None else 3))
+    calls.append("".join("loop_share(%r, 3)\n" % name for name, (_, n) in macs.items() if n is not None))
     calls.append("ulab_dot(64, 256)\nulab_dot(256, 64)\n")
     with tempfile.TemporaryDirectory() as tmp:
         pico = rp2_run.Pico(uf2, tmp)
@@ -158,21 +185,28 @@ def run(uf2, image, macs, timeout):
         rc, results, err = pico.run(scripts, image, timeout)
     if rc:
         raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
-    rows, ulab, failed = [], [], []
+    rows, ulab, failed, loops = [], [], [], {}
     for r in results:
         if r.get("err"):
             raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
         for line in r.get("out", "").splitlines():
             if line.startswith("ROW "):
-                rows.append(eval(line[4:]))
+                name, path, n, whole, total = eval(line[4:])
+                rows.append((name, path, n, whole, [], total))
+            elif line.startswith("OP "):
+                name, path, op, n, c = eval(line[3:])
+                rows[-1][4].append((op, n, c))
             elif line.startswith("ULAB "):
                 ulab.append(eval(line[5:]))
+            elif line.startswith("LOOP "):
+                name, full, loop = eval(line[5:])
+                loops[name] = (full, loop)
             elif line.startswith("FAIL "):
                 failed.append(eval(line[5:]))
-    return rows, ulab, failed
+    return rows, ulab, failed, loops
 
 
-def table(rows, ulab, macs):
+def table(rows, ulab, macs, loops):
     print("Cycles on the emulated Pico (rp2040js, 125 MHz; deterministic), one inference or op call")
     print("%-18s %-6s %10s %12s %9s %14s %9s" % ("kernel / model", "path", "MACs", "cycles", "cyc/MAC",
                                                   "sum of ops", "e2e/ops"))
@@ -185,6 +219,15 @@ def table(rows, ulab, macs):
     for n_out, n_in, c in ulab:
         n = n_out * n_in
         print("%-18s %-6s %10d %12d %9.1f" % ("dense %dx%d" % (n_out, n_in), "ulab", n, c, c / n))
+    print()
+    print("thumb: one layer (the op's run: gathering, MAC loop, requantization) against its MAC loop")
+    print("%-18s %10s %12s %9s %12s %9s %11s" % ("kernel", "MACs", "layer cyc", "cyc/MAC", "loop cyc",
+                                                 "cyc/MAC", "layer/loop"))
+    for name, (full, loop) in loops.items():
+        kind, n = macs[name]
+        print("%-18s %10d %12d %9.1f %12d %9.1f %11.2f" % (kind, n, full, full / n, loop, loop / n,
+                                                          full / max(loop, 1)))
+    print()
     sums = {}
     for name, path, _, _, _, total in rows:
         sums.setdefault(name, set()).add(total)
@@ -212,8 +255,8 @@ def main(argv=None):
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         image, macs = build(tmp)
-        rows, ulab, failed = run(args.uf2, image, macs, args.timeout)
-    table(rows, ulab, macs)
+        rows, ulab, failed, loops = run(args.uf2, image, macs, args.timeout)
+    table(rows, ulab, macs, loops)
     for name, why in failed:
         print("%s did not run on the board: %s" % (name, why))
     return 1 if failed else 0

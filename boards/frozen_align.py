@@ -12,9 +12,13 @@ constant whose bytes are an mpy-lazy container (magic MPYL) or a safetensors fil
     static const byte const_obj_M_0_data[LEN + 1] __attribute__((aligned (A))) = "\\x4d...";
     static const mp_obj_str_t const_obj_M_0 = {{&mp_type_bytes}, HASH, LEN, const_obj_M_0_data};
 
-with A the container's own alignment (its header field; 16 for a safetensors file): the same
-bytes, same object, now at a multiple of A in flash, so every tensor is read in place. Other
-constants are left alone; running it twice changes nothing.
+with A the container's own alignment (its header field): the same bytes, same object, now at a
+multiple of A in flash, so every tensor is read in place. A safetensors file's tensors are
+aligned relative to its data section (the byte after its JSON header, which a writer other than
+the safetensors library may leave at any offset), so there the array starts with P zero bytes
+and the object points past them: `const_obj_M_0_data + P`, P chosen to put the data section at
+a multiple of 16, as `mpy-lazy romfs` places it. Other constants are left alone; running it
+twice changes nothing.
 
     python frozen_align.py frozen_content.c              rewrite the file in place
     python frozen_align.py --run makemanifest.py ARGS    run makemanifest.py, then rewrite its
@@ -38,14 +42,20 @@ def _head(escaped, n):
     return bytes(int(escaped[4 * i + 2: 4 * i + 4], 16) for i in range(min(n, len(escaped) // 4)))
 
 
-def alignment(head):
-    """The alignment a frozen blob starting with bytes `head` (64 bytes or more) needs, or None
-    when it is not an mpy-lazy container nor a safetensors file."""
+SAFETENSORS_ALIGNMENT = 16  # of a safetensors file's data section (host_tools/romfs.py's too)
+
+
+def placement(head, n):
+    """(alignment, phase) for a frozen blob of n bytes starting with bytes `head` (64 or more):
+    the blob's byte `phase` must sit at a multiple of `alignment`. None when it is neither an
+    mpy-lazy container (phase 0) nor a safetensors file (phase: its data section)."""
     if head[:4] == b"MPYL" and len(head) >= 20:
         (a,) = struct.unpack_from("<I", head, 16)
-        return a if 4 <= a <= 4096 and not a & (a - 1) else None
+        return (a, 0) if 4 <= a <= 4096 and not a & (a - 1) else None
     if len(head) >= 9 and head[8:9] == b"{":
-        return 16
+        (size,) = struct.unpack_from("<Q", head, 0)
+        # a header size past the end: a broken file, which the runtime refuses; align its start
+        return SAFETENSORS_ALIGNMENT, (8 + size if size <= n - 8 else 0)
     return None
 
 
@@ -54,14 +64,17 @@ def rewrite(text):
     out, done = [], []
     for line in text.splitlines(True):
         m = LINE.match(line.rstrip("\n"))
-        a = alignment(_head(m.group(4), 64)) if m else None
-        if a is None:
+        where = placement(_head(m.group(4), 64), int(m.group(3))) if m else None
+        if where is None:
             out.append(line)
             continue
         name, hsh, n, lit = m.groups()
-        out.append('static const byte %s_data[%d] __attribute__((aligned (%d))) = "%s";\n'
-                   % (name, int(n) + 1, a, lit))
-        out.append("static const mp_obj_str_t %s = {{&mp_type_bytes}, %s, %s, %s_data};\n" % (name, hsh, n, name))
+        a, phase = where
+        pad = -phase % a  # zero bytes before the blob: its byte `phase` lands on a multiple of a
+        out.append('static const byte %s_data[%d] __attribute__((aligned (%d))) = "%s%s";\n'
+                   % (name, pad + int(n) + 1, a, "\\x00" * pad, lit))
+        out.append("static const mp_obj_str_t %s = {{&mp_type_bytes}, %s, %s, %s_data%s};\n"
+                   % (name, hsh, n, name, " + %d" % pad if pad else ""))
         done.append((name, int(n), a))
     return "".join(out), done
 

@@ -12,7 +12,8 @@ is cycle-accurate).
 Boards: qemu MPS2_AN385 (Cortex-M3) and MICROBIT (Cortex-M0), all models, all 360 test images;
 rp2040js Pico (RP2040, about 4.5x slower than real time): the int8 and .tflite models on every 6th
 image (60), all 360 with --full. A board whose firmware or emulator is missing is skipped with
-a one-line reason (--require-all: exit status 1 instead).
+a one-line reason (--require-all: exit status 1 instead). Exit status 1 when no board can run,
+or a board failed or gave no result for a model.
 
 Firmware: BUILD_DIR/qemu-<BOARD>/firmware.elf and BUILD_DIR/rp2/firmware.uf2 (BUILD_DIR from
 --build-dir, else the environment, else ./build); MICROPY_QEMU_FIRMWARE with MICROPY_QEMU_BOARD
@@ -181,9 +182,9 @@ def main(argv=None):
     if skipped and args.require_all:
         print("emulate_digits: --require-all and %d board(s) cannot run" % skipped)
         return 1
-    if not runnable:
-        print("no emulated board to run")
-        return 0
+    if not runnable:  # a table of nothing is not a result
+        print("no emulated board to run: see make firmware-help")
+        return 1
     image = ensure_image()
 
     rows, failed = [], False

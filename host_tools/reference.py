@@ -264,7 +264,8 @@ def softmax(ins, kv, qin, tensors):
     n = x.shape[-1]
     rows = x.reshape(-1, n)
     if "q" not in kv:
-        e = np.exp((rows - rows.max(axis=1, keepdims=True)) * kv.get("beta", 1.0))
+        z = rows * kv.get("beta", 1.0)  # softmax(beta x): from the largest beta x (beta may be < 0)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
     from .tflm import one_over_one_plus_x
 

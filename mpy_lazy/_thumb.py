@@ -10,7 +10,7 @@
 #            input zero point is not subtracted in the loop: it is folded into the bias.
 #   requant: the 32 x 31-bit product of TFLM's SaturatingRoundingDoublingHighMul from four
 #            16 x 16-bit MULS with ADDS/ADC carries (the M0+ has no 64-bit multiply), then the
-#            rounding shift, zero point and clamp: about 60 cycles per output.
+#            rounding shift, zero point and clamp: about 75 cycles per output (rp2040js).
 # Registers: r0-r7 only (Thumb-1; r8-r12 would have to be saved); loop state that does not fit lives in the parameter array,
 # whose address is the one argument (MicroPython passes a buffer's address).
 import array

@@ -151,8 +151,11 @@ def conv(b, p):
     wbase = uint(w)
     t = T
     asm = 0
+    rows = 0
     if t and hasb:  # assembler dot products over a byte window; requant in assembler
         asm = 1
+        if wsc == 1 and dw == 1 and cpg == c and kw * c >= 8:
+            rows = 1  # a window row is kw * c contiguous bytes, enough to pay for a call
         scatter = 0
         qo = t.Q
         q = ptr32(qo)
@@ -216,6 +219,26 @@ def conv(b, p):
                     # contiguous channels (a pointwise conv), else the window gathered as bytes
                     if ksize == cpg and wsc == 1 and 0 <= y0 and y0 < h and 0 <= x0 and x0 < wd:
                         q[1] = abase + xo + (y0 * wd + x0) * c + ci0
+                    elif rows and 0 <= y0 and y0 + (kh - 1) * dh < h and 0 <= x0 and x0 + kw <= wd:
+                        # an inner pixel: one dot product per window row, read in place (no
+                        # gathering), each row adding to the sums the one before left in ACC
+                        o = g * opg
+                        ky = 0
+                        while ky < kh:
+                            q[0] = wbase + o * wso + ky * wsy
+                            q[1] = abase + xo + ((y0 + ky * dh) * wd + x0) * c
+                            q[2] = kw * c
+                            q[3] = opg
+                            q[4] = wso
+                            q[5] = accbase + 4 * (k + o)
+                            if ky:
+                                q[6] = accbase + 4 * (k + o)
+                            else:
+                                q[6] = biasbase + 4 * o
+                            t.dots(qo)
+                            ky += 1
+                        g += 1
+                        continue
                     else:
                         ky = 0
                         while ky < kh:

@@ -194,11 +194,12 @@ class Model(Module):
                                  % (total, free), None, "graph")
         return n8, nf, nfs
 
-    def prepare(self):
+    def prepare(self, a8=None):
         """Plan and allocate the arena and scratch (once), then each op's prepare step. Called
-        by from_container(), and by a forward pass after kernels.use() changed the path."""
+        by from_container(), and by a forward pass after kernels.use() changed the path. a8: a
+        bytearray of the planned int8 arena size to use instead of a new one."""
         if self.mem is None:
-            mem = Memory(*self.plan())
+            mem = Memory(*self.plan(), a8=a8)
             self._io(mem)  # the views stay valid across re-prepares: the arena does not move
             self.mem = mem  # only now: a MemoryError above leaves the model as it was
         self.mem.path()
@@ -364,9 +365,11 @@ class Memory:
 
     nd = None
 
-    def __init__(self, n8, nf, nfs):
+    def __init__(self, n8, nf, nfs, a8=None):
         self.planned = (n8, nf, nfs)
-        self.a8 = bytearray(n8 or 1)
+        if a8 is None or len(a8) != (n8 or 1):
+            a8 = bytearray(n8 or 1)
+        self.a8 = a8
         self.arena = backend.typed_view(memoryview(self.a8), "i8", n8 or 1)
         self.af = bytearray(4 * (nf or 1))
         self.farena = backend.typed_view(memoryview(self.af), "f32", nf or 1)
@@ -416,5 +419,20 @@ def from_container(c, strict=True):
     """declare(c), bind its weights from c (load), plan the arena and prepare every op."""
     m = declare(c)
     m.load(c, strict)
-    m.prepare()
-    return m
+    try:
+        m.prepare()
+        return m
+    except MemoryError:
+        # Declaring leaves the ops' objects spread over the heap (garbage from parsing each line
+        # between them, measured on the Pico: 31 ops over 80 KB), so the arena's one block may
+        # find no hole big enough while the heap has room. Allocate it first, then declare again.
+        n8 = m.plan()[0]
+        m = None
+        import gc
+
+        gc.collect()
+        a8 = bytearray(n8 or 1)
+        m = declare(c)
+        m.load(c, strict)
+        m.prepare(a8)
+        return m

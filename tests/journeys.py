@@ -152,17 +152,24 @@ def parse_output(text):
     return out
 
 
+def _para(text):
+    """A paragraph wrapped as the README wraps its prose (100 columns)."""
+    import textwrap
+
+    return textwrap.wrap(text, 100, break_long_words=False, break_on_hyphens=False)
+
+
 def readme():
     """The README section, made of exactly the commands and scripts above."""
-    lines = ["## From your model to a Pico", "",
-             "Four journeys, each four commands. The Pico runs our firmware (a stock RP2040 build has "
-             "neither ulab nor a ROMFS partition: `make firmware BOARD=RPI_PICO_MPY_LAZY`, below); "
-             "`PORT` is its serial port (`mpremote devs` lists them; usually `export "
-             "PORT=/dev/ttyACM0`). The tests run every journey as written (tests/journeys.py): the "
-             "host part in `make test` (the board script on the MicroPython unix port with the image "
-             "mounted at `/rom`), all of it against the emulated Pico in `make emulate-test`.", ""]
+    lines = ["## From your model to a Pico", ""] + _para(
+        "Four journeys, each four commands. The Pico runs our firmware (a stock RP2040 build has "
+        "neither ulab nor a ROMFS partition: `make firmware BOARD=RPI_PICO_MPY_LAZY`, below); "
+        "`PORT` is its serial port (`mpremote devs` lists them; usually `export "
+        "PORT=/dev/ttyACM0`). The tests run every journey as written (tests/journeys.py): the "
+        "host part in `make test` (the board script on the MicroPython unix port with the image "
+        "mounted at `/rom`), all of it against the emulated Pico in `make emulate-test`.") + [""]
     for j in JOURNEYS:
-        lines += ["### %s" % j.title, "", "`pip install '%s'` in this checkout. %s" % (j.install, j.intro), ""]
+        lines += ["### %s" % j.title, ""] + _para("`pip install '%s'` in this checkout. %s" % (j.install, j.intro)) + [""]
         if j.python:
             lines += ["```python", j.python.rstrip(), "```", ""]
         lines += ["```"] + j.commands + ["```", ""]

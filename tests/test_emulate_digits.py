@@ -29,9 +29,9 @@ def test_help():
         assert option in r.stdout
 
 
-def test_boards_without_firmware_are_skipped(tmp_path):
+def test_boards_without_firmware_are_skipped_and_no_board_fails(tmp_path):
     r = _run(build_dir=tmp_path)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr  # no board ran: a table of nothing is a failure
     lines = r.stdout.splitlines()
     assert lines[:3] == [
         "skip qemu MPS2_AN385: %s not found (make firmware BOARD=QEMU_MPS2_AN385)"
@@ -41,7 +41,7 @@ def test_boards_without_firmware_are_skipped(tmp_path):
         "skip rp2040js Pico: %s not found (make firmware BOARD=RPI_PICO_MPY_LAZY)"
         % (tmp_path / "rp2" / "firmware.uf2"),
     ]
-    assert lines[3:] == ["no emulated board to run"]
+    assert lines[3:] == ["no emulated board to run: see make firmware-help"]
 
 
 def test_require_all_fails_on_a_missing_board(tmp_path):

@@ -120,6 +120,22 @@ def test_heap_estimate_of_inspect(pico, tmp_path):
         assert "FITS %s True" % name in out, (name, heap, out)
 
 
+def test_code_needing_core_1_fails_fast(pico):
+    """rp2040js emulates core 0 only: code that starts core 1 (_thread) spins on the inter-core
+    FIFO. The harness stops it in a second with a reason (it used to run to the timeout while
+    rp2040js printed millions of warnings, until node ran out of memory), and a single probe of
+    the FIFO's status register (how a test finds out it has no core 1) still runs."""
+    from host_tools.romfs import build_image
+
+    image, _ = build_image([("tiny.mpyl", open(os.path.join(GOLDEN, "tiny.mpyl"), "rb").read())])
+    rc, results, err = pico(["import machine\nprint('FIFO_ST', machine.mem32[0xD0000050])\n",
+                             "import _thread\n_thread.start_new_thread(print, ('core 1',))\nprint('started')\n"], image)
+    assert rc == 2, (results, err)
+    assert results[0]["out"].startswith("FIFO_ST ") and results[0]["err"] == "", results
+    assert len(results) == 1, results  # the second script never finished
+    assert "core 1 is not emulated" in err.strip().splitlines()[-1] and len(err) < 2000, err[-2000:]
+
+
 def test_firmware_fits_below_romfs():
     lay = rp2_run.LAYOUT.layout()
     end = rp2_run.LAYOUT.uf2_end(UF2)

@@ -157,6 +157,65 @@ def test_make_deploy_to_the_pty(board):
     assert board.romfs()[:len(img)] == img
 
 
+def test_serve_command_and_a_power_cycle(tmp_path):
+    """`python -m firmware.rp2_run serve` (docs/FIRMWARE.md): the port it prints takes mpremote;
+    a file written there survives ctrl-C in the flash it saves, and a board booted from that
+    flash reads it back."""
+    import signal
+
+    saved = tmp_path / "flash.bin"
+    p = subprocess.Popen([sys.executable, "-m", "firmware.rp2_run", "serve", "--uf2", UF2, "--save-flash", str(saved)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("emulated Pico on /dev/"), (line, p.stderr.read() if p.poll() is not None else "")
+        port = line.split()[3].rstrip(":")
+        (tmp_path / "note.txt").write_text("written over the pty\n")
+        mpremote(port, "fs", "cp", tmp_path / "note.txt", ":note.txt")
+        assert "2 + 2 = 4" in mpremote(port, "exec", "print('2 + 2 =', 2 + 2)")
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, (out, err)
+    assert "flash saved to %s" % saved in out, out
+    assert saved.stat().st_size == 2 * 1024 * 1024
+    with rp2_run.PicoSerial(UF2, str(tmp_path / "again"), flash=str(saved)) as again:
+        assert "written over the pty" in mpremote(again.port, "fs", "cat", ":note.txt")
+
+
+# The digits example (examples/digits/run_board.py) as a script for `mpremote run`: its
+# functions, then one main() call per model (a board has no sys.argv to give it the image).
+DIGITS_RUNS = (("mlp-int8", "viper:60"), ("cnn-tflite", "viper:12"))
+
+
+def test_mpremote_run_of_the_digits_example_on_the_deployed_image(board, tmp_path):
+    """`mpremote romfs deploy` of the demo's digits.romfs, then `mpremote run` of the digits
+    example: the board's predictions, image by image, are the MicroPython unix port's (int8
+    integer arithmetic: exactly equal) on the same images."""
+    from conftest import run_micropython
+    from firmware import emulate_digits
+
+    sys.path.insert(0, os.path.join(ROOT, "examples", "digits"))
+    import demo
+
+    image = emulate_digits.ensure_image()  # made by the demo's own train + pack steps when missing
+    out = mpremote(board.port, "romfs", "deploy", image)
+    assert "ROMFS image deployed" in out, out
+    script = tmp_path / "digits.py"
+    calls = "".join(emulate_digits.call(cont, [path]) for cont, path in DIGITS_RUNS)
+    script.write_text(emulate_digits.board_code() + calls)
+    on_pico = demo.parse_all(mpremote(board.port, "run", script))
+    r = run_micropython(emulate_digits.board_code() + "mount(%r)\n" % image + calls)  # the image at /rom
+    assert r.returncode == 0, r.stdout + r.stderr
+    on_unix = demo.parse_all(r.stdout)
+    for cont, spec in DIGITS_RUNS:
+        path, n = spec.split(":")
+        correct, count, _ms = on_pico[0][(cont, path)]
+        assert count == int(n) and correct >= 0.9 * count, (cont, correct, count)
+        assert on_pico[3][(cont, path)] == on_unix[3][(cont, path)], cont  # every prediction
+        assert on_pico[0][(cont, path)][:2] == on_unix[0][(cont, path)][:2]
+
+
 @pytest.mark.parametrize("key", [j.key for j in journeys.JOURNEYS])
 def test_journey_on_the_pico(key, board, tmp_path):
     """The README journey, every command as written (PORT = the emulated Pico's pty)."""

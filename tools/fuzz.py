@@ -337,17 +337,25 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print, mp_count=None):
             n = fuzz_corpus.write_records(path, sized(itertools.islice(inputs, step)))
             parts.append((path, k, n))
         gen = time.time() - t0
+        t1 = time.time()
+        done = {"cpython": t1, "micropython": t1}  # when each interpreter's last batch ended
+
+        def timed(interp, *args):
+            out = _run_batch(interp, *args)
+            done[interp] = max(done[interp], time.time())
+            return out
+
         with ThreadPoolExecutor(jobs) as cex, ThreadPoolExecutor(jobs) as mex:
-            cf = [cex.submit(_run_batch, "cpython", path, n, 60 + 0.05 * n) for path, k, n in parts]
-            mf = [mex.submit(_run_batch, "micropython", path, min(n, mp_count - k), 60 + 0.05 * n)
+            cf = [cex.submit(timed, "cpython", path, n, 60 + 0.05 * n) for path, k, n in parts]
+            mf = [mex.submit(timed, "micropython", path, min(n, mp_count - k), 60 + 0.05 * n)
                   for path, k, n in parts if k < mp_count]
             verdicts = {"cpython": [v for f in cf for v in f.result()],
                         "micropython": [v for f in mf for v in f.result()]}
     figures = {"count": len(sizes), "seed": seed, "seconds": round(time.time() - t0, 1),
                "corpus_seconds": round(gen, 1), "total_bytes": sum(sizes),
-               "largest_input": max(sizes, default=0), "mp_count": mp_count}
+               "largest_input": max(sizes, default=0), "mp_count": mp_count, "jobs": jobs}
     for interp, vs in verdicts.items():
-        f = {"inputs": len(vs), "ok": 0, "ok_bad_crc": 0, "refused": 0, "crashes": 0, "hangs": 0,
+        f = {"inputs": len(vs), "seconds": round(done[interp] - t1, 1), "ok": 0, "ok_bad_crc": 0, "refused": 0, "crashes": 0, "hangs": 0,
              "out_of_bounds": 0, "other_exceptions": 0, "examples": [],
              "graphs": 0, "graph_ran": 0, "graph_refused": 0, "graph_skipped": 0, "graph_other": 0,
              "graph_mismatch": 0, "other_messages": {}}
@@ -403,6 +411,8 @@ def report(f, log=print):
         log("%-11s inputs %d: opened %d (+%d with a bad data CRC), refused %d; crashes %d, hangs %d, "
             "out-of-bounds %d, other exceptions %d" % (interp, x["inputs"], x["ok"], x["ok_bad_crc"],
             x["refused"], x["crashes"], x["hangs"], x["out_of_bounds"], x["other_exceptions"]))
+        log("%-11s %.1f s, %d inputs a second (%d processes, sharing the cores with the other "
+            "interpreter)" % ("", x["seconds"], x["inputs"] / max(x["seconds"], 0.1), f.get("jobs", 0)))
         if x["graphs"]:
             log("%-11s models %d: ran %d, refused %d, too big to run %d; other exceptions %d, "
                 "kernel paths disagreeing %d" % ("", x["graphs"], x["graph_ran"], x["graph_refused"],

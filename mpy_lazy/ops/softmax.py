@@ -44,10 +44,11 @@ class Op(Base):
         n = self.depth
         beta = self.beta
         xo, yo = self.x[0].offset, self.y.offset
+        neg = beta < 0  # then the largest (x - top) * beta is at the smallest x (issue 13)
         for _ in range(self.y.size // n):
             top = a[xo]
             for i in range(1, n):
-                if a[xo + i] > top:
+                if (a[xo + i] < top) if neg else (a[xo + i] > top):
                     top = a[xo + i]
             s = 0.0
             for i in range(n):

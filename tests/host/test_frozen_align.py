@@ -11,10 +11,16 @@ import os
 import shutil
 import subprocess
 
+import struct
+import sys
+
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, RUNTIME_TESTS
 from host_tools.freeze import module_source
+
+sys.path.insert(0, RUNTIME_TESTS)
+import test_safetensors as rt  # noqa: E402 (the runtime tests' safetensors writer)
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 spec = importlib.util.spec_from_file_location("frozen_align", os.path.join(ROOT, "boards", "frozen_align.py"))
@@ -49,6 +55,9 @@ def test_rewrites_container_constants_only():
     assert mpy_tool_line("const_obj_w_1", b"not a container") in new  # untouched
     assert "static const byte const_obj_w_2_data[%d] __attribute__((aligned (64)))" % (len(a64) + 1) in new
     assert "{{&mp_type_bytes}, 99, %d, const_obj_w_2_data};" % len(a64) in new
+    # the safetensors file: 24 bytes, its data section at 24: 8 zero bytes first put it at 32
+    assert "const_obj_w_3_data[%d] __attribute__((aligned (16))) = \"%s\\x10" % (8 + len(st) + 1, "\\x00" * 8) in new
+    assert "{{&mp_type_bytes}, 1234, %d, const_obj_w_3_data + 8};" % len(st) in new
     assert frozen_align.rewrite(new) == (new, [])  # idempotent
 
 
@@ -65,9 +74,18 @@ static const char pad[%(pad)d] = {1};
 %(lines)s
 int main(void) {
     const mp_obj_str_t *objs[] = {%(names)s};
-    for (unsigned i = 0; i < sizeof objs / sizeof objs[0]; i++)
-        printf("%%lu %%lu %%lu %%u\n", (unsigned long)((uintptr_t)objs[i]->data %% 64),
-               (unsigned long)objs[i]->len, (unsigned long)objs[i]->hash, (unsigned)objs[i]->data[0]);
+    for (unsigned i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        /* where the tensors' alignment counts from: a container's first byte, a safetensors
+           file's data section (8 + the little-endian header size) */
+        const byte *d = objs[i]->data;
+        size_t phase = 0;
+        if (memcmp(d, "MPYL", 4) != 0)
+            for (int k = 7; k >= 0; k--)
+                phase = phase * 256 + d[k];
+        if (phase) phase += 8;
+        printf("%%lu %%lu %%lu %%u\n", (unsigned long)((uintptr_t)(d + phase) %% 64),
+               (unsigned long)objs[i]->len, (unsigned long)objs[i]->hash, (unsigned)d[0]);
+    }
     return pad[0] - 1;
 }
 """
@@ -76,8 +94,12 @@ int main(void) {
 @pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler (cc) on this machine")
 def test_compiled_constants_are_aligned(tmp_path):
     """The rewritten C compiles (-Os, -Wall -Wextra -Werror, as the ports build) and puts every
-    container at a multiple of its alignment, whatever sits before it."""
-    blobs = [("c0", _golden("tiny.mpyl")), ("c1", _golden("align64.mpyl")), ("c2", _golden("int8.mpyl"))]
+    container at a multiple of its alignment, and a safetensors file's data section at a
+    multiple of 16 (its header size odd here: the file starts 3 mod 16), whatever sits before."""
+    odd = rt.build(rt.ALL, pad=1, lead=1)
+    assert (8 + struct.unpack_from("<Q", odd, 0)[0]) % 2 == 1
+    blobs = [("c0", _golden("tiny.mpyl")), ("c1", _golden("align64.mpyl")), ("c2", _golden("int8.mpyl")),
+             ("c3", odd)]
     seen_unaligned = False
     for pad in (1, 3, 7):
         lines = "\n".join(["static const char odd%d[%d] = {1};" % (k, pad + k) for k in range(3)]
@@ -87,7 +109,7 @@ def test_compiled_constants_are_aligned(tmp_path):
             text = lines
             if rewrite:
                 text, done = frozen_align.rewrite(lines)
-                assert len(done) == 3
+                assert len(done) == len(blobs)
             src = tmp_path / ("c%d%d.c" % (pad, rewrite))
             src.write_text(CHECK % {"pad": pad, "lines": text, "names": names})
             exe = tmp_path / ("c%d%d" % (pad, rewrite))

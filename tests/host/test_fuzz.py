@@ -203,6 +203,31 @@ def test_reader_work_is_bounded_by_buffer_size(rnd):
     assert _traced_lines(mpy_lazy.open, buf) <= 300 + 8 * len(buf)
 
 
+def test_sharing_mutations_keep_the_reader_linear():
+    # m_meta_share / m_name_share (issue 13): many metadata entries or names pointing at the
+    # same bytes of the string table. The reader that validated a shared value once per entry
+    # ran past the bound on these (quadratic); each mutated input must open or be refused
+    # within 300 + 8 x its size traced lines, and some must open (names) or reach the metadata
+    # checks (the mutations keep the container otherwise valid).
+    import random
+
+    rng = random.Random(13)
+    tried = reached = 0
+    while tried < 80:
+        base = fuzz_corpus.random_container(rng)
+        if get(base, HEADER, "meta_count") < 24 and tried % 2 == 0:
+            continue  # half of them with many metadata entries
+        mutation = fuzz_corpus.m_meta_share if tried % 2 == 0 else fuzz_corpus.m_name_share
+        buf = bytes(fix_crc(mutation(rng, bytearray(base))))
+        tried += 1
+        lines = _traced_lines(mpy_lazy.open, buf)
+        assert lines <= 300 + 8 * len(buf), (mutation.__name__, len(buf), lines)
+        v = fuzz.result(buf)
+        assert clean(v), v
+        reached += v.startswith("ok") or v.split(" ")[1] in ("key", "value", "strings_size", "name")
+    assert reached > 40, reached
+
+
 def _assert_clean(f, refused=True):
     assert not fuzz.failed(f), fuzz.report(f, log=print) or f
     assert f["cpython"]["inputs"] == f["micropython"]["inputs"] == f["count"]

@@ -38,14 +38,38 @@ def test_journey_on_the_host(key, tmp_path):
     case.check(_board(journeys.with_input(j.script, x), image), x, rel=1e-5)
 
 
-def test_readme_has_the_journeys():
-    """Once the README carries the journeys section, it shows exactly these commands and scripts."""
+def _code_blocks(text):
+    """[(language, body)] of the fenced code blocks in markdown text."""
+    blocks, lang, body = [], None, None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if body is None:
+                lang, body = line[3:].strip(), []
+            else:
+                blocks.append((lang, "\n".join(body)))
+                body = None
+        elif body is not None:
+            body.append(line)
+    assert body is None, "unclosed code block"
+    return blocks
+
+
+def test_readme_journeys_are_the_commands_the_tests_run():
+    """The README's journeys section shows every journey, and every code block in it is one the
+    tests run: a journey's commands (all of them, in order), its Python step or its board script."""
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
-    if "## From your model to a Pico" not in readme:
-        pytest.skip("README.md has no journeys section yet (python tests/journeys.py prints it)")
+    head = "\n## From your model to a Pico\n"
+    assert readme.count(head) == 1, "README.md has no journeys section (python tests/journeys.py prints it)"
+    section = readme.split(head, 1)[1].split("\n## ", 1)[0]
+    run = {"\n".join(j.commands) for j in journeys.JOURNEYS}
+    python = {j.python.rstrip() for j in journeys.JOURNEYS if j.python} | {j.script.rstrip() for j in journeys.JOURNEYS}
+    blocks = _code_blocks(section)
+    for lang, body in blocks:
+        assert body in (python if lang == "python" else run), (lang, body)
+    assert {b for lang, b in blocks if lang != "python"} == run
     for j in journeys.JOURNEYS:
-        assert "\n".join(j.commands) in readme, j.key
+        assert "### %s\n" % j.title in section, j.title
         if j.python:
-            assert j.python.rstrip() in readme, j.key
-        assert j.script.rstrip() in readme, j.key
+            assert ("python", j.python.rstrip()) in blocks, j.key
+    assert {b for lang, b in blocks if lang == "python"} >= {journeys.PREDICT_PY.rstrip(), journeys.NET_PY.rstrip()}

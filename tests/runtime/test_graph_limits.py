@@ -73,10 +73,11 @@ def _clock():
     return int(time.time() * 1000)
 
 
-def _refused(text, tensors):
-    """The ContainerError from_container() raises on the container, with the milliseconds it
-    took (and, on CPython, the peak bytes it allocated: tracemalloc)."""
-    buf = H.model(text, tensors)
+def _refused(text, tensors, key="graph"):
+    """The ContainerError from_container() raises on the container (its description under
+    metadata `key`), with the milliseconds it took (and, on CPython, the peak bytes it
+    allocated: tracemalloc)."""
+    buf = H.model(text, tensors, key=key)
     gc.collect()
     peak = 0
     t0 = _clock()
@@ -114,6 +115,28 @@ def test_numbers_beyond_the_values_are_refused_at_declare():
         assert peak < 1 << 20, (where, peak)  # CPython: under 1 MiB allocated to refuse it
 
 
+def test_old_layer_chains_are_held_to_the_same_rule():
+    # The issue's reproduction: a 228-byte container whose `layers` chain (mpy-lazy 0.1's layer
+    # runner) has a 1x1 conv with pad=3000 (5-7 s on CPython, 144 MB asked of MicroPython),
+    # pad=30000 (13.4 GiB asked of CPython), pad=1000000000 (numpy's ValueError, MicroPython's
+    # TypeError). The chain is read as the equivalent graph: refused at declare, line and key.
+    chain = "input shape=1,4,4\nconv2d w=w b=b in=1 out=1 k=%s%s\nflatten"
+    cases = ((chain % ("1", " pad=3000"), "pad"), (chain % ("1", " pad=30000"), "pad"),
+             (chain % ("1", " pad=1000000000"), "pad"), (chain % ("1", " stride=1000000000"), "stride"),
+             (chain % ("65536", ""), "k"), (chain.replace("out=1", "out=1000000000") % ("1", ""), "groups"))
+    _refused(chain % ("1", " pad=3000"), W1, "layers")  # warm up (imports)
+    for text, key in cases:
+        e, ms, peak = _refused(text, W1, "layers")
+        assert e.field == "graph" and e.tensor == key, (text, e.field, e.tensor, str(e))
+        assert str(e).startswith("graph line 2: "), (text, str(e))
+        assert ms < 1000 and peak < 1 << 20, (text, ms, peak)
+    # control: the same chain with a pad the kernel allows runs
+    m = model.from_container(mpy_lazy.open(H.model(chain % ("3", " pad=1"), {
+        "w": (F, (1, 1, 3, 3), [0.5] * 9), "b": (F, (1,), [0.0])}, key="layers")))
+    m([1.0] * 16)
+    assert abs(m.tolist()[5] - 4.5) < 1e-6, m.tolist()  # an inner pixel: 9 x 0.5
+
+
 def test_activation_memory_is_bounded_before_it_is_allocated():
     # each value within MAX_SIZE, together beyond MAX_ARENA (64 MiB): refused by the plan,
     # before the arena exists; a depthwise 1x1 keeps its input alive (not in place)
@@ -138,14 +161,18 @@ def test_the_same_numbers_within_the_limits_run():
     ok = (
         (conv(k="3", extra=" pad=2"), {"w": (F, (1, 3, 3, 1), [0.1] * 9), "b": (F, (1,), [0.0])}),
         (conv(extra=" stride=65535"), W1),
-        ("input y=x shape=4,4,1\npad x=x y=y pad=4096,0,0,0\noutput x=y", {}),
+        ("input y=x shape=1,1,1\npad x=x y=y pad=4096,0,0,0\noutput x=y", {}),  # 16 KB: a board's heap
         ("input y=x shape=4,4,1\nmaxpool x=x y=y k=2 pad=1 stride=65535\noutput x=y", {}),
     )
     for text, tensors in ok:
         m = model.from_container(mpy_lazy.open(H.model(text, tensors)))
-        m([1.0] * m.inputs[0].size)
-        for v in m.tolist():
-            assert v - v == 0, (text, v)
+        y = m([1.0] * m.inputs[0].size)
+        for i in range(m.outputs[0].size):  # element by element: no list of 4,097 boxed floats
+            assert y[i] - y[i] == 0, (text, i, y[i])
+        if "pad=4096" in text:  # 4,096 rows of zeros, then the input
+            assert y[0] == 0.0 and y[4095] == 0.0 and y[4096] == 1.0, (y[0], y[4095], y[4096])
+        m = y = None
+        gc.collect()
 
 
 def test_padding_scratch_is_bounded_like_the_arena():
@@ -171,3 +198,24 @@ def test_padding_scratch_is_bounded_like_the_arena():
                 pass  # refusing it is fine too
             finally:
                 kernels.use()
+
+
+def test_softmax_beta_at_its_limits():
+    # Found by `make fuzz` (graph corpus, seed 13, input 8117): a float softmax with
+    # beta=-2147483648 subtracted the row's maximum, so (x - max) * beta was huge and positive:
+    # CPython's OverflowError, MicroPython's ValueError from math.exp. softmax(beta x) is
+    # defined for any finite beta; the reference here is exp(z - max z) over z = beta x.
+    import math
+
+    x = [0.5, -1.0, 2.0, 0.25, -1.0]
+    for beta in (-2147483648.0, -3.0, -1.0, 0.0, 1.0, 1e30):
+        m = model.from_container(mpy_lazy.open(H.model(
+            "input y=x shape=5\nsoftmax x=x y=y beta=%r\noutput x=y" % beta, {})))
+        m(x)
+        z = [v * beta for v in x]
+        top = max(z)
+        e = [math.exp(v - top) for v in z]
+        want = [v / sum(e) for v in e]
+        got = m.tolist()
+        for g, w in zip(got, want):
+            assert abs(g - w) <= 1e-5 * w + 1e-6, (beta, got, want)
