@@ -45,6 +45,15 @@ def tools_missing():
     return None
 
 
+def uf2_missing(uf2):
+    """Why the Pico firmware `uf2` ($MPY_LAZY_RP2_UF2) cannot run in rp2040js here, or None."""
+    if not uf2:
+        return "MPY_LAZY_RP2_UF2 is not set (make firmware BOARD=RPI_PICO_MPY_LAZY)"
+    if not os.path.isfile(uf2):
+        return "MPY_LAZY_RP2_UF2=%s does not exist" % uf2
+    return tools_missing()
+
+
 # the board's flash split (firmware, ROMFS, filesystem), read from its mpconfigboard.h
 LAYOUT = _load("flash_layout", os.path.join(ROOT, "boards", "RPI_PICO_MPY_LAZY", "flash_layout.py"))
 

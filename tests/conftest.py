@@ -9,6 +9,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNTIME_TESTS = os.path.join(ROOT, "tests", "runtime")
 
 
+def emulator_unavailable(reason, module=False):
+    """A missing emulator or firmware build: skip with its reason, or fail when
+    MPY_LAZY_REQUIRE_EMULATORS=1 (`make emulate-test`, where a missing board is an error)."""
+    if os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1":
+        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1: " + reason, pytrace=False)
+    pytest.skip(reason, allow_module_level=module)
+
+
 def micropython_binary():
     """The MicroPython unix port: $MICROPYTHON, else the one next to this Python (the venv's)."""
     env = os.environ.get("MICROPYTHON")

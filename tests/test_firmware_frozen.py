@@ -27,31 +27,24 @@ from binascii import crc32
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, emulator_unavailable
 
 sys.path.insert(0, ROOT)
 from firmware import frozen_models  # noqa: E402
 from firmware.qemu_run import BOARDS, Qemu, romfs_image  # noqa: E402
 
-REQUIRE = os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1"
-
-
-def _unavailable(reason):
-    if REQUIRE:
-        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1: " + reason, pytrace=False)
-    pytest.skip(reason)
 
 
 def _env(var, what):
     path = os.environ.get(var)
     if not path:
-        _unavailable("%s is not set (make firmware-frozen BOARD=%s)" % (var, what))
+        emulator_unavailable("%s is not set (make firmware-frozen BOARD=%s)" % (var, what))
     if not os.path.exists(path):
-        _unavailable("%s=%s does not exist" % (var, path))
+        emulator_unavailable("%s=%s does not exist" % (var, path))
     models = os.environ.get("MPY_LAZY_FROZEN_MODELS") or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(path))), "frozen-models")
     if not os.path.isdir(os.path.join(models, "models")):
-        _unavailable("no frozen models in %s (set MPY_LAZY_FROZEN_MODELS)" % models)
+        emulator_unavailable("no frozen models in %s (set MPY_LAZY_FROZEN_MODELS)" % models)
     return path, os.path.join(models, "models")
 
 
@@ -209,7 +202,7 @@ def test_frozen_models_in_flash_on_qemu_m0():
     firmware, models = _env("MPY_LAZY_FROZEN_QEMU", "QEMU_MICROBIT")
     qemu = os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm")
     if not shutil.which(qemu):
-        _unavailable("%s not found (apt-get install qemu-system-arm)" % qemu)
+        emulator_unavailable("%s not found (apt-get install qemu-system-arm)" % qemu)
     binary = firmware[:-4] + ".bin" if firmware.endswith(".elf") else firmware
     image_hi = os.path.getsize(binary)  # MICROBIT: flash at 0, the image from 0
     assert image_hi <= BOARDS["MICROBIT"]["romfs_start"]
@@ -226,7 +219,7 @@ def test_frozen_models_in_flash_on_rp2040(tmp_path):
 
     missing = rp2_run.tools_missing()
     if missing:
-        _unavailable(missing)
+        emulator_unavailable(missing)
     code, calls = _script(models)
     scripts = []
     for i, c in enumerate([code] + calls):

@@ -18,30 +18,23 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, emulator_unavailable
 from test_on_micropython import _runtime_tests
 
 sys.path.insert(0, ROOT)
 from firmware.qemu_run import BOARDS, BoardFault, Qemu, env_firmware, romfs_image  # noqa: E402
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
-REQUIRE = os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1"
-
-
-def _unavailable(reason):
-    if REQUIRE:
-        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1: " + reason, pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def firmware():
     path, board = env_firmware()
     if path is None:
-        _unavailable(board)  # board is the reason here
+        emulator_unavailable(board)  # board is the reason here
     qemu = os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm")
     if not shutil.which(qemu):
-        _unavailable("%s not found (apt-get install qemu-system-arm)" % qemu)
+        emulator_unavailable("%s not found (apt-get install qemu-system-arm)" % qemu)
     return path, board
 
 

