@@ -615,30 +615,28 @@ def _lines(text):
     return text.split("\n")
 
 
-def g_number(rng, text):
-    """A number (or list of numbers) of one key set to a limit."""
+def _set_graph_value(rng, text, numbers_only, choices):
+    """One key=value of one line given a value from `choices` (only numeric values if asked)."""
     lines = _lines(text)
     i = rng.randrange(len(lines))
     toks = lines[i].split(" ")
-    spots = [k for k, t in enumerate(toks) if "=" in t and t.split("=", 1)[1][:1] in "-0123456789."]
+    spots = [k for k, t in enumerate(toks)
+             if "=" in t and (not numbers_only or t.split("=", 1)[1][:1] in "-0123456789.")]
     if spots:
         k = rng.choice(spots)
-        toks[k] = toks[k].split("=", 1)[0] + "=" + rng.choice(GRAPH_NUMBERS)
+        toks[k] = toks[k].split("=", 1)[0] + "=" + rng.choice(choices)
         lines[i] = " ".join(toks)
     return "\n".join(lines)
+
+
+def g_number(rng, text):
+    """A number (or list of numbers) of one key set to a limit."""
+    return _set_graph_value(rng, text, True, GRAPH_NUMBERS)
 
 
 def g_word(rng, text):
     """A name or word value replaced (dangling names, duplicate outputs, bad enums)."""
-    lines = _lines(text)
-    i = rng.randrange(len(lines))
-    toks = lines[i].split(" ")
-    spots = [k for k, t in enumerate(toks) if "=" in t]
-    if spots:
-        k = rng.choice(spots)
-        toks[k] = toks[k].split("=", 1)[0] + "=" + rng.choice(GRAPH_WORDS)
-        lines[i] = " ".join(toks)
-    return "\n".join(lines)
+    return _set_graph_value(rng, text, False, GRAPH_WORDS)
 
 
 def g_op(rng, text):
