@@ -285,15 +285,19 @@ def _big_int8(tmp_path):
     return out, t
 
 
+def _floats(line):
+    return [float(v) for v in line.rstrip(",").split(",")]
+
+
 def test_graph_models_8x_the_heap_run_from_romfs(tmp_path):
-    """Graph models whose weights are 9x the heap (a float MLP, 1.2 MB f32; an int8 MLP,
+    """Graph models whose weights are 8x the heap (a float MLP, 1.2 MB f32; an int8 MLP,
     1.2 MB) run from a ROMFS image with the whole runtime as .mpy (viper kernels included):
     the weights are read in place, the answers match numpy / host_tools.reference, and an int8
-    forward pass allocates nothing. (The heap is 128 KB: importing the graph runner takes
-    about 44 KB of it on the unix port.)"""
+    forward pass allocates nothing. (The heap is 144 KB: importing the graph runner takes
+    about 48 KB of it on the unix port.)"""
     from host_tools import reference
 
-    heap = 128 * 1024
+    heap = 144 * 1024
     fpath, farrays = make_container(tmp_path, "bigf", 2, FW, graph=BIG_FLOAT)
     ipath, iarrays = _big_int8(tmp_path)
     mpy = tmp_path / "mpy"
@@ -346,7 +350,11 @@ for name in ("bigf", "big8"):
     if name == "big8":  # (a float pass boxes its floats: with the gc off they fill the heap)
         print(name + "-alloc", alloc(m, x))
     print(name + "-path", kernels.path())
-    print(name + "-y", m.tolist())
+    y = m(x)  # printed element by element: a list of the outputs would need a 6-8 KB block
+    print(name + "-y", end=" ")
+    for j in range(m.outputs[0].size):
+        print(y[j], end=",")
+    print()
     print(name + "-verified", c.verify())
     m = c = None
 print("OK")
@@ -362,9 +370,9 @@ print("OK")
     x = np.array(xf, dtype=np.float32).astype(np.float64)
     h = np.maximum(farrays["layers.0.weight"] @ x + farrays["layers.0.bias"], 0)
     want = farrays["layers.1.weight"] @ h + farrays["layers.1.bias"]
-    assert np.allclose(eval(out["bigf-y"]), want, rtol=1e-4, atol=1e-3 * np.abs(want).max())
+    assert np.allclose(_floats(out["bigf-y"]), want, rtol=1e-4, atol=1e-3 * np.abs(want).max())
     want8 = reference.run(BIG_INT8, iarrays, np.array(xi))[0].reshape(-1).tolist()
-    y8 = eval(out["big8-y"])
+    y8 = [int(v) for v in out["big8-y"].rstrip(",").split(",")]
     assert y8 == want8 and len(set(y8)) > 20
     assert int(out["big8-alloc"]) == 0
     print("ROMFS graph models: %s / %s bytes of weights, %s byte heap; an int8 pass allocates %s bytes" % (
