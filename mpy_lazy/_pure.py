@@ -68,8 +68,9 @@ def requant(acc, mq, dst, p):
 
 # conv / depthwise p: 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 17 DH 18 DW
 # 19 PT 20 PL 21 WSO 22 WSY 23 WSX 24 WSC 25 CPG (input channels per group; depthwise: 1)
-# 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX 28 HASB
-# b = (arena, w, bias, mq, acc, col): acc holds one output row (OW * OC int32), col one output
+# 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX 28 HASB 29 RP (output
+# pixels per requantization: RP <= OW)
+# b = (arena, w, bias, mq, acc, col): acc holds RP output pixels (RP * OC int32), col one output
 # pixel's window (KH * KW * CPG int32; the viper conv fills it, so each output is a dot).
 #
 # The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
@@ -77,16 +78,22 @@ def requant(acc, mq, dst, p):
 # nothing to TFLM's sum of w * (x - ZX), reads ZX.
 
 def conv(b, p):
-    """Grouped 2-D convolution, one output row at a time: acc = bias + sum w * x over the
+    """Grouped 2-D convolution, RP output pixels at a time: acc = bias + sum w * x over the
     kernel window (x = ZX at padded positions), then requant()."""
     a, w, bias, mq, acc = b[0], b[1], b[2], b[3], b[4]
     xo, yo, wd, c = p[6], p[7], p[9], p[10]
     h, oh, ow, oc = p[8], p[11], p[12], p[2]
     kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
     wso, wsy, wsx, wsc, cpg, opg, zx, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
+    kb = p[29] * oc
     for oy in range(oh):
         k = 0
         for ox in range(ow):
+            if k == kb:
+                p[0] = yo + (oy * ow + ox) * oc - k
+                p[1] = k
+                requant(acc, mq, a, p)
+                k = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             for o in range(oc):
@@ -108,8 +115,8 @@ def conv(b, p):
                             wi += wsc
                 acc[k] = s
                 k += 1
-        p[0] = yo + oy * ow * oc
-        p[1] = ow * oc
+        p[0] = yo + (oy + 1) * ow * oc - k
+        p[1] = k
         requant(acc, mq, a, p)
 
 

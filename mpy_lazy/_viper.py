@@ -143,6 +143,7 @@ def conv(b, p):
     opg = int(pp[26])
     zx = int((pp[27] ^ sg) - sg)  # folded into the bias: it only fills padded positions
     hasb = int(pp[28])
+    kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
     scatter = 0
     if cpg < 4 and opg == oc:
         scatter = 1
@@ -170,6 +171,15 @@ def conv(b, p):
         k = 0
         ox = 0
         while ox < ow:
+            if k == kb:
+                if asm:
+                    rq_row(ro, accb, arena, yo + (oy * ow + ox) * oc - k, k)
+                    t.requant(ro)
+                else:
+                    pp[0] = yo + (oy * ow + ox) * oc - k
+                    pp[1] = k
+                    requant(accb, mq, arena, p)
+                k = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             if scatter:
@@ -328,11 +338,11 @@ def conv(b, p):
             k += oc
             ox += 1
         if asm:
-            rq_row(ro, accb, arena, yo + oy * ow * oc, ow * oc)
+            rq_row(ro, accb, arena, yo + (oy + 1) * ow * oc - k, k)
             t.requant(ro)
         else:
-            pp[0] = yo + oy * ow * oc
-            pp[1] = ow * oc
+            pp[0] = yo + (oy + 1) * ow * oc - k
+            pp[1] = k
             requant(accb, mq, arena, p)
         oy += 1
 
@@ -399,6 +409,7 @@ def depthwise(b, p):
     opg = int(pp[26])
     zx = int((pp[27] ^ sg) - sg)  # folded into the bias: padded taps read it
     hasb = int(pp[28])
+    kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
     wbase = uint(w)
     abase = uint(a)
     accbase = uint(acc)
@@ -425,6 +436,15 @@ def depthwise(b, p):
         k = 0
         ox = 0
         while ox < ow:
+            if k == kb:
+                if asm:
+                    rq_row(ro, accb, arena, yo + (oy * ow + ox) * oc - k, k)
+                    t.requant(ro)
+                else:
+                    pp[0] = yo + (oy * ow + ox) * oc - k
+                    pp[1] = k
+                    requant(accb, mq, arena, p)
+                k = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             if asm:
@@ -505,11 +525,11 @@ def depthwise(b, p):
             k += oc
             ox += 1
         if asm:
-            rq_row(ro, accb, arena, yo + oy * ow * oc, ow * oc)
+            rq_row(ro, accb, arena, yo + (oy + 1) * ow * oc - k, k)
             t.requant(ro)
         else:
-            pp[0] = yo + oy * ow * oc
-            pp[1] = ow * oc
+            pp[0] = yo + (oy + 1) * ow * oc - k
+            pp[1] = k
             requant(accb, mq, arena, p)
         oy += 1
 

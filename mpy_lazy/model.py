@@ -63,8 +63,8 @@ class Model(Module):
                 shape, dtype, q = o.out
                 v = o.y = Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
-                del o.out, o.kv, o.n  # what the op needs it keeps as attributes
-                self.ops.append(o)
+                _forget(o, ("out", "kv", "n"))  # what the op needs it keeps as attributes
+                self.ops.append(_compact(o))
             if v.name in values:
                 raise fail(n, "value %r is defined twice" % v.name, "y")
             values[v.name] = v
@@ -106,19 +106,11 @@ class Model(Module):
             x, y = op.x[0], op.y
             r = x.root()
             if (op.name == "reshape" and op.alias) or (
-                    op.inplace and r.last == i and r not in self.inputs and x.dtype == y.dtype):
+                    op.inplace and r.last == i and r not in self.inputs and x.dtype == y.dtype
+                    and x.size == y.size):
                 y.alias = r
                 if y.last > r.last:
                     r.last = y.last
-        # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
-        # buffers): it takes room only where no activation is
-        self._scratch = []
-        for i, op in enumerate(self.ops):
-            v = None
-            if op.scratch:
-                v = Value("", (4 * op.scratch,), "i8")
-                v.first = v.last = i
-            self._scratch.append(v)
 
     def named_params(self):
         """[(name, Param)] sorted by name: ops.<i>.weight, .bias, .requant, .table (what
@@ -161,7 +153,7 @@ class Model(Module):
         if not r["missing"] and not r["mismatched"]:
             for op in self.ops:
                 if "tensors" in op.__dict__:
-                    del op.tensors  # every param is bound: its view knows the name
+                    _forget(op, ("tensors",))  # every param is bound: its view knows the name
         return r
 
     def macs(self):
@@ -174,8 +166,20 @@ class Model(Module):
         """Arena offsets (graph.plan) for both dtypes, the int32 kernel scratch in the int8
         arena; returns (int8 arena bytes, f32 arena elements, f32 scratch elements). Bounded
         before anything is allocated."""
-        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + [v for v in self._scratch if v],
-                        len(self.ops))
+        # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
+        # buffers): it takes room only where no activation is. Its offsets are kept in one
+        # array (_scratch[i] for op i, -1 for none), not as values (heap is scarce).
+        scratch = []
+        for i, op in enumerate(self.ops):
+            if op.scratch:
+                v = Value("", (4 * op.scratch,), "i8")
+                v.first = v.last = i
+                scratch.append(v)
+        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + scratch, len(self.ops))
+        self._scratch = array.array("i", [-1] * len(self.ops))
+        for v in scratch:
+            self._scratch[v.first] = v.offset
+        scratch = None
         nf = graph.plan([v for v in self.values if v.dtype == "f32"], len(self.ops), 1)
         nfs = max([op.fscratch for op in self.ops] + [0])
         total = n8 + 4 * (nf + nfs)
@@ -204,8 +208,8 @@ class Model(Module):
             self.mem = mem  # only now: a MemoryError above leaves the model as it was
         self.mem.path()
         self._changes = param.changes[0]
-        for op, v in zip(self.ops, self._scratch):
-            op.prepare(self.mem, memoryview(self.mem.a8)[v.offset: v.offset + v.size] if v else None)
+        for op, o in zip(self.ops, self._scratch):
+            op.prepare(self.mem, memoryview(self.mem.a8)[o: o + 4 * op.scratch] if o >= 0 else None)
         self._path = kernels.path()
 
     def memory(self):
@@ -257,7 +261,6 @@ class Model(Module):
             p = getattr(op, "p", None)
             if p is not None:  # kernels write into their parameters: each clone its own
                 op.p = array.array("i", p)
-        c._scratch = [_copy_value(v) if v else None for v in self._scratch]
         c.mem = None
         if self.mem is not None:
             c.prepare()
@@ -338,6 +341,25 @@ class Model(Module):
             if y[j] > y[best]:
                 best = j
         return best
+
+
+def _forget(obj, names):
+    """Delete attributes, releasing what they held: MicroPython keeps a deleted attribute's
+    value in the instance's table until the slot is reused (the GC still sees it), so each is
+    set to None first (measured: 600 B per op on a 32-bit board, the parsed keys kept)."""
+    for name in names:
+        setattr(obj, name, None)
+        delattr(obj, name)
+
+
+def _compact(obj):
+    """A copy of obj in a table of just its attributes: an op's table grew for the keys it
+    held while declaring (MicroPython never shrinks one; about 56 bytes per op on a 32-bit
+    board)."""
+    c = object.__new__(type(obj))
+    for k, v in obj.__dict__.items():
+        setattr(c, k, v)
+    return c
 
 
 def _bytewise(x):

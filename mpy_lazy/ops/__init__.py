@@ -142,11 +142,15 @@ def i32(mv, n):
 
 
 def _plain(a):
-    """A RAM array whose items are Python numbers: numpy's items are numpy scalars (int8
-    arithmetic would wrap), so kernels get a memoryview of it (no copy)."""
-    if isinstance(a, array.array) or not hasattr(a, "__array_interface__"):
+    """A RAM array whose items are Python numbers, read without allocating: numpy's items are
+    numpy scalars (int8 arithmetic would wrap) and indexing a ulab ndarray makes an object per
+    item (192 bytes each, measured), so kernels get a memoryview of it (no copy)."""
+    if isinstance(a, array.array):
         return a
-    return memoryview(a)
+    try:
+        return memoryview(a)
+    except TypeError:  # not a buffer
+        return a
 
 
 def act_range(kv):

@@ -6,10 +6,12 @@ from .. import kernels
 from ..graph import clamp
 from . import Op as Base, act_range, i32, ints
 
-BLOCK = 1024  # int32 accumulators per requantization call
+BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
 
 
 class Op(Base):
+    inplace = True  # elementwise: the output may take the first input's buffer (same size)
+
     def __init__(self, name, kv, ins, n, init=None):
         Base.__init__(self, name, kv, ins, n)
         if len(ins) != 2:

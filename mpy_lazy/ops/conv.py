@@ -11,6 +11,11 @@ from .. import kernels
 from ..graph import check_shape, clamp, pairs
 from . import Op as Base, act_range, check_requant, i32, ints, kbuf, typed
 
+# int32 accumulators of the int8 kernels (at least one pixel's): they are requantized every
+# RP = ACC // OC output pixels, so the scratch, which lies in the arena beside the op's input
+# and output, stays small (a whole output row of them added 1-2 KB to the arena's peak)
+ACC = 64
+
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
@@ -70,15 +75,16 @@ class Op(Base):
             lo, hi = clamp(kv, n)
             # the kernels' parameter layout (mpy_lazy/_pure.py, "conv / depthwise p"); prepare()
             # writes the arena offsets XO, YO. The op keeps nothing else of its geometry.
+            rp = max(1, min(ow, ACC // oc))
             self.p = ints((0, 0, oc, kv["q"][1], lo, hi, 0, 0) + geom[:5] + geom[6:]
-                          + (x.q[1], 1 if hasb else 0))
+                          + (x.q[1], 1 if hasb else 0, rp))
             self.param("weight", "w", wshape, "i8", init)
             self.param("requant", "m", (2, oc), "i32", init)
             if hasb:
                 self.param("bias", "b", (oc,), "i32", init)
-            # a row of accumulators, then one pixel's window (conv2d) or a row of C zero
+            # RP pixels' accumulators, then one pixel's window (conv2d) or a row of C zero
             # points that padded taps read (depthwise in assembler)
-            self.scratch = ow * oc + (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg)
+            self.scratch = rp * oc + (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg)
         else:
             self.geom = geom
             self.pads = pad
@@ -97,7 +103,7 @@ class Op(Base):
             p = self.p
             p[6], p[7] = x.offset, y.offset
             bias = kbuf(self.bias, "i32") if p[28] else p
-            n = p[12] * p[2]  # OW * OC
+            n = p[29] * p[2]  # RP * OC
             check_requant(self, typed(self.requant, "i32"), p[2])
             self.b = (m.arena, kbuf(self.weight, "i8"), bias, kbuf(self.requant, "i32"),
                       i32(scr[:4 * n], n), i32(scr[4 * n:], self.scratch - n))

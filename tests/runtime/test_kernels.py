@@ -390,14 +390,15 @@ def check_conv(seed, dw):
                     ar.expected[yo + (oy * ow + ox) * oc + o] = ref_requant(acc, mq[o], mq[oc + o], zy, lo, hi)
         ws = STRIDES[layout](oc, kh, kw, cpg)
         p = [0, 0, oc, zy, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
-        p += list(ws) + [cpg, opg, zx, 1 if hasb else 0]
+        rp = r.int(1, ow)  # output pixels per requantization
+        p += list(ws) + [cpg, opg, zx, 1 if hasb else 0, rp]
         what = "%s case %d %s" % ("depthwise" if dw else "conv", case, p)
 
         def build(mod):
             a = ar.fresh()
             pa = array.array("i", p)
             b = (a, array.array("b", wbuf), array.array("i", bias) if hasb else pa, array.array("i", mq),
-                 array.array("i", bytes(4 * ow * oc)), array.array("i", bytes(4 * kh * kw * cpg)))
+                 array.array("i", bytes(4 * rp * oc)), array.array("i", bytes(4 * kh * kw * cpg)))
             fn = mod.depthwise if dw else mod.conv
             return (lambda: fn(b, pa)), a
 
@@ -430,7 +431,7 @@ def test_grouped_conv_equals_depthwise():
                     for kx in range(kw):
                         wbuf[weight_index(layout, o, ky, kx, 0, oc, kh, kw, 1)] = wts[(o * kh + ky) * kw + kx]
             p = [0, 0, oc, 0, -128, 127, 0, h * w * c, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
-            p += list(STRIDES[layout](oc, kh, kw, 1)) + [1, opg, 3, 0]
+            p += list(STRIDES[layout](oc, kh, kw, 1)) + [1, opg, 3, 0, ow]
             for _, mod in IMPLS:
                 a = array.array("b", x + [0] * (oh * ow * oc))
                 pa = array.array("i", p)
