@@ -115,12 +115,17 @@ def report(name, paths, reps):
     x = bytearray(n)
     for i in range(n):
         x[i] = (i * 37) & 255
+    model.declare(c)  # a warm-up: op modules imported, not counted as the model's RAM
     gc.collect()
+    a0 = gc.mem_alloc()
     try:
         m = model.from_container(c)
     except MemoryError as e:
         print('FAIL', repr((name, 'MemoryError %s; heap free %d' % (e, gc.mem_free()))))
         return
+    m(x)
+    gc.collect()
+    print('RAM', repr((name, gc.mem_alloc() - a0, m.memory()['arena'])))
     for path in paths:
         if path not in kernels.available():
             continue
@@ -185,7 +190,7 @@ def run(uf2, image, macs, timeout):
         rc, results, err = pico.run(scripts, image, timeout)
     if rc:
         raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
-    rows, ulab, failed, loops = [], [], [], {}
+    rows, ulab, failed, loops, ram = [], [], [], {}, {}
     for r in results:
         if r.get("err"):
             raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
@@ -203,7 +208,10 @@ def run(uf2, image, macs, timeout):
                 loops[name] = (full, loop)
             elif line.startswith("FAIL "):
                 failed.append(eval(line[5:]))
-    return rows, ulab, failed, loops
+            elif line.startswith("RAM "):
+                name, live, arena = eval(line[4:])
+                ram[name] = (live, arena)
+    return rows, ulab, failed, loops, ram
 
 
 def table(rows, ulab, macs, loops):
@@ -245,6 +253,24 @@ def table(rows, ulab, macs, loops):
                                                     "%.1f" % (v / m) if m else ""))
 
 
+def ram_table(ram, macs):
+    """The models' RAM on the board (32-bit objects) against TFLM's arena for the same .tflite
+    (tflite-micro from PyPI: an x64 build, whose own structures hold 64-bit pointers)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import tflm_ref
+
+    print()
+    print("RAM on the emulated Pico: heap the model keeps after its first inference (arena and")
+    print("objects, from_container to m(x); the caller's input not counted), against TFLM's arena")
+    print("%-18s %10s %10s %10s %12s %8s" % ("model", "mpy-lazy", "arena", "objects", "TFLM arena", "<= +2KB"))
+    for name, (live, arena) in ram.items():
+        if macs[name][1] is not None:
+            continue  # a one-op graph: no .tflite
+        t = tflm_ref.arena_bytes(os.path.join(TFLITE, name + ".tflite"))
+        print("%-18s %10d %10d %10d %12d %8s" % (macs[name][0], live, arena, live - arena, t,
+                                                "ok" if live <= t + 2048 else "no"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/emulated.py", description=__doc__.split("\n")[0])
     ap.add_argument("--uf2", default=os.environ.get("MPY_LAZY_RP2_UF2"))
@@ -255,8 +281,9 @@ def main(argv=None):
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         image, macs = build(tmp)
-        rows, ulab, failed, loops = run(args.uf2, image, macs, args.timeout)
+        rows, ulab, failed, loops, ram = run(args.uf2, image, macs, args.timeout)
     table(rows, ulab, macs, loops)
+    ram_table(ram, macs)
     for name, why in failed:
         print("%s did not run on the board: %s" % (name, why))
     return 1 if failed else 0

@@ -63,7 +63,7 @@ def _fits(name, free):
         c = mpy_lazy.open('/rom/' + name)
         m = model.from_container(c)
         m(None)
-    except MemoryError:
+    except (MemoryError, mpy_lazy.ContainerError):  # (the arena checked against the free heap)
         ok = False
     c = m = _keep[0] = None
     gc.collect()

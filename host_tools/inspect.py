@@ -60,18 +60,18 @@ def _flat(x):
 
 # Heap a model's objects take on a 32-bit MicroPython board besides its arena and scratch: the
 # container object, the op and value objects, the Params bound to flash views, each op's kernel
-# parameter array. A least-squares fit over 20 models measured on the emulated boards
-# (firmware/measure_heap.py --fit; docs/FIRMWARE.md): within 16% of every measured figure, an
-# estimate, not a bound. On the ulab path a linear op with f16 weights decodes them to RAM once
-# (4 bytes per weight), counted apart.
-HEAP_BASE = 144
-HEAP_PER_OP = 416
-HEAP_PER_TENSOR = 396
+# parameter array. A least-squares fit over 21 models measured on the emulated Cortex-M3
+# (firmware/measure_heap.py --board MPS2_AN385 --fit; docs/FIRMWARE.md): within 21% of every
+# measured figure, an estimate, not a bound. On the ulab path a linear op with f16 weights
+# decodes them to RAM once (4 bytes per weight), counted apart.
+HEAP_BASE = 1131
+HEAP_PER_OP = 370
+HEAP_PER_TENSOR = 177
 # Loading needs more free heap than the model then keeps: open, declare and load make garbage,
 # the float (ulab) path makes temporaries, and the arena is one block allocated last. The least
-# free heap that loaded and ran each model (same script, --min-free) was 1.4x to 2.9x what it
+# free heap that loaded and ran each model (same script, --min-free) was 1.4x to 3.2x what it
 # keeps, by no simple formula: "free" is the kept heap times the largest ratio measured.
-LOAD_FACTOR = 3
+LOAD_FACTOR = 3.3
 
 
 def _q(v):
@@ -122,7 +122,7 @@ def graph_report(c):
         "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "q": _q(v)} for v in m.outputs],
         "ops": ops, "macs": m.macs(), "arena": mem["arena"], "scratch": mem["scratch"],
         "heap": {"arena": mem["arena"], "scratch": mem["scratch"], "objects": objects, "f16_decoded": f16,
-                 "kept": kept, "free": LOAD_FACTOR * kept, "estimate": True}})
+                 "kept": kept, "free": int(LOAD_FACTOR * kept), "estimate": True}})
 
 
 def inspect(path, as_json=False, values=None):
@@ -203,7 +203,7 @@ def _print_graph(g):
     extra = " + f16 weights the ulab path decodes %s" % n(h["f16_decoded"]) if h["f16_decoded"] else ""
     print("heap on a 32-bit board (estimate): the model keeps ~%s bytes (arena + scratch + objects ~%s%s);"
           % (n(h["kept"]), n(h["objects"]), extra))
-    print("  have ~%s bytes free to load it (%dx: loading makes garbage and the arena needs one block)"
+    print("  have ~%s bytes free to load it (%.1fx: loading makes garbage and the arena needs one block)"
           % (n(h["free"]), LOAD_FACTOR))
 
 
