@@ -645,6 +645,10 @@ def add(b, p):
         requant(accb, b[3 + side], tb, p)
         side += 1
     pp[2] = oc
+    th = T
+    if th:  # the sums' requantization in assembler (the tables' 512 stay above: raw mode)
+        ro = th.R
+        rq_setup(ro, b[5], p)
     i = 0
     j = 0
     while i < n:
@@ -659,9 +663,13 @@ def add(b, p):
             if j == bc:
                 j = 0
             k += 1
-        pp[0] = y + i
-        pp[1] = m
-        requant(accb, b[5], b[0], p)
+        if th:
+            rq_row(ro, accb, b[0], y + i, m)
+            th.requant(ro)
+        else:
+            pp[0] = y + i
+            pp[1] = m
+            requant(accb, b[5], b[0], p)
         i += m
 
 
@@ -681,6 +689,10 @@ def mul(b, p):
     block = int(pp[11])
     z1 = int((pp[12] ^ sg) - sg) + 0x80
     z2 = int((pp[13] ^ sg) - sg) + 0x80
+    th = T
+    if th:  # requantization in assembler
+        ro = th.R
+        rq_setup(ro, b[1], p)
     i = 0
     j = 0
     while i < n:
@@ -694,9 +706,13 @@ def mul(b, p):
             if j == bc:
                 j = 0
             k += 1
-        pp[0] = y + i
-        pp[1] = m
-        requant(accb, b[1], b[0], p)
+        if th:
+            rq_row(ro, accb, b[0], y + i, m)
+            th.requant(ro)
+        else:
+            pp[0] = y + i
+            pp[1] = m
+            requant(accb, b[1], b[0], p)
         i += m
 
 
