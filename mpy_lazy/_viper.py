@@ -17,6 +17,7 @@
 import micropython
 
 T = None
+NO_RO = None  # rq_flush's ro for requant() (a global: viper gives a local None its own type)
 
 
 
@@ -152,6 +153,7 @@ def conv(b, p):
     wbase = uint(w)
     t = T
     asm = 0
+    ro = NO_RO  # T.R when the requantization runs in assembler
     rows = 0
     if t and hasb:  # assembler dot products over a byte window; requant in assembler
         asm = 1
@@ -172,13 +174,9 @@ def conv(b, p):
         ox = 0
         while ox < ow:
             if k == kb:
-                if asm:
-                    rq_row(ro, accb, arena, yo + (oy * ow + ox) * oc - k, k)
-                    t.requant(ro)
-                else:
-                    pp[0] = yo + (oy * ow + ox) * oc - k
-                    pp[1] = k
-                    requant(accb, mq, arena, p)
+                pp[0] = yo + (oy * ow + ox) * oc - k
+                pp[1] = k
+                rq_flush(ro, accb, mq, arena, p)
                 k = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
@@ -337,13 +335,9 @@ def conv(b, p):
                 g += 1
             k += oc
             ox += 1
-        if asm:
-            rq_row(ro, accb, arena, yo + (oy + 1) * ow * oc - k, k)
-            t.requant(ro)
-        else:
-            pp[0] = yo + (oy + 1) * ow * oc - k
-            pp[1] = k
-            requant(accb, mq, arena, p)
+        pp[0] = yo + (oy + 1) * ow * oc - k
+        pp[1] = k
+        rq_flush(ro, accb, mq, arena, p)
         oy += 1
 
 
@@ -370,6 +364,18 @@ def rq_row(ro, accb, arena, y: int, n: int):
     r[1] = n
     r[4] = uint(ptr8(arena)) + y
     r[8] = 0
+
+
+@micropython.viper
+def rq_flush(ro, accb, mq, arena, p):
+    # the accumulators requantized into the arena at PP[0] (PP[1] of them): in assembler when
+    # ro is T.R (set up by rq_setup), else requant()
+    if ro:
+        pp = ptr32(p)
+        rq_row(ro, accb, arena, int(pp[0]), int(pp[1]))
+        T.requant(ro)
+    else:
+        requant(accb, mq, arena, p)
 
 
 @micropython.viper
@@ -415,6 +421,7 @@ def depthwise(b, p):
     accbase = uint(acc)
     t = T
     asm = 0
+    ro = NO_RO  # T.R when the requantization runs in assembler
     nt = kh * kw
     if t and hasb and opg == 1 and wso == 1 and wsx == c and wsy == kw * c and nt <= 64:
         asm = 1  # one assembler call per output pixel: its taps' addresses in T.Q
@@ -437,13 +444,9 @@ def depthwise(b, p):
         ox = 0
         while ox < ow:
             if k == kb:
-                if asm:
-                    rq_row(ro, accb, arena, yo + (oy * ow + ox) * oc - k, k)
-                    t.requant(ro)
-                else:
-                    pp[0] = yo + (oy * ow + ox) * oc - k
-                    pp[1] = k
-                    requant(accb, mq, arena, p)
+                pp[0] = yo + (oy * ow + ox) * oc - k
+                pp[1] = k
+                rq_flush(ro, accb, mq, arena, p)
                 k = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
@@ -524,13 +527,9 @@ def depthwise(b, p):
                 ky += 1
             k += oc
             ox += 1
-        if asm:
-            rq_row(ro, accb, arena, yo + (oy + 1) * ow * oc - k, k)
-            t.requant(ro)
-        else:
-            pp[0] = yo + (oy + 1) * ow * oc - k
-            pp[1] = k
-            requant(accb, mq, arena, p)
+        pp[0] = yo + (oy + 1) * ow * oc - k
+        pp[1] = k
+        rq_flush(ro, accb, mq, arena, p)
         oy += 1
 
 
@@ -645,9 +644,9 @@ def add(b, p):
         requant(accb, b[3 + side], tb, p)
         side += 1
     pp[2] = oc
-    th = T
-    if th:  # the sums' requantization in assembler (the tables' 512 stay above: raw mode)
-        ro = th.R
+    ro = NO_RO
+    if T:  # the sums' requantization in assembler (the tables' 512 stay above: raw mode)
+        ro = T.R
         rq_setup(ro, b[5], p)
     i = 0
     j = 0
@@ -663,13 +662,9 @@ def add(b, p):
             if j == bc:
                 j = 0
             k += 1
-        if th:
-            rq_row(ro, accb, b[0], y + i, m)
-            th.requant(ro)
-        else:
-            pp[0] = y + i
-            pp[1] = m
-            requant(accb, b[5], b[0], p)
+        pp[0] = y + i
+        pp[1] = m
+        rq_flush(ro, accb, b[5], b[0], p)
         i += m
 
 
@@ -689,9 +684,9 @@ def mul(b, p):
     block = int(pp[11])
     z1 = int((pp[12] ^ sg) - sg) + 0x80
     z2 = int((pp[13] ^ sg) - sg) + 0x80
-    th = T
-    if th:  # requantization in assembler
-        ro = th.R
+    ro = NO_RO
+    if T:  # requantization in assembler
+        ro = T.R
         rq_setup(ro, b[1], p)
     i = 0
     j = 0
@@ -706,13 +701,9 @@ def mul(b, p):
             if j == bc:
                 j = 0
             k += 1
-        if th:
-            rq_row(ro, accb, b[0], y + i, m)
-            th.requant(ro)
-        else:
-            pp[0] = y + i
-            pp[1] = m
-            requant(accb, b[1], b[0], p)
+        pp[0] = y + i
+        pp[1] = m
+        rq_flush(ro, accb, b[1], b[0], p)
         i += m
 
 
