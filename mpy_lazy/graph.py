@@ -160,7 +160,8 @@ def parse(text):
 class Value:
     """An activation: shape (N,) or (H, W, C), dtype 'f32' or 'i8', q = (scale, zero point)
     for i8. The planner sets `first`, `last` (op indices of its lifetime) and `offset` (in the
-    arena of its dtype); `alias` is the value whose buffer it shares (a reshape)."""
+    arena of its dtype); `alias` is the value whose buffer it shares (a reshape, an in-place
+    op)."""
 
     offset = 0
     alias = None
@@ -223,26 +224,40 @@ def clamp(kv, n):
     return v
 
 
-def plan(values, n_ops, align=4):
+def plan(values, n_ops, align=4, pairs=None):
     """Arena offsets for every value (TFLite Micro's greedy planner): buffers sorted by size,
-    largest first, each put at the lowest offset where it overlaps no placed buffer that is
-    alive at the same time. Values sharing a buffer (alias) get their root's offset.
+    largest first (later values first among equals), each put at the lowest offset where it
+    overlaps no placed buffer alive at the same time. Values sharing a buffer (alias) get their
+    root's offset. pairs: {id(v): (partner, lag, v is the output)} for an op's output that may
+    overlap its dying input if it starts `lag` bytes before it or earlier (Model._pairs).
     Returns the arena size in elements of the values' dtype."""
+    pairs = pairs or {}
     bufs = [v for v in values if v.alias is None]
-    bufs.sort(key=lambda v: (-v.size, v.first, v.last))  # MicroPython's sort is not stable
+    bufs.sort(key=lambda v: (-v.size, -v.first, v.last))  # MicroPython's sort is not stable
     placed = []
     top = 0
     for v in bufs:
         size = (v.size + align - 1) // align * align
-        live = [p for p in placed if p.first <= v.last and v.first <= p.last]
-        live.sort(key=lambda p: p.offset)
+        pair = pairs.get(id(v))
+        # the offsets v may not start at: (lo, hi) open, one per live placed buffer
+        gaps = []
+        for p in placed:
+            if p.first <= v.last and v.first <= p.last:
+                end = p.offset + (p.size + align - 1) // align * align
+                lo = p.offset - size
+                if pair is not None and pair[0] is p and pair[1] < (size if pair[2] else p.size):
+                    if pair[2]:  # v is the output: at or before p's start - lag
+                        lo = p.offset - pair[1]
+                    else:  # v is the input: p starts at or before v's start - lag
+                        end = p.offset + pair[1]
+                gaps.append((lo, end))
+        gaps.sort()
         off = 0
-        for p in live:
-            if off + size <= p.offset:
+        for lo, hi in gaps:
+            if off <= lo:
                 break
-            end = p.offset + (p.size + align - 1) // align * align
-            if end > off:
-                off = end
+            if off < hi:
+                off = hi
         v.offset = off
         placed.append(v)
         if off + size > top:

@@ -8,8 +8,9 @@
 #
 # Memory, as in TensorFlow Lite Micro: every activation lives in one preallocated arena at an
 # offset planned once over the graph's liveness (values alive at the same time never overlap;
-# a reshape shares its input's buffer, an elementwise op may work in place); kernel scratch is
-# one shared buffer sized for the largest op. On int8 models a forward pass allocates nothing.
+# a reshape shares its input's buffer, an elementwise op may work in place, an int8 conv or
+# dense may write over its dying input a few rows behind its reads: Op.lag()); kernel scratch
+# lies in the arena too. On int8 models a forward pass allocates nothing.
 import array
 
 from . import _pure, backend, graph, kernels, param
@@ -175,7 +176,7 @@ class Model(Module):
                 v = Value("", (4 * op.scratch,), "i8")
                 v.first = v.last = i
                 scratch.append(v)
-        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + scratch, len(self.ops))
+        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + scratch, len(self.ops), 4, self._pairs())
         self._scratch = array.array("i", [-1] * len(self.ops))
         for v in scratch:
             self._scratch[v.first] = v.offset
@@ -197,6 +198,19 @@ class Model(Module):
             raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free"
                                  % (total, free), None, "graph")
         return n8, nf, nfs
+
+    def _pairs(self):
+        """{id(value): (its partner, lag, True if the value is the output)} for each int8 op
+        whose output may lie over its dying input, `lag` bytes before it (Op.lag())."""
+        pairs = {}
+        for i, op in enumerate(self.ops):
+            x, y = op.x[0].root(), op.y
+            if x.last == i and y.alias is None and x not in self.inputs and x.dtype == y.dtype == "i8":
+                lag = op.lag()
+                if lag is not None:
+                    pairs[id(y)] = (x, lag, True)
+                    pairs[id(x)] = (y, lag, False)
+        return pairs
 
     def prepare(self, a8=None):
         """Plan and allocate the arena and scratch (once), then each op's prepare step. Called
@@ -383,9 +397,11 @@ class Memory:
     """The buffers a model's ops run in, allocated once: `arena` (int8 values, a signed view
     of the bytearray `a8`, which also holds the int8 kernels' scratch), `farena` (f32 values,
     over `af`), `fscratch` (f32, shared by the float ops), and on the ndarray path `nd`, the
-    f32 arena as a backend array."""
+    f32 arena as a backend array. An int8-only model has no float buffers (None)."""
 
     nd = None
+    af = farena = fscratch = None
+    _nds = None
 
     def __init__(self, n8, nf, nfs, a8=None):
         self.planned = (n8, nf, nfs)
@@ -393,16 +409,17 @@ class Memory:
             a8 = bytearray(n8 or 1)
         self.a8 = a8
         self.arena = backend.typed_view(memoryview(self.a8), "i8", n8 or 1)
-        self.af = bytearray(4 * (nf or 1))
-        self.farena = backend.typed_view(memoryview(self.af), "f32", nf or 1)
-        self.fscratch = array.array("f", bytes(4 * (nfs or 1)))
-        self._nds = {}
+        if nf:
+            self.af = bytearray(4 * nf)
+            self.farena = backend.typed_view(memoryview(self.af), "f32", nf)
+        if nfs:
+            self.fscratch = array.array("f", bytes(4 * nfs))
 
     def path(self):
         """Set `nd` for the current kernel path: the f32 arena as an ndarray (no copy) where
         the backend has float32 ndarrays (numpy, single-float ulab)."""
         self.nd = None
-        if kernels.nd():
+        if kernels.nd() and self.af is not None:
             np = backend.np
             if backend.kind() == "numpy":
                 self.nd = np.frombuffer(self.af, dtype=np.float32)
@@ -414,6 +431,8 @@ class Memory:
         return self.nd[v.offset: v.offset + v.size]
 
     def nd_scratch(self, role, n):
+        if self._nds is None:
+            self._nds = {}
         a = self._nds.get(role)
         if a is None or a.size < n:
             a = self._nds[role] = backend.np.zeros(n, dtype=self.nd.dtype)

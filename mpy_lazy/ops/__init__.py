@@ -7,6 +7,8 @@
 #                               the kernel's parameter array, the buffers it works in (scr:
 #                               its `scratch` int32 as a memoryview of the arena, or None)
 #   run()                       a forward pass: allocates nothing on the int8 path
+#   lag()                       whether the output may be written over the input when the
+#                               input dies at this op (the planner asks; default no)
 #
 # `scratch` (int32 elements) and `fscratch` (floats) are what run() needs besides the arena;
 # the model allocates the largest of its ops' once and shares it. `kv` (the description's keys)
@@ -48,6 +50,13 @@ class Op(Module):
         self.x = ins
         self.n = n
         self.tensors = ()  # (Param attribute, tensor name) pairs, for load()
+
+    def lag(self):
+        """Whether the output may overlap the first input when that input dies at this op
+        (graph.plan): None, no; an int L >= 0, yes if the output starts at least L bytes
+        before the input (the kernel writes no byte it reads later). Elementwise ops of one
+        size work in place instead (`inplace`)."""
+        return None
 
     def fail(self, msg, key=None):
         return fail(getattr(self, "n", 0), "%s: %s" % (self.name, msg), key)

@@ -97,6 +97,29 @@ class Op(Base):
             self.fscratch = kh * kw * cpg  # one decoded f16 filter
         self.out = (out_shape, "i8" if q8 else "f32", kv.get("q"))
 
+    def lag(self):
+        """int8: the kernels (every path) compute output pixels in raster order and write
+        each after reading its window, so the output may lie over the dying input, L bytes
+        before it, if no write reaches a byte a later window reads: when pixel j's window is
+        read, pixels before j may be written (to yo + j*OC), and the first byte any window
+        from j on reads is xo + min(first(j), first of the next output row). L is the largest
+        j*OC - that, over j. Each term is concave in the row and the column (separable), so
+        its maximum is at an end or beside the kink where padding stops: a few candidates."""
+        if self.y.dtype != "i8":
+            return None
+        p = self.p
+        c, oh, ow, oc, sh, sw, pt, pl = p[10], p[11], p[12], p[2], p[15], p[16], p[19], p[20]
+        wc = p[9] * c
+        rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
+        cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
+        a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
+        b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
+        lag = max(0, a + b)
+        for oy in rows:
+            if oy + 1 < oh:  # the next row's first window starts at its first column
+                lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc)
+        return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+
     def prepare(self, m, scr=None):
         x, y = self.x[0], self.y
         if y.dtype == "i8":

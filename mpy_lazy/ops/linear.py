@@ -38,6 +38,11 @@ class Op(Base):
             self.fscratch = n_out if t else n_in  # one decoded f16 row
         self.out = ((n_out,), "i8" if q8 else "f32", kv.get("q"))
 
+    def lag(self):
+        # int8: every accumulator is summed before the first output is written (the float
+        # loop writes as it goes)
+        return 0 if self.y.dtype == "i8" else None
+
     def prepare(self, m, scr=None):
         x, y = self.x[0], self.y
         n_in, n_out, wso, wsi = self.dims

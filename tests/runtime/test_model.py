@@ -523,7 +523,9 @@ def buffer_of(v):
 
 
 def check_plan(m):
-    """Values alive at the same time in different buffers never share arena bytes; values
+    """Values alive at the same time in different buffers never share arena bytes, except an
+    int8 conv/depthwise/linear's output and its input dying there, when the output starts at
+    least Op.lag() bytes before the input (for conv and depthwise at least brute_lag); values
     sharing a buffer are a reshape (the same bytes) or an in-place op whose input is dead from
     then on; every buffer lies inside the arena."""
     life = lifetimes(m)
@@ -534,11 +536,9 @@ def check_plan(m):
     extent = {"i8": 0, "f32": 0}
     for g in groups:
         root = buffer_of(g[0])
-        assert all(v.offset == root.offset for v in g)
+        assert all(v.offset == root.offset and v.dtype == root.dtype and v.size <= root.size for v in g)
         assert 0 <= root.offset, root
         extent[root.dtype] = max(extent[root.dtype], root.offset + root.size)
-        for v in g:
-            assert v.size <= root.size and v.dtype == root.dtype
     assert extent["i8"] + 4 * extent["f32"] <= m.memory()["arena"]
     # int8 kernel scratch planned in the int8 arena (if the model plans it there): never over
     # a value alive during its op
@@ -551,17 +551,25 @@ def check_plan(m):
         assert 0 <= start and end <= m.memory()["arena"]
         for v in m.values:
             if v.dtype == "i8" and life[id(v)][0] <= i <= life[id(v)][1]:
-                r = buffer_of(v)
-                assert r.offset + r.size <= start or end <= r.offset, (i, v)
+                assert v.offset + v.size <= start or end <= v.offset, (i, v)
     for i in range(len(groups)):
         for j in range(i + 1, len(groups)):
             a, b = buffer_of(groups[i][0]), buffer_of(groups[j][0])
-            if a.dtype != b.dtype:
+            if a.dtype != b.dtype or a.offset + a.size <= b.offset or b.offset + b.size <= a.offset:
                 continue
-            alive = any(life[id(u)][0] <= life[id(v)][1] and life[id(v)][0] <= life[id(u)][1]
-                        for u in groups[i] for v in groups[j])
-            if alive:
-                assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset, (a, b)
+            alive = [k for k in range(len(m.ops) + 1) if any(
+                life[id(u)][0] <= k <= life[id(u)][1] and life[id(v)][0] <= k <= life[id(v)][1]
+                for u in groups[i] for v in groups[j])]
+            if alive:  # sharing bytes while both live: only an op writing over its dying input
+                assert len(alive) == 1, (a, b, alive)
+                op = m.ops[alive[0]]
+                y, x = (a, b) if op.y is a else (b, a)
+                assert op.y is y and buffer_of(op.x[0]) is x and x not in m.inputs, (a, b, op.name)
+                assert op.name in ("conv2d", "depthwise", "linear") and y.dtype == "i8", op.name
+                lag = op.lag()
+                assert lag is not None and y.offset <= x.offset - lag, (op.name, lag, x.offset, y.offset)
+                if op.name != "linear":
+                    assert brute_lag(op.p) <= lag <= brute_lag(op.p, exact=False) + 3, op.p
     shared = 0
     for i, op in enumerate(m.ops):
         y = op.y
@@ -577,6 +585,38 @@ def check_plan(m):
             if life[id(v)][0] < i:
                 assert life[id(v)][1] <= i, (op.name, v)
     return shared
+
+
+def brute_lag(p, exact=True):
+    """The bytes an int8 conv's output must start before its input (conv p, mpy_lazy/_pure.py)
+    so that no write reaches a byte read later, pixel by pixel: when output pixel j's window is
+    read, pixels before j may be written. exact: the bytes the taps really read (dilation
+    gaps, padding, the group's channels); else from each window's first in-bounds row and
+    column, channel 0 (what Op.lag() computes in closed form)."""
+    h, wd, c, oh, ow, oc = p[8], p[9], p[10], p[11], p[12], p[2]
+    kh, kw, sh, sw, dh, dw, pt, pl, cpg, opg = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20], p[25], p[26]
+    firsts = []
+    for oy in range(oh):
+        for ox in range(ow):
+            if not exact:
+                firsts.append((max(0, oy * sh - pt) * wd + max(0, ox * sw - pl)) * c)
+                continue
+            lo = None
+            for ky in range(kh):
+                for kx in range(kw):
+                    iy, ix = oy * sh - pt + ky * dh, ox * sw - pl + kx * dw
+                    if 0 <= iy < h and 0 <= ix < wd:
+                        # the first channel any output of this pixel reads: group 0's
+                        at = (iy * wd + ix) * c
+                        if lo is None or at < lo:
+                            lo = at
+            firsts.append(h * wd * c if lo is None else lo)  # all padding: reads nothing
+    lag = 0
+    later = h * wd * c
+    for j in range(len(firsts) - 1, 0, -1):
+        later = min(later, firsts[j])
+        lag = max(lag, j * oc - later)
+    return lag
 
 
 def test_planner_branching_graph_with_residual():
@@ -605,6 +645,49 @@ def test_planner_branching_graph_with_residual():
     assert v["s"].alias is v["a"] and v["r"].alias is v["a"] and v["v"].alias is v["g"]
 
 
+def random_conv(r, h, w, c, name):
+    """An int8 conv2d or depthwise line of random geometry (stride, dilation, asymmetric
+    padding, groups, channel multiplier) reading value x of shape h, w, c; its output y."""
+    kh, kw, sh, sw = r.int(1, 3), r.int(1, 3), r.int(1, 2), r.int(1, 2)
+    dh, dw = r.int(1, 2), r.int(1, 2)
+    pads = [r.int(0, dh * (kh - 1)), r.int(0, dw * (kw - 1)), r.int(0, dh * (kh - 1)), r.int(0, dw * (kw - 1))]
+    common = "w=%s.w b=%s.b m=%s.m k=%d,%d stride=%d,%d dil=%d,%d pad=%s q=0.1,%d" % (
+        name, name, name, kh, kw, sh, sw, dh, dw, ",".join(str(p) for p in pads), r.int(-5, 5))
+    if r.chance(2):
+        return "depthwise x=x y=y %s mult=%d" % (common, r.int(1, 2))
+    g = r.pick([d for d in (1, 2, 3) if c % d == 0])
+    return "conv2d x=x y=y %s out=%d groups=%d" % (common, g * r.int(1, 3), g)
+
+
+def test_conv_writes_over_its_dying_input():
+    """An int8 conv or depthwise whose input dies there may write its output over the input,
+    starting Op.lag() bytes before it or earlier (the planner's closed form: at least what a
+    pixel-by-pixel walk of the windows needs, brute_lag; check_plan), and computes the same
+    integers as ref_run on every path: random geometries, two such convs in a row."""
+    r = Lcg(41)
+    lagged = 0
+    for case in range(30):
+        h, w, c = r.int(3, 9), r.int(3, 9), r.int(1, 6)
+        lines = ["input y=x shape=%d,%d,%d dtype=i8 q=0.05,-3" % (h, w, c),
+                 "conv2d x=x y=a w=c0.w m=c0.m out=%d k=1 q=0.1,1" % c]  # a: not the graph input
+        try:
+            text = "\n".join(lines + [random_conv(r, h, w, c, "c1").replace("x=x y=y", "x=a y=b")])
+            m = Model(text + "\noutput x=b")
+            h2, w2, c2 = m.ops[1].y.shape
+            text += "\n" + random_conv(r, h2, w2, c2, "c2").replace("x=x y=y", "x=b y=c") + "\noutput x=c"
+            Model(text)
+        except ContainerError:  # a kernel larger than the padded input
+            continue
+        T = make_tensors(text, case)
+        m = owned(text, T)
+        check_plan(m)
+        a, b, c = m.ops[0].y, m.ops[1].y, m.ops[2].y
+        lagged += (b.offset < a.offset + a.size and a.offset < b.offset + b.size) + (
+            c.offset < b.offset + b.size and b.offset < c.offset + c.size)
+        check_paths(m, text, T, lcg_inputs(m, case), exact=True)
+    assert lagged >= 10, lagged
+
+
 def test_in_place_only_when_the_input_dies():
     """relu would clobber a value still needed: through a reshape alias (y shares x's bytes) or
     a later reader, or a graph input or output. Then no in-place; results stay right."""
@@ -631,7 +714,7 @@ output x=s"""
 
 CHAIN = """input y=x shape=8,8,4 dtype=i8 q=0.05,0
 conv2d x=x y=a w=w1 m=m1 out=4 k=1 q=0.05,0
-conv2d x=a y=b w=w2 m=m2 out=4 k=1 q=0.05,0
+maxpool x=a y=b k=1 q=0.05,0
 conv2d x=b y=c w=w3 m=m3 out=4 k=1 q=0.05,0
 output x=c"""
 
@@ -649,8 +732,8 @@ def test_input_buffer_is_reused_and_refilled():
         xv = m.inputs[0]
         reused = [v.name for v in m.values if v is not xv and v.dtype == "i8" and v.offset < xv.offset + xv.size
                   and xv.offset < v.offset + v.size]
-        if text is CHAIN:  # x, a, b, c of one size: b goes where x was
-            assert reused == ["b"], reused
+        if text is CHAIN:  # x, a, b, c of one size: b goes where x was, c over b (a 1x1 conv)
+            assert reused == ["b", "c"], reused
             assert [m.input[i] for i in range(xv.size)] != x  # the call overwrote the input
         m(x)
         assert m.tolist() == want
