@@ -161,22 +161,27 @@ class Value:
     """An activation: shape (N,) or (H, W, C), dtype 'f32' or 'i8', q = (scale, zero point)
     for i8. The planner sets `first`, `last` (op indices of its lifetime) and `offset` (in the
     arena of its dtype); `alias` is the value whose buffer it shares (a reshape, an in-place
-    op)."""
+    op). Class defaults stand for the common case (an instance attribute costs heap)."""
 
     offset = 0
     alias = None
+    dtype = "i8"
 
     def __init__(self, name, shape, dtype, q=None):
         self.name = name
         self.shape = shape
-        self.dtype = dtype
+        if dtype != "i8":
+            self.dtype = dtype
         self.q = q
-        n = 1
-        for d in shape:
-            n *= d
-        self.size = n
         self.first = 0
         self.last = 0
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
 
     def root(self):
         v = self

@@ -7,7 +7,8 @@ States (`p.state`) and what the param holds:
     'busy'    its init function is running (transient: uninit before, owned after, uninit
               again if init raises).
     'bound'   a read-only View into a container: the bytes stay where the container is
-              (flash, on a board); no RAM copy.
+              (flash, on a board); no RAM copy. Its shape is the View's (read from the
+              container's table: one tuple less per tensor).
     'owned'   a flat RAM array (backend ndarray, else array.array; f16 is held as f32),
               possibly shared copy-on-write with clones.
 
@@ -106,7 +107,7 @@ class Param:
         size elements, flat or not); the param takes ownership of what it returns. None: zeros."""
         if dtype not in ITEMSIZE:
             raise ValueError("unknown dtype %r" % dtype)
-        self.shape = tuple(shape)
+        self._shape = tuple(shape)  # None while bound: the View's (one tuple less per tensor)
         if dtype != "f32":
             self.dtype = dtype
         if not trainable:
@@ -115,6 +116,11 @@ class Param:
         # 'copy-on-write', 'clone', 'load_mapper'. One attribute for both: heap is scarce.
         self._state = "uninit"
         self._src = init or _zeros  # init fn / View / array, by state
+
+    @property
+    def shape(self):
+        s = self._shape
+        return s if s is not None else self._src.shape
 
     @property
     def state(self):
@@ -195,6 +201,8 @@ class Param:
                 _lock.release()
 
     def _own(self, a, note):
+        if self._shape is None:  # leaving bound: the shape was the View's
+            self._shape = self._src.shape
         self._release()
         self._src = a
         self._state = note
@@ -242,7 +250,7 @@ class Param:
         if st == "uninit" or st == "busy":  # (busy: _src is still the init function)
             c._src = self._src
         elif not arrays and st == "bound":
-            c._state, c._src = "bound", self._src
+            c._state, c._src, c._shape = "bound", self._src, None
         elif not arrays:  # owned: share the array copy-on-write
             if self._shared is None:
                 self._shared = [1]
@@ -320,6 +328,7 @@ class Param:
             self._release()
             self._src = src
             self._state = "bound"
+            self._shape = None  # the View has it (bind checked they are equal)
             changes[0] += 1
         else:
             self._own(src, st)

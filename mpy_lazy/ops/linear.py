@@ -13,8 +13,7 @@ class Op(Base):
         if not 1 <= n_out <= 65535:
             raise self.fail("out=%d: must be 1..65535" % n_out, "out")
         t = kv.get("wl", "oi") == "io"
-        self.dims = (n_in, n_out, 1 if t else n_in, n_out if t else 1)  # IN OUT WSO WSI
-        self.macs = n_in * n_out
+        dims = (n_in, n_out, 1 if t else n_in, n_out if t else 1)  # IN OUT WSO WSI
         hasb = "b" in kv
         wshape = (n_in, n_out) if t else (n_out, n_in)
         q8 = self.int8()
@@ -22,14 +21,14 @@ class Op(Base):
             self.needs("m")
             lo, hi = clamp(kv, n)
             # the kernel's parameter layout (mpy_lazy/_pure.py, "dense p"); prepare() writes XO, YO
-            self.p = ints((0, 0, n_out, kv["q"][1], lo, hi, 0, 0, n_in, self.dims[2], self.dims[3],
+            self.p = ints((0, 0, n_out, kv["q"][1], lo, hi, 0, 0, n_in, dims[2], dims[3],
                            1 if hasb else 0))
             self.param("weight", "w", wshape, "i8", init)
             self.param("requant", "m", (2, n_out), "i32", init)
             if "b" in kv:
                 self.param("bias", "b", (n_out,), "i32", init)
-            self.scratch = n_out + n_in  # accumulators, the input as int32
         else:
+            self.dims = dims
             self.hasb = hasb
             self.lo, self.hi = act_range(kv)
             self.param("weight", "w", wshape, "f32", init)
@@ -38,6 +37,19 @@ class Op(Base):
             self.fscratch = n_out if t else n_in  # one decoded f16 row
         self.out = ((n_out,), "i8" if q8 else "f32", kv.get("q"))
 
+    # macs and scratch from the kernel's parameters (int8) or dims (float), not kept: every
+    # attribute of an op costs heap on the board
+    @property
+    def macs(self):
+        p = getattr(self, "p", None)
+        return p[8] * p[2] if p is not None else self.dims[0] * self.dims[1]
+
+    @property
+    def scratch(self):
+        """int8: the accumulators, then the input as int32."""
+        p = getattr(self, "p", None)
+        return p[2] + p[8] if p is not None else 0
+
     def lag(self):
         # int8: every accumulator is summed before the first output is written (the float
         # loop writes as it goes)
@@ -45,9 +57,9 @@ class Op(Base):
 
     def prepare(self, m, scr=None):
         x, y = self.x[0], self.y
-        n_in, n_out, wso, wsi = self.dims
         if y.dtype == "i8":
             p = self.p
+            n_in, n_out = p[8], p[2]
             p[6], p[7] = x.offset, y.offset
             bias = kbuf(self.bias, "i32") if p[11] else p
             check_requant(self, typed(self.requant, "i32"), n_out)

@@ -30,23 +30,23 @@ class Op(Base):
         ow = (w + pad[1] + pad[3] - kw) // sw + 1
         if oh < 1 or ow < 1:
             raise self.fail("window %dx%d larger than the padded input %dx%d" % (kh, kw, h, w), "k")
-        self.geom = (h, w, c, oh, ow, kh, kw, sh, sw, pad[0], pad[1])
-        self.lo, self.hi = act_range(kv)
-        q8 = self.int8()
-        if q8:
+        if self.int8():
             if tuple(kv["q"]) != tuple(x.q):
                 raise self.fail("int8 pooling keeps the input's q=%s,%d" % x.q, "q")
-            self.clamp = clamp(kv, n)
+            lo, hi = clamp(kv, n)
+            # the kernels' parameter layout (mpy_lazy/_pure.py, "pool p"); prepare() writes the
+            # arena offsets XO, YO. The op keeps nothing else (heap is scarce).
+            self.p = ints((0, 0, c, x.q[1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
+        else:
+            self.geom = (h, w, c, oh, ow, kh, kw, sh, sw, pad[0], pad[1])
+            self.lo, self.hi = act_range(kv)
         self.out = (check_shape((oh, ow, c), n, "output"), x.dtype, kv.get("q"))
 
     def prepare(self, m, scr=None):
-        h, w, c, oh, ow, kh, kw, sh, sw, pt, pl = self.geom
         if self.y.dtype != "i8":
             self.m = m
         else:
-            # the kernels' parameter layout (mpy_lazy/_pure.py, "pool p")
-            self.p = ints((0, 0, c, self.y.q[1], self.clamp[0], self.clamp[1], self.x[0].offset,
-                           self.y.offset, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pt, pl))
+            self.p[6], self.p[7] = self.x[0].offset, self.y.offset
             self.b = (m.arena,)
 
 

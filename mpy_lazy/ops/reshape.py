@@ -30,7 +30,6 @@ class Op(Base):
         self.out = (shape, x.dtype, x.q)
 
     def prepare(self, m, scr=None):
-        self.m = m
         if not self.alias:
             x = self.x[0]
             c = x.shape[2]
