@@ -85,33 +85,39 @@ class Model(Module):
         return Value(kv["y"], shape, dtype, kv.get("q"))
 
     def _liveness(self):
-        """first/last op index of each value; reshape outputs share their input's buffer, an
-        elementwise op whose input dies there works in place; lifetimes merged per buffer."""
+        """[first, last] op index of each value, in self._life by id(value) until the arena is
+        planned (a Value does not keep them: heap is scarce); reshape outputs share their
+        input's buffer, an elementwise op whose input dies there works in place; lifetimes
+        merged per buffer."""
         end = len(self.ops)
+        life = {}
         for v in self.values:
-            v.first, v.last = end, -1
+            life[id(v)] = [end, -1]
         for v in self.inputs:
-            v.first = 0
+            life[id(v)][0] = 0
         for i, op in enumerate(self.ops):
-            op.y.first = i
+            life[id(op.y)][0] = i
             for x in op.x:
-                x.last = i
+                life[id(x)][1] = i
         for v in self.outputs:
-            v.last = end
-        for v in self.values:
-            if v.last < v.first:  # never read (a dead branch): alive for its own op only
-                v.last = v.first
+            life[id(v)][1] = end
+        for t in life.values():
+            if t[1] < t[0]:  # never read (a dead branch): alive for its own op only
+                t[1] = t[0]
         # one pass in op order, linear: an alias points at its buffer's root, whose lifetime
         # takes in the alias's at once (a later op only tests the root's)
         for i, op in enumerate(self.ops):
             x, y = op.x[0], op.y
             r = x.root()
+            lr = life[id(r)]
             if (op.name == "reshape" and op.alias) or (
-                    op.inplace and r.last == i and r not in self.inputs and x.dtype == y.dtype
+                    op.inplace and lr[1] == i and r not in self.inputs and x.dtype == y.dtype
                     and x.size == y.size):
                 y.alias = r
-                if y.last > r.last:
-                    r.last = y.last
+                ly = life[id(y)]
+                if ly[1] > lr[1]:
+                    lr[1] = ly[1]
+        self._life = life
 
     def named_params(self):
         """[(name, Param)] sorted by name: ops.<i>.weight, .bias, .requant, .table (what
@@ -170,18 +176,20 @@ class Model(Module):
         # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
         # buffers): it takes room only where no activation is. Its offsets are kept in one
         # array (_scratch[i] for op i, -1 for none), not as values (heap is scarce).
+        life = dict(self._life)
         scratch = []
         for i, op in enumerate(self.ops):
             if op.scratch:
                 v = Value("", (4 * op.scratch,), "i8")
-                v.first = v.last = i
-                scratch.append(v)
-        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + scratch, len(self.ops), 4, self._pairs())
+                life[id(v)] = (i, i)
+                scratch.append((i, v))
+        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + [v for i, v in scratch], life, 4,
+                        self._pairs())
         self._scratch = array.array("i", [-1] * len(self.ops))
-        for v in scratch:
-            self._scratch[v.first] = v.offset
+        for i, v in scratch:
+            self._scratch[i] = v.offset
         scratch = None
-        nf = graph.plan([v for v in self.values if v.dtype == "f32"], len(self.ops), 1)
+        nf = graph.plan([v for v in self.values if v.dtype == "f32"], life, 1)
         nfs = max([op.fscratch for op in self.ops] + [0])
         total = n8 + 4 * (nf + nfs)
         if total > MAX_ARENA:
@@ -205,7 +213,8 @@ class Model(Module):
         pairs = {}
         for i, op in enumerate(self.ops):
             x, y = op.x[0].root(), op.y
-            if x.last == i and y.alias is None and x not in self.inputs and x.dtype == y.dtype == "i8":
+            if self._life[id(x)][1] == i and y.alias is None and x not in self.inputs and \
+                    x.dtype == y.dtype == "i8":
                 lag = op.lag()
                 if lag is not None:
                     pairs[id(y)] = (x, lag, True)
@@ -220,6 +229,7 @@ class Model(Module):
             mem = Memory(*self.plan(), a8=a8)
             self._io(mem)  # the views stay valid across re-prepares: the arena does not move
             self.mem = mem  # only now: a MemoryError above leaves the model as it was
+            self._life = None  # planned: the lifetimes are not needed again
         self.mem.path()
         self._changes = param.changes[0]
         for op, o in zip(self.ops, self._scratch):
@@ -260,13 +270,10 @@ class Model(Module):
     def clone(self, arrays=False):
         """A copy with every Param cloned (Param.clone semantics) and its own arena."""
         c = Module.clone(self, arrays)
-        c.values = [_copy_value(v) for v in self.values]
+        c.values = [Value(v.name, v.shape, v.dtype, v.q) for v in self.values]
         index = {}
         for a, b in zip(self.values, c.values):
             index[id(a)] = b
-        for b in c.values:
-            if b.alias is not None:
-                b.alias = index[id(b.alias)]
         c.inputs = [index[id(v)] for v in self.inputs]
         c.outputs = [index[id(v)] for v in self.outputs]
         for op in c.ops:
@@ -275,6 +282,7 @@ class Model(Module):
             p = getattr(op, "p", None)
             if p is not None:  # kernels write into their parameters: each clone its own
                 op.p = array.array("i", p)
+        c._liveness()  # the same aliases and lifetimes, for the clone's own values
         c.mem = None
         if self.mem is not None:
             c.prepare()
@@ -384,13 +392,6 @@ def _bytewise(x):
     if isinstance(x, memoryview):
         return getattr(x, "itemsize", 1) == 1
     return True
-
-
-def _copy_value(v):
-    c = Value(v.name, v.shape, v.dtype, v.q)
-    c.first, c.last, c.offset = v.first, v.last, v.offset
-    c.alias = v.alias
-    return c
 
 
 class Memory:
