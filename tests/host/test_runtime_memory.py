@@ -391,12 +391,15 @@ row = bytearray(1024)  # one weight row at a time
 total = 0.0
 for k in range(256):
     s.readinto("layers.1.weight", row, k * 1024)
-    total += sum(struct.unpack("<256f", row))
+    for j in range(0, 1024, 4):  # one float at a time: a 256-float tuple needs a 2 KB block
+        total += struct.unpack_from("<f", row, j)[0]
 print("sum", total)
 print("verified", s.verify(row))
 print("OK")
 """ % (str(tmp_path / "mpy"), str(path))
-    out = result(run_micropython(code, heapsize="64K"))
+    # 96 KB of heap for a 512 KB file: importing the runtime takes most of 64 KB on x64 (the
+    # margin there was under 8 KB, and the CI's longer paths took it)
+    out = result(run_micropython(code, heapsize="96K"))
     assert abs(float(out["sum"]) - float(arrays["layers.1.weight"].astype(np.float64).sum())) < 1e-2
     assert int(out["verified"]) == 4
 
