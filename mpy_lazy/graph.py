@@ -248,7 +248,8 @@ def plan(values, life, align=4, pairs=None):
             if pfirst <= last and first <= plast:
                 end = p.offset + (p.size + align - 1) // align * align
                 lo = p.offset - size
-                if pair is not None and pair[0] is p and pair[1] < (size if pair[2] else p.size):
+                # (a lag as large as the output is no overlap at all: the usual rule holds)
+                if pair is not None and pair[0] is p and pair[1] < (v if pair[2] else p).size:
                     if pair[2]:  # v is the output: at or before p's start - lag
                         lo = p.offset - pair[1]
                     else:  # v is the input: p starts at or before v's start - lag
