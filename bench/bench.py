@@ -31,8 +31,9 @@ are timed there.
 
 Targets, [ok]/[FAIL] (exit status 1 when a median misses one): int8 0 bytes per inference (viper,
 ulab); mpy-lazy RAM (live) <= TFLM arena + 2 KB; int8 time <= 3x TFLM's; open+bind <= 1% weights +
-2 KB; packing (bench/pack_bench.py, --no-pack skips it) >= 200 MB/s and peak RSS <= the largest
-tensor + 64 MB."""
+2 KB; the reader's work linear in the file size on MicroPython (bench/linear.py: timed here, counted
+on CPython by make test); packing (bench/pack_bench.py, --no-pack skips it) >= 200 MB/s and peak RSS
+<= the largest tensor + 64 MB."""
 import json
 import os
 import statistics
@@ -511,6 +512,16 @@ def main():
                     "MISS: " + ", ".join(time_miss) if time_miss else "all within", not time_miss))
     targets.append(("open+bind heap <= 1%% weights + 2 KB (%d rows)" % bind_rows,
                     "MISS: " + ", ".join(bind_miss) if bind_miss else "all within", not bind_miss))
+    print()
+    t1 = time.time()
+    import linear
+
+    lin_rows = linear.run(exe)
+    lin_ok = linear.report(lin_rows)
+    stage["linear"] = time.time() - t1
+    worst = max(lin_rows, key=lambda r: r[4] / r[3])
+    targets.append(("reader work linear on MicroPython: large/small time per byte <= %.0fx (%d cases)"
+                    % (linear.LIMIT, len(lin_rows)), "worst %.2fx (%s)" % (worst[4] / worst[3], worst[0]), lin_ok))
     if "--no-pack" not in sys.argv:
         print()
         t1 = time.time()

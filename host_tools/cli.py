@@ -186,8 +186,10 @@ def parser():
 
     s = sub.add_parser("pack", help="pack an ONNX or .tflite model (graph + weights), or weight files "
                        "(--weights-only), into a container")
-    s.add_argument("inputs", nargs="+", metavar="INPUT")
-    s.add_argument("-o", "--output", required=True)
+    s.add_argument("inputs", nargs="+", metavar="INPUT", help="an ONNX or .tflite model, or weight files "
+                   "(.safetensors, .pt/.pth, .npz, .npy; the format is read from the content)")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.mpyl", help="the container to write "
+                   "(atomically: nothing is left behind on an error)")
     s.add_argument("--quantize", default="none", choices=["none", "f16", "int8", "int8-channel"],
                    help="models: none (f32), f16 (weights), int8 (the integer pipeline: needs --calibrate; "
                    "int8-channel is the same). --weights-only: float storage f32, f16, int8 per tensor or "
@@ -207,11 +209,12 @@ def parser():
                    "are (refused by default; int8 cannot hold them at all)")
     s.add_argument("--max-bytes", metavar="SIZE", help="refuse inputs whose tensors unpack to more than "
                    "SIZE bytes (K/M/G suffixes; default 512M): a small compressed file cannot fill the memory")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (no summary, no "
+                   "progress bar)")
     s.set_defaults(fn=cmd_pack)
 
     s = sub.add_parser("inspect", help="print a container's tensor table")
-    s.add_argument("file")
+    s.add_argument("file", metavar="FILE", help="a container (.mpyl)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--values", action="append", metavar="NAME",
                    help="also print this tensor's stored and real (dequantized) values")
@@ -219,23 +222,25 @@ def parser():
 
     s = sub.add_parser("verify", help="check structure, every CRC and that float values are finite "
                        "(exit 0 ok, 1 bad)")
-    s.add_argument("file")
+    s.add_argument("file", metavar="FILE", help="a container (.mpyl)")
     s.add_argument("--allow-nonfinite", action="store_true", help="do not report NaN/Inf float values")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print nothing; the exit status says it")
     s.set_defaults(fn=cmd_verify)
 
     s = sub.add_parser("romfs", help="build a ROMFS image with each container aligned")
-    s.add_argument("files", nargs="+", metavar="FILE")
-    s.add_argument("-o", "--output", required=True)
+    s.add_argument("files", nargs="+", metavar="FILE", help="containers (or any files) to put in the image")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.romfs", help="the ROMFS image to write "
+                   "(`mpremote romfs deploy OUT.romfs` writes it to a board)")
     s.add_argument("--dir", help="put the files under this subdirectory of the image")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     s.set_defaults(fn=cmd_romfs)
 
     s = sub.add_parser("freeze", help="write a Python module holding the container as bytes")
-    s.add_argument("file")
-    s.add_argument("-o", "--output", required=True)
+    s.add_argument("file", metavar="FILE", help="a container (.mpyl)")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.py", help="the module to write (freeze it "
+                   "into a firmware with the manifest line printed)")
     s.add_argument("--manifest", help="also append the freeze line to this manifest.py")
-    s.add_argument("-q", "--quiet", action="store_true")
+    s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     s.set_defaults(fn=cmd_freeze)
     return p
 
@@ -244,6 +249,16 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return args.fn(args)
+    except BrokenPipeError:
+        # the reader of our output went away (`mpy-lazy inspect m.mpyl | head`): end quietly,
+        # and keep Python from complaining again when it flushes stdout at exit
+        try:
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 0
     except PackError as e:
         print("mpy-lazy: error: %s" % e, file=sys.stderr)
         return 1

@@ -141,3 +141,31 @@ def test_real_cli_prints_one_line_and_no_traceback(tmp_path):
         assert r.returncode == 1 and r.stdout == "", r
         assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("mpy-lazy: error: "), r.stderr
         assert not (tmp_path / "o.mpyl").exists()
+
+
+def test_closed_pipe_ends_quietly(tmp_path):
+    """`mpy-lazy inspect m.mpyl | head -1` (issue 22): the reader leaves after one line; the
+    command ends with status 0 and writes nothing to stderr (it used to print
+    `mpy-lazy: error: Broken pipe`)."""
+    src = save_safetensors(tmp_path / "m.safetensors",
+                           {"t%03d" % i: np.full((4,), i, np.float32) for i in range(400)})
+    out = tmp_path / "m.mpyl"
+    assert subprocess.run([sys.executable, "-m", "host_tools", "pack", str(src), "-o", str(out), "-q"],
+                          cwd=ROOT).returncode == 0
+    for args in (["inspect", str(out)], ["inspect", str(out), "--json"], ["inspect", str(out), "--values", "t001"]):
+        p = subprocess.Popen([sys.executable, "-m", "host_tools"] + args, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=ROOT)
+        p.stdout.readline()
+        p.stdout.close()  # the reader is gone: every later write hits a closed pipe
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=120) == 0 and err == "", (args, p.returncode, err)
+
+
+def test_every_cli_argument_has_help():
+    from host_tools.cli import parser
+
+    p = parser()
+    subs = [a for a in p._actions if a.__class__.__name__ == "_SubParsersAction"][0]
+    for name, sp in subs.choices.items():
+        for a in sp._actions:
+            assert a.help, "mpy-lazy %s: %s has no help text" % (name, a.option_strings or a.dest)

@@ -316,6 +316,6 @@ def test_atheris_coverage_guided():
 
     pytest.importorskip("atheris")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fuzz.py"), "--atheris",
-                        "-runs=20000", "-seed=1", "-timeout=10"], capture_output=True, text=True,
+                        "-runs=20000", "-seed=1", "-timeout=120"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "Done 20000 runs" in r.stderr, r.stderr[-3000:]

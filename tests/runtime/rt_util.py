@@ -199,3 +199,35 @@ def weight_index(layout, o, ky, kx, ci, oc, kh, kw, cpg):
     if layout == "1hwo":
         return (ky * kw + kx) * oc + o
     return (o * kh + ky) * kw + kx  # o1hw
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def traced_lines(fn, limit, expected=()):
+    """Lines of mpy_lazy code fn() runs, counted with sys.settrace (CPython only: MicroPython
+    has no settrace), failing (AssertionError) as soon as the count passes `limit`, so runaway
+    work fails fast instead of running for minutes under the tracer. Exceptions of the types in
+    `expected` end fn quietly. A count, not a clock: a busy machine cannot change it."""
+    n = [0]
+
+    def tracer(frame, event, arg):
+        if event == "call":
+            return tracer if "mpy_lazy" in frame.f_code.co_filename else None
+        if event == "line":
+            n[0] += 1
+            if n[0] > limit:
+                raise _TooMuch()
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        fn()
+    except _TooMuch:
+        raise AssertionError("more than %d lines of mpy_lazy code" % limit)
+    except expected:
+        pass
+    finally:
+        sys.settrace(None)
+    return n[0]
