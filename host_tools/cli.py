@@ -61,9 +61,13 @@ def cmd_pack(args):
                 raise PackError("--graph %s: %s" % (args.graph, getattr(e, "strerror", None) or e))
             srcs = select([s for p in args.inputs for s in read(p)], include, exclude, renames)
             meta.append(("graph", convert.weights_graph(text, {s.name: s.shape for s in srcs})))
-        entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
-                               include=include, exclude=exclude, renames=renames, meta=meta,
-                               quiet=args.quiet, **opts)
+            (entries, layout), _ = convert.pack_graph(args.inputs, args.output, None, meta, sources=srcs,
+                                                      quantize=args.quantize, alignment=args.align,
+                                                      quiet=args.quiet, **opts)
+        else:
+            entries, layout = pack(args.inputs, args.output, quantize=args.quantize, alignment=args.align,
+                                   include=include, exclude=exclude, renames=renames, meta=meta,
+                                   quiet=args.quiet, **opts)
         if not args.graph and not args.quiet:
             print("weights only (no graph): declare the model in code and bind them with mpy_lazy.load()")
     else:
@@ -74,10 +78,9 @@ def cmd_pack(args):
         g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet)
         model = g.check()  # checked once already: the model for the summary
         meta.append(("graph", g.text()))
-        entries, layout = pack(args.inputs, args.output, alignment=args.align, meta=meta,
-                               quiet=args.quiet, sources=convert.sources(g, convert.origin(args.inputs[0])),
-                               label=args.quantize if not g.int8() or args.quantize != "none" else "int8",
-                               **opts)
+        (entries, layout), _ = convert.pack_graph(
+            args.inputs, args.output, g, meta, alignment=args.align, quiet=args.quiet,
+            label=args.quantize if not g.int8() or args.quantize != "none" else "int8", **opts)
     if args.quiet:
         return 0
     for note in notes:
@@ -92,9 +95,10 @@ def cmd_pack(args):
         print("%-*s  %-4s  %s" % (width, "tensor", "as", "max abs error"))
         for e in quantized:
             print("%-*s  %-4s  %.6g" % (width, e.name, e.dtype, e.error))
-    print("wrote %s: %d tensors, %d bytes (data %d bytes at offset %d, alignment %d)"
-          % (args.output, len(entries), layout.file_size, layout.file_size - layout.data_offset,
-             layout.data_offset, layout.alignment))
+    prog = [e for e in entries if e.name == convert.PROGRAM]
+    print("wrote %s: %d tensors%s, %d bytes (data %d bytes at offset %d, alignment %d)"
+          % (args.output, len(entries) - len(prog), " and the program (%d bytes)" % prog[0].nbytes if prog else "",
+             layout.file_size, layout.file_size - layout.data_offset, layout.data_offset, layout.alignment))
     return 0
 
 

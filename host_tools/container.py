@@ -6,7 +6,7 @@ import struct
 import zlib
 
 MAGIC = b"MPYL"
-VERSION = (1, 1)
+VERSION = (1, 2)
 HEADER_FMT = "<4sBBHIIIIIIIIIII8xI"
 ENTRY_FMT = "<IHBB4IIIIBBHfiIB11x"
 META_FMT = "<IIII"

@@ -104,3 +104,55 @@ def weights_graph(text, tensors):
 
 def origin(path):
     return os.path.basename(path)
+
+
+PROGRAM = "graph.program"
+
+
+def pack_graph(inputs, output, g, meta, **opts):
+    """Pack a graph model with its program (docs/FORMAT.md "Program"): every op compiled to
+    a record of integers, the offsets of its weights in this very container included, so the
+    board runs it from flash with no Python object per op. Two passes: the container is
+    written once with a program of the right size (its records' lengths do not depend on
+    where the weights land), declared and compiled from that file exactly as a board would,
+    then written again with the program; the result is opened and its program checked as the
+    board checks it. Returns pack()'s (entries, layout) and whether a program was written
+    (not for weights a program cannot read in place: f16 biases of a --graph weights pack)."""
+    import tempfile
+
+    import mpy_lazy
+    from mpy_lazy import model as mmodel
+    from mpy_lazy import program
+
+    from .pack import pack
+    from .readers import Source
+
+    text = dict(meta)["graph"]
+    size = len(mmodel.Model(text).compile(ref=lambda p, f16=False: [0, 0])[0])
+    srcs = sources(g, origin(inputs[0])) if g is not None else opts.pop("sources")
+    opts.pop("sources", None)
+    words = np.zeros(size, np.int32)
+    prog = Source(PROGRAM, (size,), "int32", "the compiled graph", lambda: words)
+    prog.aux = True  # not a model parameter: load() and the tensor listings pass it by
+    fd, tmp = tempfile.mkstemp(suffix=".mpyl", dir=os.path.dirname(os.path.abspath(output)) or ".")
+    os.close(fd)
+    try:
+        pack(inputs, tmp, meta=meta, sources=srcs + [prog], **dict(opts, quiet=True))
+        c = mpy_lazy.open(tmp)
+        m = mmodel.declare(c)
+        m.load(c)
+        P, B = m.compile()
+        c = None
+    finally:
+        os.unlink(tmp)
+    if len(B) != 1 or len(P) != size:  # a tensor read from RAM (f16 bias): no program
+        return pack(inputs, output, meta=meta, sources=srcs, **opts), False
+    words = np.asarray(P, dtype=np.int32)
+    out = pack(inputs, output, meta=meta, sources=srcs + [prog], **opts)
+    c = mpy_lazy.open(output)
+    try:
+        program.load(c)  # the board's checks, on the host: refuse what the board would refuse
+    except mpy_lazy.ContainerError as e:
+        os.unlink(output)
+        raise PackError("%s: %s" % (inputs[0], e))
+    return out, True

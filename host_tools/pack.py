@@ -16,7 +16,7 @@ from .container import (FLAG_AUX, MAX_NAME, MAX_NDIM, NUMPY_DTYPES, QUANT_CHANNE
 from .readers import read
 
 QUANT_MODES = ("none", "f16", "int8", "int8-channel")
-FORMAT_NAME = "mpy-lazy/1.1"
+FORMAT_NAME = "mpy-lazy/1.2"
 CHUNK_ELEMENTS = 1 << 20  # work in ~4 MB pieces: bounded RAM, cache-friendly numpy passes
 PROGRESS_MIN_BYTES = 4 << 20
 _FLOATS = ("float32", "float64", "float16", "bfloat16")
@@ -95,7 +95,7 @@ def plan(sources, quantize):
         elif quantize in ("int8", "int8-channel") and is_float and len(s.shape) >= 2:
             dtype = "i8"
             quant = QUANT_TENSOR if quantize == "int8" else QUANT_CHANNEL
-        e = Entry(s.name, dtype, s.shape, source, quant, axis)
+        e = Entry(s.name, dtype, s.shape, source, quant, axis, flags=FLAG_AUX if getattr(s, "aux", False) else 0)
         e.src = s
         new = [e]
         if scales is not None:
@@ -185,7 +185,7 @@ def pack(inputs, output, quantize="none", alignment=16, include=(), exclude=(), 
     layout = Layout(entries, metadata(inputs, label or quantize, meta), alignment)
     if layout.file_size > U32_MAX:
         raise PackError("%s: the container would be %d bytes, more than 4 GiB" % (output, layout.file_size))
-    total = sum(e.size * _src_itemsize(e.src) for e in entries if not e.flags & FLAG_AUX)
+    total = sum(e.size * _src_itemsize(e.src) for e in entries if hasattr(e, "src"))
     bar = _progress(total, quiet)
     try:
         # overflow is detected and reported per tensor; numpy's warnings would only add noise
@@ -195,7 +195,7 @@ def pack(inputs, output, quantize="none", alignment=16, include=(), exclude=(), 
             for e in entries:
                 f.write(bytes(e.offset - pos))
                 crc = _Sink(f)
-                if e.flags & FLAG_AUX:
+                if hasattr(e, "parent"):  # a per-channel scales tensor
                     crc(e.parent.scales)
                     e.error = None
                 else:

@@ -1,19 +1,32 @@
-# Kernels in plain Python: run on every port and on CPython. The int8 kernels take exactly the
-# arguments of their viper twins in _viper.py and give the same integers (TFLite Micro's
-# arithmetic: int32 accumulation, fixed-point requantization, saturation to int8).
+# Kernels in plain Python: run on every port and on CPython. The int8 kernels give exactly the
+# integers of their viper twins in _viper.py (TFLite Micro's arithmetic: int32 accumulation,
+# fixed-point requantization, saturation to int8).
 #
-# int8 kernels: kernel(b, p). b is a tuple of buffers (the int8 arena first), p an array('i')
-# of parameters written once by the op's prepare step. Every int8 kernel's p starts with the
-# requantization header read by requant():
-#   0 RQ_Y  first output index of the block (set by the kernel)   3 ZY  output zero point
-#   1 RQ_N  elements in the block (set by the kernel)               4 LO  clamp low  (int8)
-#   2 OC    channels: element i uses multiplier/shift [i % OC]      5 HI  clamp high (int8)
-# The rest of p is the kernel's own (indices below). Activations are NHWC: element (y, x, c) of
-# an H x W x C value at offset (y * W + x) * C + c. Weights are addressed through element
-# strides (WSO, WSY, WSX, WSC for output channel, kernel row, kernel column, input channel), so
-# OHWI (TFLite), OIHW (torch/ONNX) and IO/OI dense layouts run without a transposed copy.
+# A kernel is kernel(E, P, k): P the program (mpy_lazy/program.py), k the index of the op's
+# record in it, E the running model: E.W its work array (int32, RAM), and the typed views this
+# path reads: E.a8 / E.a32 the arena as int8 / int32, E.s8[s] / E.s32[s] tensor slot s as int8 /
+# int32. Offsets in records are bytes; an int32 at byte offset o is element o // 4.
 #
-# Float kernels work on array('f') arenas (or any indexable of floats) with the same layouts.
+# Every int8 record holds the requantization header at words 2..5, which requant() reads (the
+# kernels copy it into E.W, a RAM array, with the block's position: the record may be flash):
+#   W[0] RQ_Y  first output index of the block        W[3] ZY  output zero point
+#   W[1] RQ_N  elements in the block                  W[4] LO  clamp low  (int8)
+#   W[2] OC    channels: element i uses multiplier/shift [i % OC]   W[5] HI  clamp high (int8)
+# The rest of a record is the kernel's own (indices below; check.py checks every one). Activations
+# are NHWC: element (y, x, c) of an H x W x C value at offset (y * W + x) * C + c. Weights are
+# addressed through element strides (WSO, WSY, WSX, WSC for output channel, kernel row, kernel
+# column, input channel), so OHWI (TFLite), OIHW (torch/ONNX) and IO/OI dense layouts run
+# without a transposed copy.
+
+
+def rec(P, k):
+    """The record at k as a list (the pure path's one allocation per op)."""
+    return [P[k + i] for i in range(P[k + 1])]
+
+
+def head(W, p):
+    """Copy the record's requantization header (OC, ZY, LO, HI) into the work array."""
+    W[2], W[3], W[4], W[5] = p[2], p[3], p[4], p[5]
 
 
 # --- TFLite Micro's fixed-point arithmetic (gemmlowp), on Python ints ---------------------
@@ -45,17 +58,17 @@ def mbqm(x, m, s):
 
 # --- int8 -----------------------------------------------------------------------------------
 
-def requant(acc, mq, dst, p):
-    """dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])) for i < RQ_N, c = i % OC; mq holds
-    OC multipliers then OC shifts. dst is the int8 arena, or with OC < 0 an array('i') that
-    gets the bare mbqm() results (channel count -OC; used for lookup tables)."""
-    y, n, oc, zy, lo, hi = p[0], p[1], p[2], p[3], p[4], p[5]
+def requant(acc, ao, mq, mo, dst, W):
+    """dst[RQ_Y + i] = clamp(ZY + mbqm(acc[ao + i], m[c], s[c])) for i < RQ_N, c = i % OC;
+    mq[mo:] holds OC multipliers then OC shifts. dst is the int8 arena, or with OC < 0 an
+    int32 array that gets the bare mbqm() results (channel count -OC; add's tables)."""
+    y, n, oc, zy, lo, hi = W[0], W[1], W[2], W[3], W[4], W[5]
     raw = oc < 0
     if raw:
         oc = -oc
     c = 0
     for i in range(n):
-        v = mbqm(acc[i], mq[c], mq[oc + c])
+        v = mbqm(acc[ao + i], mq[mo + c], mq[mo + oc + c])
         c += 1
         if c == oc:
             c = 0
@@ -66,44 +79,50 @@ def requant(acc, mq, dst, p):
         dst[y + i] = lo if v < lo else (hi if v > hi else v)
 
 
-# conv / depthwise p: 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 17 DH 18 DW
-# 19 PT 20 PL 21 WSO 22 WSY 23 WSX 24 WSC 25 CPG (input channels per group; depthwise: 1)
-# 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX 28 HASB 29 RP (output
-# pixels per requantization: RP <= OW)
-# b = (arena, w, bias, mq, acc, col): acc holds RP output pixels (RP * OC int32), col one output
-# pixel's window (KH * KW * CPG int32; the viper conv fills it, so each output is a dot).
+# conv / depthwise record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW
+# 15 SH 16 SW 17 DH 18 DW 19 PT 20 PL 21 WSO 22 WSY 23 WSX 24 WSC 25 CPG (input channels per
+# group; depthwise: 1) 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX
+# 28 HASB 29 RP (output pixels per requantization, <= OW) 30 ACC (RP * OC int32) 31 COL (one
+# output pixel's window, KH * KW * CPG int32: the viper conv fills it; depthwise: C bytes of
+# ZX) 32 33 weights (slot, offset) 34 35 bias 36 37 requantization ([2, OC] int32)
 #
 # The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
 # ZX * sum(w) over the whole window), so a product is w * x, and a padded position, which adds
 # nothing to TFLM's sum of w * (x - ZX), reads ZX.
 
-def conv(b, p):
+def conv(E, P, k):
     """Grouped 2-D convolution, RP output pixels at a time: acc = bias + sum w * x over the
     kernel window (x = ZX at padded positions), then requant()."""
-    a, w, bias, mq, acc = b[0], b[1], b[2], b[3], b[4]
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    w, w0 = E.s8[p[32]], p[33]
+    bias, b0 = E.s32[p[34]], p[35] // 4
+    mq, m0 = E.s32[p[36]], p[37] // 4
+    ao = p[30] // 4
     xo, yo, wd, c = p[6], p[7], p[9], p[10]
     h, oh, ow, oc = p[8], p[11], p[12], p[2]
     kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
     wso, wsy, wsx, wsc, cpg, opg, zx, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
     kb = p[29] * oc
     for oy in range(oh):
-        k = 0
+        kk = 0
         for ox in range(ow):
-            if k == kb:
-                p[0] = yo + (oy * ow + ox) * oc - k
-                p[1] = k
-                requant(acc, mq, a, p)
-                k = 0
+            if kk == kb:
+                W[0] = yo + (oy * ow + ox) * oc - kk
+                W[1] = kk
+                requant(a32, ao, mq, m0, a, W)
+                kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             for o in range(oc):
-                s = bias[o] if hasb else 0
+                s = bias[b0 + o] if hasb else 0
                 ci0 = (o // opg) * cpg
                 for ky in range(kh):
                     iy = y0 + ky * dh
                     for kx in range(kw):
                         ix = x0 + kx * dw
-                        wi = o * wso + ky * wsy + kx * wsx
+                        wi = w0 + o * wso + ky * wsy + kx * wsx
                         if iy < 0 or iy >= h or ix < 0 or ix >= wd:
                             for ci in range(cpg):
                                 s += w[wi] * zx
@@ -113,131 +132,128 @@ def conv(b, p):
                         for ci in range(cpg):
                             s += w[wi] * a[xi + ci]
                             wi += wsc
-                acc[k] = s
-                k += 1
-        p[0] = yo + (oy + 1) * ow * oc - k
-        p[1] = k
-        requant(acc, mq, a, p)
+                a32[ao + kk] = s
+                kk += 1
+        W[0] = yo + (oy + 1) * ow * oc - kk
+        W[1] = kk
+        requant(a32, ao, mq, m0, a, W)
 
 
-def depthwise(b, p):
+def depthwise(E, P, k):
     """Depthwise convolution (CPG 1, OPG = the channel multiplier): conv() with the channel
     loop innermost, as the NHWC layout wants."""
-    conv(b, p)
+    conv(E, P, k)
 
 
-# dense p: 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB; b = (arena, w, bias, mq, acc, col): col holds
-# NIN int32 (the viper dense converts the input into it once). ZX is folded into the bias.
+# dense record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 12 ACC (OC int32)
+# 13 COL (NIN int32: the viper dense converts the input into it once) 14 15 weights 16 17 bias
+# 18 19 requantization. ZX is folded into the bias.
 
-def dense(b, p):
+def dense(E, P, k):
     """Fully connected: acc[o] = bias[o] + sum_i w[o * WSO + i * WSI] * x[i]."""
-    a, w, bias, mq, acc = b[0], b[1], b[2], b[3], b[4]
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    w, w0 = E.s8[p[14]], p[15]
+    bias, b0 = E.s32[p[16]], p[17] // 4
     xo, n, oc, wso, wsi, hasb = p[6], p[8], p[2], p[9], p[10], p[11]
+    ao = p[12] // 4
     for o in range(oc):
-        s = bias[o] if hasb else 0
-        wi = o * wso
+        s = bias[b0 + o] if hasb else 0
+        wi = w0 + o * wso
         for i in range(n):
             s += w[wi] * a[xo + i]
             wi += wsi
-        acc[o] = s
-    p[0] = p[7]
-    p[1] = oc
-    requant(acc, mq, a, p)
+        a32[ao + o] = s
+    W[0] = p[7]
+    W[1] = oc
+    requant(a32, ao, E.s32[p[18]], p[19] // 4, a, W)
 
 
-# add p: 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements: BC = N, or C for a per-channel
-# x2) 11 BLOCK (acc size, >= 256) 12 Z1 13 Z2; b = (arena, t, acc, mq1, mq2, mq): t holds 512
-# int32, the rescaled values of every int8 code of x1 then x2 (TFLM's add: mbqm((q - Z) << 20,
-# m_i, s_i)), built by the kernel at each call in shared scratch.
+# add record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements:
+# BC = N, or C for a per-channel x2) 11 BLOCK 12 Z1 13 Z2 14 T (512 int32: the rescaled value
+# of every int8 code of x1 then x2, TFLM's mbqm((q - Z) << 20, m_i, s_i), built at each call)
+# 15 ACC (BLOCK int32) 16 M1 17 S1 18 M2 19 S2 20 M 21 S (inline, each pair a one-channel mq)
 
-def add(b, p):
+def add(E, P, k):
     """y = clamp(ZY + mbqm(t1[x1] + t2[x2], m, s)), in blocks of BLOCK elements."""
-    a, t, acc, mq1, mq2, mq = b
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
     x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
-    oc = p[2]
-    p[1] = 256
-    p[2] = -1  # requant() in raw mode: int32 results into t
+    t, ao = p[14] // 4, p[15] // 4
+    W[1] = 256
+    W[2] = -1  # requant() in raw mode: int32 results into the tables
     for side in (0, 1):
         z = z1 if side == 0 else z2
-        for k in range(256):
-            acc[k] = (k - 128 - z) << 20
-        p[0] = 256 * side
-        requant(acc, mq1 if side == 0 else mq2, t, p)
-    p[2] = oc
+        for i in range(256):
+            a32[ao + i] = (i - 128 - z) << 20
+        W[0] = t + 256 * side
+        requant(a32, ao, p, 16 + 2 * side, a32, W)
+    W[2] = 1
     i = 0
     j = 0
     while i < n:
         m = n - i if n - i < block else block
-        for k in range(m):
-            acc[k] = t[a[x1 + i + k] + 128] + t[a[x2 + j] + 384]
+        for q in range(m):
+            a32[ao + q] = a32[t + a[x1 + i + q] + 128] + a32[t + a[x2 + j] + 384]
             j += 1
             if j == bc:
                 j = 0
-        p[0] = y + i
-        p[1] = m
-        requant(acc, mq, a, p)
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 20, a, W)
         i += m
 
 
-# mul p: 6 X1 7 X2 8 YO 9 N 10 BC 11 BLOCK 12 Z1 13 Z2; b = (arena, mq, acc)
+# mul record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
 
-def mul(b, p):
+def mul(E, P, k):
     """y = clamp(ZY + mbqm((x1 - Z1) * (x2 - Z2), m, s)), in blocks."""
-    a, mq, acc = b
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
     x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+    ao = p[14] // 4
     i = 0
     j = 0
     while i < n:
         m = n - i if n - i < block else block
-        for k in range(m):
-            acc[k] = (a[x1 + i + k] - z1) * (a[x2 + j] - z2)
+        for q in range(m):
+            a32[ao + q] = (a[x1 + i + q] - z1) * (a[x2 + j] - z2)
             j += 1
             if j == bc:
                 j = 0
-        p[0] = y + i
-        p[1] = m
-        requant(acc, mq, a, p)
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 15, a, W)
         i += m
 
 
-# pool p: 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 19 PT 20 PL (17, 18 unused)
-# b = (arena,)
+# pool record: 2 C 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW
+# (17, 18 unused) 19 PT 20 PL
 
-def maxpool(b, p):
+def maxpool(E, P, k):
     """Max over the in-bounds part of each window, clamped to [LO, HI]."""
-    a = b[0]
-    xo, yo, h, wd, c, oh, ow = p[6], p[7], p[8], p[9], p[10], p[11], p[12]
-    kh, kw, sh, sw, pt, pl, lo, hi = p[13], p[14], p[15], p[16], p[19], p[20], p[4], p[5]
-    k = yo
-    for oy in range(oh):
-        for ox in range(ow):
-            for ch in range(c):
-                m = -128
-                for ky in range(kh):
-                    iy = oy * sh - pt + ky
-                    if iy < 0 or iy >= h:
-                        continue
-                    for kx in range(kw):
-                        ix = ox * sw - pl + kx
-                        if 0 <= ix < wd:
-                            v = a[xo + (iy * wd + ix) * c + ch]
-                            if v > m:
-                                m = v
-                a[k] = lo if m < lo else (hi if m > hi else m)
-                k += 1
+    _pool(E, P, k, True)
 
 
-def avgpool(b, p):
+def avgpool(E, P, k):
     """Mean over the in-bounds part of each window (TFLM: rounded half away from zero,
     same scale in and out), clamped to [LO, HI]."""
-    a = b[0]
+    _pool(E, P, k, False)
+
+
+def _pool(E, P, k, is_max):
+    p = rec(P, k)
+    a = E.a8
     xo, yo, h, wd, c, oh, ow = p[6], p[7], p[8], p[9], p[10], p[11], p[12]
     kh, kw, sh, sw, pt, pl, lo, hi = p[13], p[14], p[15], p[16], p[19], p[20], p[4], p[5]
-    k = yo
+    q = yo
     for oy in range(oh):
         for ox in range(ow):
             for ch in range(c):
-                s = 0
+                s = -128 if is_max else 0
                 n = 0
                 for ky in range(kh):
                     iy = oy * sh - pt + ky
@@ -246,47 +262,56 @@ def avgpool(b, p):
                     for kx in range(kw):
                         ix = ox * sw - pl + kx
                         if 0 <= ix < wd:
-                            s += a[xo + (iy * wd + ix) * c + ch]
-                            n += 1
-                if s > 0:
-                    s = (s + n // 2) // n
-                else:
-                    s = -((-s + n // 2) // n)
-                a[k] = lo if s < lo else (hi if s > hi else s)
-                k += 1
+                            v = a[xo + (iy * wd + ix) * c + ch]
+                            if is_max:
+                                if v > s:
+                                    s = v
+                            else:
+                                s += v
+                                n += 1
+                if not is_max:
+                    if s > 0:
+                        s = (s + n // 2) // n
+                    else:
+                        s = -((-s + n // 2) // n)
+                a[q] = lo if s < lo else (hi if s > hi else s)
+                q += 1
 
 
-# mean p: 6 XO 7 YO 8 HW (pixels) 9 ZX 10 C; b = (arena, mq, acc): acc holds C sums, mq one
-# multiplier and shift (OC 1)
+# mean record: 2 OC (1) 3 ZY 4 LO 5 HI 6 XO 7 YO 8 HW (pixels) 9 ZX 10 C 11 ACC (C int32) 12 M 13 S
 
-def mean(b, p):
+def mean(E, P, k):
     """Per channel: clamp(ZY + mbqm(sum(x) - ZX * HW, m, s)) (TFLM's MEAN over H, W)."""
-    a, mq, acc = b
-    xo, hw, zx, c = p[6], p[8], p[9], p[10]
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    xo, hw, zx, c, ao = p[6], p[8], p[9], p[10], p[11] // 4
     for ch in range(c):
-        acc[ch] = -zx * hw
-    k = xo
+        a32[ao + ch] = -zx * hw
+    q = xo
     for _ in range(hw):
         for ch in range(c):
-            acc[ch] += a[k]
-            k += 1
-    p[0] = p[7]
-    p[1] = c
-    requant(acc, mq, a, p)
+            a32[ao + ch] += a[q]
+            q += 1
+    W[0] = p[7]
+    W[1] = c
+    requant(a32, ao, p, 12, a, W)
 
 
-# lut p: 6 XO 7 YO 8 N; b = (arena, table): table is 256 int8, indexed by x + 128
+# lut record: 6 XO 7 YO 8 N 9 10 table (256 int8, indexed by x + 128)
 
-def lut(b, p):
-    a, t = b
+def lut(E, P, k):
+    p = rec(P, k)
+    a = E.a8
+    t, t0 = E.s8[p[9]], p[10] + 128
     xo, yo = p[6], p[7]
     for i in range(p[8]):
-        a[yo + i] = t[a[xo + i] + 128]
+        a[yo + i] = t[t0 + a[xo + i]]
 
 
-# softmax p: 6 XO 7 YO 8 N (depth) 9 ROWS; b = (arena, exps, t) with exps[d] = TFLM's
+# softmax record: 6 XO 7 YO 8 N (depth) 9 ROWS 10 11 exps (256 int32): exps[d] = TFLM's
 # exp_on_negative_values for the input difference -d in Q0.31 (0 where TFLM skips it), made at
-# pack time, and t = array('i', 4) of working space.
+# pack time.
 
 def one_over_one_plus_x(a):
     """gemmlowp's one_over_one_plus_x_for_x_in_0_1 (Q0.31 in, Q0.31 out)."""
@@ -316,11 +341,13 @@ def _clz32(x):
     return n
 
 
-def softmax(b, p):
+def softmax(E, P, k):
     """TFLM's int8 softmax: output zero point -128, scale 1/256."""
-    a, exps = b[0], b[1]
+    p = rec(P, k)
+    a = E.a8
+    exps, e0 = E.s32[p[10]], p[11] // 4
     xo, yo, n = p[6], p[7], p[8]
-    for r in range(p[9]):
+    for _ in range(p[9]):
         top = -128
         for i in range(n):
             v = a[xo + i]
@@ -328,44 +355,37 @@ def softmax(b, p):
                 top = v
         total = 0
         for i in range(n):
-            total += rdbpot(exps[top - a[xo + i]], 12)
-        head = _clz32(total)
-        bits = 12 - head
-        scale = one_over_one_plus_x(((total << head) & 0xFFFFFFFF) - 2147483648)
+            total += rdbpot(exps[e0 + top - a[xo + i]], 12)
+        head_ = _clz32(total)
+        bits = 12 - head_
+        scale = one_over_one_plus_x(((total << head_) & 0xFFFFFFFF) - 2147483648)
         e = bits + 23
         for i in range(n):
-            v = rdbpot(srdhm(scale, exps[top - a[xo + i]]), e) - 128
+            v = rdbpot(srdhm(scale, exps[e0 + top - a[xo + i]]), e) - 128
             a[yo + i] = -128 if v < -128 else (127 if v > 127 else v)
         xo += n
         yo += n
 
 
-# --- f16 -------------------------------------------------------------------------------------
+# --- moves (int8 or f32 elements of the arena) ---------------------------------------------
+# move record: 2 SO 3 DO (bytes) 4 ROWS 5 COLS 6 SS 7 SJ 8 DS 9 DJ (element strides) 10 ES
+# (bytes per element: 1, or 4 for f32). fill record: 2 DO 3 N 4 V (the int8 code, or the f32
+# bits) 5 ES.
 
-def f16_to_f32(src, first, dst, n):
-    """dst[i] = the f16 value src[first + i] (little-endian bytes), i < n."""
-    import struct
-
-    i = 0
-    while i < n:
-        m = n - i if n - i < 32 else 32  # bounded temporary tuples
-        vals = struct.unpack_from("<%de" % m, src, 2 * (first + i))
-        for j in range(m):
-            dst[i + j] = vals[j]
-        i += m
-
-
-# --- moves (any element type: the int8 arena or a float arena) -----------------------------
-
-def move(b, p):
-    """dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ] for i < ROWS, j < COLS: copies,
-    concatenation, padding and layout transposes. p = [SO, DO, ROWS, COLS, SS, SJ, DS, DJ],
-    b = (src, dst)."""
-    put(b[0], b[1], p)
+def move(E, P, k):
+    """dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ] for i < ROWS, j < COLS, element
+    by element: copies, concatenation, padding and layout transposes."""
+    p = rec(P, k)
+    es = p[10]
+    a = E.a8 if es == 1 else E.a32
+    W = E.W
+    W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7] = p[2] // es, p[3] // es, p[4], p[5], p[6], p[7], p[8], p[9]
+    put(a, a, W)
 
 
 def put(s, d, p):
-    """move() with the buffers as arguments (no tuple to build)."""
+    """dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ]; p = [SO, DO, ROWS, COLS, SS, SJ,
+    DS, DJ] (elements): a move with the buffers as arguments (an input copied in per call)."""
     so, do, rows, cols, ss, sj, ds, dj = p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
     for i in range(rows):
         si = so + i * ss
@@ -376,9 +396,45 @@ def put(s, d, p):
             di += dj
 
 
-def fill(b, p):
-    """dst[DO + i] = V for i < N; p = [DO, N, V], b = (dst,)."""
-    d = b[0]
-    do, v = p[0], p[2]
-    for i in range(p[1]):
-        d[do + i] = v
+def fill(E, P, k):
+    p = rec(P, k)
+    es = p[5]
+    a = E.a8 if es == 1 else E.a32
+    do, v = p[2] // es, p[4]
+    for i in range(p[3]):
+        a[do + i] = v
+
+
+# --- checks at load (mpy_lazy/check.py) ------------------------------------------------------
+
+def abs_sums(buf, g, out):
+    """out[o] = sum |w| over output channel o's filter: int8 weights in buf at byte g[0], OC
+    g[1], KH g[2], KW g[3], CPG g[4], strides g[5..8] (WSO, WSY, WSX, WSC)."""
+    off, oc, kh, kw, cpg, wso, wsy, wsx, wsc = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
+    for o in range(oc):
+        s = 0
+        for ky in range(kh):
+            for kx in range(kw):
+                wi = off + o * wso + ky * wsy + kx * wsx
+                for _ in range(cpg):
+                    v = int(buf[wi])
+                    if v > 127:
+                        v -= 256
+                    s += v if v >= 0 else -v
+                    wi += wsc
+        out[o] = s
+
+
+# --- f16 -------------------------------------------------------------------------------------
+
+def f16_to_f32(src, first, dst, d0, n):
+    """dst[d0 + i] = the f16 value src[first + i] (little-endian bytes), i < n."""
+    import struct
+
+    i = 0
+    while i < n:
+        m = n - i if n - i < 32 else 32  # bounded temporary tuples
+        vals = struct.unpack_from("<%de" % m, src, 2 * (first + i))
+        for j in range(m):
+            dst[d0 + i + j] = vals[j]
+        i += m

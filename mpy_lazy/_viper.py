@@ -1,4 +1,4 @@
-# Viper kernels: the int8 kernels of _pure.py (same arguments, same integers) as integer-only
+# Viper kernels: the int8 kernels of _pure.py (same records, same integers) as integer-only
 # native code. Imported by mpy_lazy.kernels on MicroPython only (the decorators do not exist
 # on CPython). Viper has no floats; an RP2040 has no FPU: this is the boards' fast path.
 #
@@ -9,7 +9,13 @@
 #    values (a large one would be boxed on the heap): results go into buffers.
 #  - products stay below 2**31 in magnitude: the 64-bit product of mbqm is assembled from 16-bit
 #    pieces, so the same bits come out on both word sizes.
-# A kernel allocates nothing: calls between viper functions with buffer arguments box nothing.
+# A kernel allocates nothing: calls between viper functions pass buffers, or addresses as small
+# ints (RAM and flash addresses are below 2**30 on the boards, and small ints are 63-bit on the
+# 64-bit unix port), which box nothing.
+#
+# kernel(E, P, k): the record at word k of the program P (mpy_lazy/program.py), E the running
+# model (its arena E.A, tensor slots E.B, work array E.W). A record may be in flash: kernels
+# only read it; what requant() reads and the kernels update (RQ_Y, RQ_N, the header) is in E.W.
 #
 # T: mpy_lazy._thumb when kernels.use() picked the 'thumb' path (set there): conv, depthwise,
 # dense and requant hand their inner loops to its assembler, one call per output pixel or row,
@@ -105,19 +111,34 @@ def requant(acc, mq, dst, p):
 
 
 @micropython.viper
-def conv(b, p):
+def rq_head(W, rec: uint):
+    # the record's requantization header (OC, ZY, LO, HI: words 2..5) into the work array
+    wk = ptr32(W)
+    pp = ptr32(rec)
+    wk[2] = pp[2]
+    wk[3] = pp[3]
+    wk[4] = pp[4]
+    wk[5] = pp[5]
+
+
+@micropython.viper
+def conv(E, P, k: int):
     # Two loop orders, the same sums: few input channels per group (a first layer on an image)
     # -> for each input pixel of the window, every output channel at once (long inner loop);
     # else one output at a time, a dot product over the input channels (4 at a time when the
     # weights are contiguous along them, as OHWI is).
-    a = ptr8(b[0])
-    w = ptr8(b[1])
-    bias = ptr32(b[2])
-    mq = b[3]
-    accb = b[4]
+    a = ptr8(E.A)
+    arena = uint(a)
+    B = E.B
+    W = E.W
+    wk = ptr32(W)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    w = ptr8(uint(ptr8(B[pp[32]])) + pp[33])
+    bias = ptr32(uint(ptr8(B[pp[34]])) + pp[35])
+    mq = uint(ptr8(B[pp[36]])) + pp[37]
+    accb = arena + pp[30]
     acc = ptr32(accb)
-    arena = b[0]
-    pp = ptr32(p)
+    rq_head(W, uint(pp))
     sg = 1
     sg <<= 31
     xo = int(pp[6])
@@ -149,7 +170,7 @@ def conv(b, p):
     if cpg < 4 and opg == oc:
         scatter = 1
     ksize = kh * kw * cpg
-    col = ptr32(b[5])  # int32 scratch: one output pixel's window
+    col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
     t = T
     asm = 0
@@ -163,30 +184,30 @@ def conv(b, p):
         qo = t.Q
         q = ptr32(qo)
         ro = t.R
-        colb = ptr8(b[5])
+        colb = ptr8(arena + pp[31])
         abase = uint(a)
         accbase = uint(acc)
         biasbase = uint(bias)
-        rq_setup(ro, mq, p)
+        rq_setup(ro, mq, uint(pp))
     oy = 0
     while oy < oh:
-        k = 0
+        kk = 0
         ox = 0
         while ox < ow:
-            if k == kb:
-                pp[0] = yo + (oy * ow + ox) * oc - k
-                pp[1] = k
-                rq_flush(ro, accb, mq, arena, p)
-                k = 0
+            if kk == kb:
+                wk[0] = yo + (oy * ow + ox) * oc - kk
+                wk[1] = kk
+                rq_flush(ro, accb, mq, arena, W)
+                kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             if scatter:
                 o = 0
                 while o < oc:
                     if hasb:
-                        acc[k + o] = bias[o]
+                        acc[kk + o] = bias[o]
                     else:
-                        acc[k + o] = 0
+                        acc[kk + o] = 0
                     o += 1
                 ky = 0
                 while ky < kh:
@@ -205,8 +226,8 @@ def conv(b, p):
                                 v = (a[xi + ci] ^ 0x80) - 0x80
                             if v != 0:
                                 wi = ky * wsy + kx * wsx + ci * wsc
-                                ko = k
-                                end = k + oc
+                                ko = kk
+                                end = kk + oc
                                 while ko < end:
                                     acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * v
                                     wi += wso
@@ -214,7 +235,7 @@ def conv(b, p):
                             ci += 1
                         kx += 1
                     ky += 1
-                k += oc
+                kk += oc
                 ox += 1
                 continue
             # the window of this output pixel as int32 in the weights' order (ZX at padded
@@ -238,9 +259,9 @@ def conv(b, p):
                             q[2] = kw * c
                             q[3] = opg
                             q[4] = wso
-                            q[5] = accbase + 4 * (k + o)
+                            q[5] = accbase + 4 * (kk + o)
                             if ky:
-                                q[6] = accbase + 4 * (k + o)
+                                q[6] = accbase + 4 * (kk + o)
                             else:
                                 q[6] = biasbase + 4 * o
                             t.dots(qo)
@@ -274,7 +295,7 @@ def conv(b, p):
                     q[2] = ksize
                     q[3] = opg
                     q[4] = wso
-                    q[5] = accbase + 4 * (k + o)
+                    q[5] = accbase + 4 * (kk + o)
                     q[6] = biasbase + 4 * o
                     t.dots(qo)
                     g += 1
@@ -330,67 +351,72 @@ def conv(b, p):
                         pw = ptr8(uint(pw) + 1)
                         pc = ptr32(uint(pc) + 4)
                         j -= 1
-                    acc[k + o] = s
+                    acc[kk + o] = s
                     o += 1
                 g += 1
-            k += oc
+            kk += oc
             ox += 1
-        pp[0] = yo + (oy + 1) * ow * oc - k
-        pp[1] = k
-        rq_flush(ro, accb, mq, arena, p)
+        wk[0] = yo + (oy + 1) * ow * oc - kk
+        wk[1] = kk
+        rq_flush(ro, accb, mq, arena, W)
         oy += 1
 
 
 @micropython.viper
-def rq_setup(ro, mq, p):
-    # T.R's fixed part for requant in assembler: OC, MQ, ZY, LO - ZY, HI - ZY (see _thumb)
+def rq_setup(ro, mq: uint, rec: uint):
+    # T.R's fixed part for requant in assembler: OC, MQ, ZY, LO - ZY, HI - ZY (see _thumb), from
+    # the record's header (words 2..5 at address rec) and the multipliers at address mq
     r = ptr32(ro)
-    pp = ptr32(p)
+    pp = ptr32(rec)
     sg = 1
     sg <<= 31
     zy = int((pp[3] ^ sg) - sg)
     r[2] = pp[2]
-    r[3] = uint(ptr32(mq))
+    r[3] = mq
     r[5] = zy
     r[6] = int((pp[4] ^ sg) - sg) - zy
     r[7] = int((pp[5] ^ sg) - sg) - zy
 
 
 @micropython.viper
-def rq_row(ro, accb, arena, y: int, n: int):
-    # T.R's per-call part: ACC, N, OUT and the channel counter
+def rq_row(ro, accb: uint, arena: uint, y: int, n: int):
+    # T.R's per-call part: ACC, N, OUT (addresses) and the channel counter
     r = ptr32(ro)
-    r[0] = uint(ptr32(accb))
+    r[0] = accb
     r[1] = n
-    r[4] = uint(ptr8(arena)) + y
+    r[4] = arena + y
     r[8] = 0
 
 
 @micropython.viper
-def rq_flush(ro, accb, mq, arena, p):
-    # the accumulators requantized into the arena at PP[0] (PP[1] of them): in assembler when
-    # ro is T.R (set up by rq_setup), else requant()
+def rq_flush(ro, accb: uint, mq: uint, arena: uint, W):
+    # the accumulators (at address accb) requantized into the arena at W[0] (W[1] of them): in
+    # assembler when ro is T.R (set up by rq_setup), else requant()
     if ro:
-        pp = ptr32(p)
-        rq_row(ro, accb, arena, int(pp[0]), int(pp[1]))
+        wk = ptr32(W)
+        rq_row(ro, accb, arena, int(wk[0]), int(wk[1]))
         T.requant(ro)
     else:
-        requant(accb, mq, arena, p)
+        requant(accb, mq, arena, W)
 
 
 @micropython.viper
-def depthwise(b, p):
+def depthwise(E, P, k: int):
     # NHWC: for each output pixel and kernel tap, one pass over the channels, contiguous in
     # the input and (1hwo layout) in the weights, summing into the row of accumulators.
     # Sums wrap mod 2**32 in the stores, which is exact: requant() reads them signed.
-    a = ptr8(b[0])
-    w = ptr8(b[1])
-    bias = ptr32(b[2])
-    mq = b[3]
-    accb = b[4]
+    a = ptr8(E.A)
+    arena = uint(a)
+    B = E.B
+    W = E.W
+    wk = ptr32(W)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    w = ptr8(uint(ptr8(B[pp[32]])) + pp[33])
+    bias = ptr32(uint(ptr8(B[pp[34]])) + pp[35])
+    mq = uint(ptr8(B[pp[36]])) + pp[37]
+    accb = arena + pp[30]
     acc = ptr32(accb)
-    arena = b[0]
-    pp = ptr32(p)
+    rq_head(W, uint(pp))
     sg = 1
     sg <<= 31
     xo = int(pp[6])
@@ -428,8 +454,8 @@ def depthwise(b, p):
         qo = t.Q
         q = ptr32(qo)
         ro = t.R
-        rq_setup(ro, mq, p)
-        zrow = ptr8(b[5])  # C bytes of the zero point: what a padded tap reads
+        rq_setup(ro, mq, uint(pp))
+        zrow = ptr8(arena + pp[31])  # C bytes of the zero point: what a padded tap reads
         i = 0
         while i < c:
             zrow[i] = zx
@@ -440,18 +466,18 @@ def depthwise(b, p):
         q[4] = uint(bias)
     oy = 0
     while oy < oh:
-        k = 0
+        kk = 0
         ox = 0
         while ox < ow:
-            if k == kb:
-                pp[0] = yo + (oy * ow + ox) * oc - k
-                pp[1] = k
-                rq_flush(ro, accb, mq, arena, p)
-                k = 0
+            if kk == kb:
+                wk[0] = yo + (oy * ow + ox) * oc - kk
+                wk[1] = kk
+                rq_flush(ro, accb, mq, arena, W)
+                kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
             if asm:
-                q[0] = accbase + 4 * k
+                q[0] = accbase + 4 * kk
                 j = 6
                 ky = 0
                 while ky < kh:
@@ -467,15 +493,15 @@ def depthwise(b, p):
                         kx += 1
                     ky += 1
                 t.dw(qo)
-                k += oc
+                kk += oc
                 ox += 1
                 continue
             o = 0
             while o < oc:
                 if hasb:
-                    acc[k + o] = bias[o]
+                    acc[kk + o] = bias[o]
                 else:
-                    acc[k + o] = 0
+                    acc[kk + o] = 0
                 o += 1
             ky = 0
             while ky < kh:
@@ -484,7 +510,7 @@ def depthwise(b, p):
                 while kx < kw:
                     ix = x0 + kx * dw
                     wi = ky * wsy + kx * wsx
-                    ko = k
+                    ko = kk
                     if iy < 0 or iy >= h or ix < 0 or ix >= wd:  # padding: x = ZX
                         if zx != 0:
                             o = 0
@@ -525,25 +551,31 @@ def depthwise(b, p):
                                 o += 1
                     kx += 1
                 ky += 1
-            k += oc
+            kk += oc
             ox += 1
-        pp[0] = yo + (oy + 1) * ow * oc - k
-        pp[1] = k
-        rq_flush(ro, accb, mq, arena, p)
+        wk[0] = yo + (oy + 1) * ow * oc - kk
+        wk[1] = kk
+        rq_flush(ro, accb, mq, arena, W)
         oy += 1
 
 
 @micropython.viper
-def dense(b, p):
-    # x converted once into the int32 column b[5], then one dot product per output (ZX is
+def dense(E, P, k: int):
+    # x converted once into the int32 column COL, then one dot product per output (ZX is
     # folded into the bias)
-    a = ptr8(b[0])
-    w = ptr8(b[1])
-    bias = ptr32(b[2])
-    accb = b[4]
+    a = ptr8(E.A)
+    arena = uint(a)
+    B = E.B
+    W = E.W
+    wk = ptr32(W)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    w = ptr8(uint(ptr8(B[pp[14]])) + pp[15])
+    bias = ptr32(uint(ptr8(B[pp[16]])) + pp[17])
+    mq = uint(ptr8(B[pp[18]])) + pp[19]
+    accb = arena + pp[12]
     acc = ptr32(accb)
-    col = ptr32(b[5])
-    pp = ptr32(p)
+    col = ptr32(arena + pp[13])
+    rq_head(W, uint(pp))
     xo = int(pp[6])
     n = int(pp[8])
     oc = int(pp[2])
@@ -564,8 +596,8 @@ def dense(b, p):
         q[6] = uint(bias)
         t.dots(qo)
         ro = t.R
-        rq_setup(ro, b[3], p)
-        rq_row(ro, accb, b[0], int(pp[7]), oc)
+        rq_setup(ro, mq, uint(pp))
+        rq_row(ro, accb, arena, int(pp[7]), oc)
         t.requant(ro)
         return
     csum = 0
@@ -608,20 +640,25 @@ def dense(b, p):
                 i += 1
         acc[o] = s
         o += 1
-    pp[0] = pp[7]
-    pp[1] = oc
-    requant(accb, b[3], b[0], p)
+    wk[0] = pp[7]
+    wk[1] = oc
+    requant(accb, mq, arena, W)
 
 
 @micropython.viper
-def add(b, p):
-    # b = (arena, t, acc, mq1, mq2, mq): see _pure.add
-    a = ptr8(b[0])
-    tb = b[1]
+def add(E, P, k: int):
+    # see _pure.add: the tables T and the accumulators in the arena, the multipliers inline
+    a = ptr8(E.A)
+    arena = uint(a)
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    tb = arena + pp[14]
     t = ptr32(tb)
-    accb = b[2]
+    accb = arena + pp[15]
     acc = ptr32(accb)
-    pp = ptr32(p)
+    rq_head(W, rec)
     sg = 1
     sg <<= 31
     x1 = int(pp[6])
@@ -630,50 +667,56 @@ def add(b, p):
     n = int(pp[9])
     bc = int(pp[10])
     block = int(pp[11])
-    oc = int(pp[2])
-    pp[1] = 256
-    pp[2] = -1
+    wk[1] = 256
+    wk[2] = -1
     side = 0
     while side < 2:
         z = int((pp[12 + side] ^ sg) - sg)
-        k = 0
-        while k < 256:
-            acc[k] = (k - 128 - z) << 20
-            k += 1
-        pp[0] = 256 * side
-        requant(accb, b[3 + side], tb, p)
+        q = 0
+        while q < 256:
+            acc[q] = (q - 128 - z) << 20
+            q += 1
+        wk[0] = 256 * side
+        requant(accb, rec + 64 + 8 * side, tb, W)
         side += 1
-    pp[2] = oc
+    wk[2] = 1
+    mq = rec + 80
     ro = NO_RO
     if T:  # the sums' requantization in assembler (the tables' 512 stay above: raw mode)
         ro = T.R
-        rq_setup(ro, b[5], p)
+        rq_setup(ro, mq, rec)
     i = 0
     j = 0
     while i < n:
         m = block
         if n - i < block:
             m = n - i
-        k = 0
-        while k < m:
-            acc[k] = int((t[((a[x1 + i + k] ^ 0x80) - 0x80) + 128] ^ sg) - sg) \
+        q = 0
+        while q < m:
+            acc[q] = int((t[((a[x1 + i + q] ^ 0x80) - 0x80) + 128] ^ sg) - sg) \
                 + int((t[((a[x2 + j] ^ 0x80) - 0x80) + 384] ^ sg) - sg)
             j += 1
             if j == bc:
                 j = 0
-            k += 1
-        pp[0] = y + i
-        pp[1] = m
-        rq_flush(ro, accb, b[5], b[0], p)
+            q += 1
+        wk[0] = y + i
+        wk[1] = m
+        rq_flush(ro, accb, mq, arena, W)
         i += m
 
 
 @micropython.viper
-def mul(b, p):
-    a = ptr8(b[0])
-    accb = b[2]
+def mul(E, P, k: int):
+    a = ptr8(E.A)
+    arena = uint(a)
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    accb = arena + pp[14]
     acc = ptr32(accb)
-    pp = ptr32(p)
+    mq = rec + 60
+    rq_head(W, rec)
     sg = 1
     sg <<= 31
     x1 = int(pp[6])
@@ -687,34 +730,34 @@ def mul(b, p):
     ro = NO_RO
     if T:  # requantization in assembler
         ro = T.R
-        rq_setup(ro, b[1], p)
+        rq_setup(ro, mq, rec)
     i = 0
     j = 0
     while i < n:
         m = block
         if n - i < block:
             m = n - i
-        k = 0
-        while k < m:
-            acc[k] = ((a[x1 + i + k] ^ 0x80) - z1) * ((a[x2 + j] ^ 0x80) - z2)
+        q = 0
+        while q < m:
+            acc[q] = ((a[x1 + i + q] ^ 0x80) - z1) * ((a[x2 + j] ^ 0x80) - z2)
             j += 1
             if j == bc:
                 j = 0
-            k += 1
-        pp[0] = y + i
-        pp[1] = m
-        rq_flush(ro, accb, b[1], b[0], p)
+            q += 1
+        wk[0] = y + i
+        wk[1] = m
+        rq_flush(ro, accb, mq, arena, W)
         i += m
 
 
 @micropython.viper
-def _pool(b, p, is_max: int):
-    a = ptr8(b[0])
-    pp = ptr32(p)
+def _pool(E, P, k: int, is_max: int):
+    a = ptr8(E.A)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
     sg = 1
     sg <<= 31
     xo = int(pp[6])
-    k = int(pp[7])
+    kk = int(pp[7])
     h = int(pp[8])
     wd = int(pp[9])
     c = int(pp[10])
@@ -764,27 +807,32 @@ def _pool(b, p, is_max: int):
                     s = lo
                 elif s > hi:
                     s = hi
-                a[k] = s
-                k += 1
+                a[kk] = s
+                kk += 1
                 ch += 1
             ox += 1
         oy += 1
 
 
-def maxpool(b, p):
-    _pool(b, p, 1)
+def maxpool(E, P, k):
+    _pool(E, P, k, 1)
 
 
-def avgpool(b, p):
-    _pool(b, p, 0)
+def avgpool(E, P, k):
+    _pool(E, P, k, 0)
 
 
 @micropython.viper
-def mean(b, p):
-    a = ptr8(b[0])
-    accb = b[2]
+def mean(E, P, k: int):
+    a = ptr8(E.A)
+    arena = uint(a)
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    accb = arena + pp[11]
     acc = ptr32(accb)
-    pp = ptr32(p)
+    rq_head(W, rec)
     sg = 1
     sg <<= 31
     xo = int(pp[6])
@@ -795,25 +843,25 @@ def mean(b, p):
     while ch < c:
         acc[ch] = 0 - zx * hw
         ch += 1
-    k = xo
+    q = xo
     i = 0
     while i < hw:
         ch = 0
         while ch < c:
-            acc[ch] = int((acc[ch] ^ sg) - sg) + ((a[k] ^ 0x80) - 0x80)
-            k += 1
+            acc[ch] = int((acc[ch] ^ sg) - sg) + ((a[q] ^ 0x80) - 0x80)
+            q += 1
             ch += 1
         i += 1
-    pp[0] = pp[7]
-    pp[1] = c
-    requant(accb, b[1], b[0], p)
+    wk[0] = pp[7]
+    wk[1] = c
+    requant(accb, rec + 48, arena, W)
 
 
 @micropython.viper
-def lut(b, p):
-    a = ptr8(b[0])
-    t = ptr8(b[1])
-    pp = ptr32(p)
+def lut(E, P, k: int):
+    a = ptr8(E.A)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    t = ptr8(uint(ptr8(E.B[pp[9]])) + pp[10])
     xo = int(pp[6])
     yo = int(pp[7])
     n = int(pp[8])
@@ -908,12 +956,12 @@ def _reciprocal(t):
 
 
 @micropython.viper
-def softmax(b, p):
-    a = ptr8(b[0])
-    e = ptr32(b[1])
-    t = b[2]
+def softmax(E, P, k: int):
+    a = ptr8(E.A)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    e = ptr32(uint(ptr8(E.B[pp[10]])) + pp[11])
+    t = uint(ptr32(E.W)) + 32  # four words of working state: W[8..11]
     pt = ptr32(t)
-    pp = ptr32(p)
     sg = 1
     sg <<= 31
     xo = int(pp[6])
@@ -978,10 +1026,43 @@ def _rdbpot(t, e: int):
     pt[2] = x
 
 
-def move(b, p):
-    # dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ], i < ROWS, j < COLS (int8 buffers);
-    # p = [SO, DO, ROWS, COLS, SS, SJ, DS, DJ], b = (src, dst)
-    put(b[0], b[1], p)
+@micropython.viper
+def move(E, P, k: int):
+    # the arena's elements dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ], i < ROWS,
+    # j < COLS (see _pure.move): bytes, or 4-byte words (f32 values)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    if int(pp[10]) == 1:
+        wk = ptr32(E.W)
+        wk[0] = pp[2]
+        wk[1] = pp[3]
+        wk[2] = pp[4]
+        wk[3] = pp[5]
+        wk[4] = pp[6]
+        wk[5] = pp[7]
+        wk[6] = pp[8]
+        wk[7] = pp[9]
+        put(E.A, E.A, E.W)
+        return
+    a = uint(ptr8(E.A))
+    s = ptr32(a + pp[2])
+    d = ptr32(a + pp[3])
+    rows = int(pp[4])
+    cols = int(pp[5])
+    ss = int(pp[6])
+    sj = int(pp[7])
+    ds = int(pp[8])
+    dj = int(pp[9])
+    i = 0
+    while i < rows:
+        si = i * ss
+        di = i * ds
+        j = 0
+        while j < cols:
+            d[di] = s[si]
+            si += sj
+            di += dj
+            j += 1
+        i += 1
 
 
 @micropython.viper
@@ -1012,25 +1093,70 @@ def put(src, dst, p):
 
 
 @micropython.viper
-def fill(b, p):
-    # dst[DO + i] = V for i < N; p = [DO, N, V], b = (dst,)
-    d = ptr8(b[0])
-    pp = ptr32(p)
-    do = int(pp[0])
-    n = int(pp[1])
-    v = int(pp[2])
+def fill(E, P, k: int):
+    # N elements of the arena from byte DO set to V (an int8 code, or f32 bits)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A)) + pp[2]
+    n = int(pp[3])
+    v = int(pp[4])
     i = 0
+    if int(pp[5]) == 1:
+        d = ptr8(a)
+        while i < n:
+            d[i] = v
+            i += 1
+        return
+    d4 = ptr32(a)
     while i < n:
-        d[do + i] = v
+        d4[i] = v
         i += 1
 
 
 @micropython.viper
-def f16_to_f32(src, first: int, dst, n: int):
-    # dst[i] = float(src[first + i]) for i < n: IEEE half -> single by bit manipulation, written
-    # as raw bits into dst (array('f')), so no float is ever made (an RP2040 has no FPU).
+def abs_sums(buf, g, out):
+    # out[o] = sum |w| over output channel o's filter (see _pure.abs_sums): the load check of
+    # every accumulator's range
+    w = ptr8(buf)
+    pg = ptr32(g)
+    po = ptr32(out)
+    off = int(pg[0])
+    oc = int(pg[1])
+    kh = int(pg[2])
+    kw = int(pg[3])
+    cpg = int(pg[4])
+    wso = int(pg[5])
+    wsy = int(pg[6])
+    wsx = int(pg[7])
+    wsc = int(pg[8])
+    o = 0
+    while o < oc:
+        s = 0
+        ky = 0
+        while ky < kh:
+            kx = 0
+            while kx < kw:
+                wi = off + o * wso + ky * wsy + kx * wsx
+                ci = 0
+                while ci < cpg:
+                    v = (w[wi] ^ 0x80) - 0x80
+                    if v < 0:
+                        v = 0 - v
+                    s += v
+                    wi += wsc
+                    ci += 1
+                kx += 1
+            ky += 1
+        po[o] = s
+        o += 1
+
+
+@micropython.viper
+def f16_to_f32(src, first: int, dst, d0: int, n: int):
+    # dst's f32 element d0 + i = float(src[first + i]) for i < n: IEEE half -> single by bit
+    # manipulation, written as raw bits into dst (the arena), so no float is ever made (an
+    # RP2040 has no FPU).
     ps = ptr16(src)
-    pd = ptr32(dst)
+    pd = ptr32(uint(ptr32(dst)) + 4 * d0)
     exp_max = 0xFF
     exp_max <<= 23  # 0x7F800000 built at run time: as a literal it is no small int on 32-bit ports
     i = 0

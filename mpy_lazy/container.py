@@ -248,6 +248,7 @@ class _Table:
 
     _meta = None  # metadata dict, decoded on first use
     _index = None  # name -> table index, only when the names are not sorted
+    _ascending = None  # whether the data offsets ascend in table order (Container._tensor_at)
 
     def _header(self, mv, total):
         # rules 1-4: only the header and the source length are needed
@@ -591,6 +592,35 @@ class Container(_Table):
         v = View(self, i, dtype, mv)
         v.aligned = False
         return v
+
+    def _tensor_at(self, off):
+        """(dtype, nbytes) of the tensor whose data starts at byte `off`, or None: how a
+        program's records (mpy_lazy/program.py) are checked against the table. A binary
+        search over the data offsets, which the writer puts in table order (a container
+        whose offsets are not ascending answers None: its program is refused)."""
+        if self._ascending is None:
+            prev, ok = -1, True
+            for i in range(self._count):
+                o = struct.unpack_from("<I", self._mv, self._toff + i * self._esize + 24)[0]
+                if o <= prev:
+                    ok = False
+                    break
+                prev = o
+            self._ascending = ok
+        if not self._ascending:
+            return None
+        lo, hi = 0, self._count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            base = self._toff + mid * self._esize
+            o = struct.unpack_from("<I", self._mv, base + 24)[0]
+            if o == off:
+                return DTYPES[self._mv[base + 6]], struct.unpack_from("<I", self._mv, base + 28)[0]
+            if o < off:
+                lo = mid + 1
+            else:
+                hi = mid
+        return None
 
     def check(self, name):
         """Check the CRC-32 of tensor `name`; ContainerError on mismatch."""

@@ -24,7 +24,7 @@ _KINDS = {
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
-    "output": (("x",), ()),
+    "output": (("x",), ("layout",)),
     "conv2d": (("x", "y", "w", "out", "k"), _CONV + ("groups", "wl")),
     "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl")),
     "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp")),
@@ -178,6 +178,9 @@ class Value:
             n *= d
         self.size = n
 
+    def nbytes(self):
+        return self.size if self.dtype == "i8" else 4 * self.size
+
     def root(self):
         v = self
         while v.alias is not None:
@@ -225,31 +228,30 @@ def clamp(kv, n):
 
 
 def plan(values, life, align=4, pairs=None):
-    """Arena offsets for every value (TFLite Micro's greedy planner): buffers sorted by size,
+    """Arena byte offsets for every value (TFLite Micro's greedy planner): buffers sorted by size,
     largest first (later values first among equals), each put at the lowest offset where it
     overlaps no placed buffer alive at the same time (life: {id(value): (first op, last op)}).
     Values sharing a buffer (alias) get their root's offset. pairs: {id(v): (partner, lag, v is
     the output)} for an op's output that may overlap its dying input if it starts `lag` bytes
-    before it or earlier (Model._pairs). Returns the arena size in elements of the values'
-    dtype."""
+    before it or earlier (Model._pairs). Returns the arena size in bytes."""
     pairs = pairs or {}
-    bufs = [(-v.size, -life[id(v)][0], life[id(v)][1], i) for i, v in enumerate(values) if v.alias is None]
+    bufs = [(-v.nbytes(), -life[id(v)][0], life[id(v)][1], i) for i, v in enumerate(values) if v.alias is None]
     bufs.sort()  # i last: MicroPython's sort is not stable
     placed = []  # (value, first, last)
     top = 0
     for _, first, last, i in bufs:
         v = values[i]
         first = -first
-        size = (v.size + align - 1) // align * align
+        size = (v.nbytes() + align - 1) // align * align
         pair = pairs.get(id(v))
         # the offsets v may not start at: (lo, hi) open, one per live placed buffer
         gaps = []
         for p, pfirst, plast in placed:
             if pfirst <= last and first <= plast:
-                end = p.offset + (p.size + align - 1) // align * align
+                end = p.offset + (p.nbytes() + align - 1) // align * align
                 lo = p.offset - size
                 # (a lag as large as the output is no overlap at all: the usual rule holds)
-                if pair is not None and pair[0] is p and pair[1] < (v if pair[2] else p).size:
+                if pair is not None and pair[0] is p and pair[1] < (v if pair[2] else p).nbytes():
                     if pair[2]:  # v is the output: at or before p's start - lag
                         lo = p.offset - pair[1]
                     else:  # v is the input: p starts at or before v's start - lag

@@ -1,4 +1,4 @@
-# Kernel paths: which implementation of the kernels the ops call.
+# Kernel paths: which implementation of the kernels a program's records run on.
 #
 #   'ulab'   float ops through ulab.numpy on firmware that has it (numpy on CPython); int8 ops
 #            as on 'thumb' or 'viper', the best there is (ulab brings nothing to integer work)
@@ -9,12 +9,12 @@
 #   'pure'   plain Python everywhere: runs on any port, gives the same integers as 'viper'
 #
 # `i8` is the module holding the int8 kernels for the current path (_viper or _pure: the same
-# functions with the same arguments, tests/runtime/test_kernels.py checks they agree). Ops look
-# it up at run time (kernels.i8.conv(...)), so use() takes effect on the next forward pass.
+# functions on the same records, tests/runtime/test_kernels.py checks they agree); table() is
+# the tuple of kernels by record kind (mpy_lazy/check.py) that a program calls. use() takes
+# effect on a program's next call.
 import sys
 
-from . import backend
-from . import _pure
+from . import _pure, backend, check
 
 _viper = _thumb = None
 if sys.implementation.name == "micropython":
@@ -30,6 +30,11 @@ if sys.implementation.name == "micropython":
 
 i8 = _pure
 _path = None
+_table = None
+
+_INT8 = ("conv", "depthwise", "dense", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax", "move",
+         "fill")
+_FLOAT = ("conv", "depthwise", "dense", "add", "mul", "maxpool", "avgpool", "mean", "act", "softmax")
 
 
 def available():
@@ -45,7 +50,7 @@ def available():
 
 def use(name=None):
     """Select the kernel path ('ulab', 'thumb', 'viper' or 'pure'; None = the best available)."""
-    global _path, i8
+    global _path, i8, _table
     ok = available()
     if name is None:
         name = ok[0]
@@ -55,6 +60,7 @@ def use(name=None):
     i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
+    _table = None
     return name
 
 
@@ -62,12 +68,31 @@ def path():
     return _path or use()
 
 
-def nd():
-    """True when float ops should use the backend's ndarray kernels (path 'ulab')."""
-    return path() == "ulab"
+def table():
+    """The kernels of the current path by record kind (a tuple; None for no kind)."""
+    global _table
+    if _table is None or _path is None:
+        path()
+        from . import _float
+
+        t = [None] * check.KINDS
+        for i, name in enumerate(_INT8):
+            t[check.CONV + i] = getattr(i8, name)
+        t[check.QUANTIZE] = _float.quantize
+        t[check.DEQUANTIZE] = _float.dequantize
+        fl = _float
+        if _path == "ulab":
+            from . import _nd as fl
+        for i, name in enumerate(_FLOAT):
+            t[check.FCONV + i] = getattr(fl, name, None) or getattr(_float, name)
+        _table = tuple(t)
+    return _table
 
 
-def f16(src, first, dst, n):
-    """dst[0:n] (an array('f')) = the f16 values src[first:first + n] (little-endian bytes):
-    viper bit conversion where it exists (no float made), else struct."""
-    (_viper or _pure).f16_to_f32(src, first, dst, n)
+def f16(E, slot, first, fs, n):
+    """n f16 values from element `first` of slot `slot` decoded into the arena as f32 from
+    byte fs: viper bit conversion where it exists (no float made), else struct."""
+    if _viper is not None:
+        _viper.f16_to_f32(E.B[slot], first, E.A, fs // 4, n)
+    else:
+        _pure.f16_to_f32(E.B[slot], first, E.af, fs // 4, n)

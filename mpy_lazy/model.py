@@ -1,10 +1,16 @@
-# The graph runner: a model is a graph description (docs/FORMAT.md, "Graph description",
-# metadata key `graph`) whose weights are lazy Params bound by name from a container.
+# The graph runner's front end: a model is a graph description (docs/FORMAT.md, "Graph
+# description", metadata key `graph`) whose weights are the tensors of a container.
 #
 #   c = mpy_lazy.open("/rom/kws.mpyl")
-#   m = mpy_lazy.model.from_container(c)   # declare (parse, check, shapes, Params), load (bind
-#                                          # in place), plan (one arena, offsets), prepare ops
-#   y = m(x)                               # x: the input values; y: a view of the output
+#   m = mpy_lazy.model.from_container(c)   # the packed program, read in place (flash), checked;
+#   y = m(x)                               # one arena; x: the input, y: a view of the output
+#
+# A packed model carries its program (mpy_lazy/program.py: every op compiled to a record of
+# integers at pack time); from_container() runs it with no per-op object in RAM. Model (this
+# module) is the same graph declared from its text: ops with lazy Params (bound by load(),
+# owned when written), planned and compiled into a program in RAM by prepare(). The packer
+# compiles with it; a board uses it for containers without a program, and for a model whose
+# weights you change.
 #
 # Memory, as in TensorFlow Lite Micro: every activation lives in one preallocated arena at an
 # offset planned once over the graph's liveness (values alive at the same time never overlap;
@@ -13,15 +19,14 @@
 # lies in the arena too. On int8 models a forward pass allocates nothing.
 import array
 
-from . import _pure, backend, graph, kernels, param
+from . import check, graph, param
 from .container import ContainerError
 from .graph import Value, fail
-from .ops.quant import to_int8
 from .module import Module, load
+from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import ops as _ops
+from . import program as _program
 
-MAX_ARENA = 1 << 26  # bytes; anything larger is a broken description, not a model for a board
-_BUFFERS = (bytes, bytearray, memoryview, array.array)
 _PARAMS = ("bias", "requant", "table", "weight")  # the Param attributes an op may have
 
 
@@ -31,9 +36,9 @@ class Model(Module):
     prepare() (from_container() does both). init: the Params' init function (Param API),
     used only by params that are never bound."""
 
-    mem = None  # Memory, once planned
-    _path = None  # kernel path the ops were prepared for
-    _changes = -1  # param.changes when the ops were prepared
+    prog = None  # the compiled Program, once prepared
+    _changes = -1  # param.changes when it was compiled
+    _planned = None  # arena bytes, once planned
 
     def __init__(self, text, init=None):
         values = {}
@@ -41,6 +46,7 @@ class Model(Module):
         self.inputs = []
         self.outputs = []
         self.layouts = []
+        self.out_layouts = []
         order = []
         for n, op, kv in graph.parse(text):
             if op == "input":
@@ -51,7 +57,10 @@ class Model(Module):
                 v = values.get(kv["x"])
                 if v is None:
                     raise fail(n, "output %r is no value defined above" % kv["x"], "x")
+                if kv.get("layout", "hwc") == "chw" and len(v.shape) != 3:
+                    raise fail(n, "output: layout=chw needs an H,W,C value", "layout")
                 self.outputs.append(v)
+                self.out_layouts.append(kv.get("layout", "hwc"))
                 continue
             else:
                 names = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
@@ -64,7 +73,7 @@ class Model(Module):
                 shape, dtype, q = o.out
                 v = o.y = Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
-                _forget(o, ("out", "kv", "n"))  # what the op needs it keeps as attributes
+                _forget(o, ("out", "kv"))  # what the op needs it keeps as attributes
                 self.ops.append(_compact(o))
             if v.name in values:
                 raise fail(n, "value %r is defined twice" % v.name, "y")
@@ -170,12 +179,12 @@ class Model(Module):
     # --- memory -------------------------------------------------------------------------
 
     def plan(self):
-        """Arena offsets (graph.plan) for both dtypes, the int32 kernel scratch in the int8
-        arena; returns (int8 arena bytes, f32 arena elements, f32 scratch elements). Bounded
-        before anything is allocated."""
-        # kernel scratch lives in the int8 arena, alive during its op only (TFLM's scratch
-        # buffers): it takes room only where no activation is. Its offsets are kept in one
-        # array (_scratch[i] for op i, -1 for none), not as values (heap is scarce).
+        """Arena byte offsets of every value (graph.plan) and of each op's kernel scratch,
+        which lies in the arena alive during its op only (TFLM's scratch buffers): it takes
+        room only where no activation is. Returns the arena's size in bytes, bounded before
+        anything is allocated."""
+        if self._planned is not None:
+            return self._planned
         life = dict(self._life)
         scratch = []
         for i, op in enumerate(self.ops):
@@ -183,29 +192,13 @@ class Model(Module):
                 v = Value("", (4 * op.scratch,), "i8")
                 life[id(v)] = (i, i)
                 scratch.append((i, v))
-        n8 = graph.plan([v for v in self.values if v.dtype == "i8"] + [v for i, v in scratch], life, 4,
-                        self._pairs())
+        n = graph.plan(self.values + [v for i, v in scratch], life, 4, self._pairs())
         self._scratch = array.array("i", [-1] * len(self.ops))
         for i, v in scratch:
             self._scratch[i] = v.offset
-        scratch = None
-        nf = graph.plan([v for v in self.values if v.dtype == "f32"], life, 1)
-        nfs = max([op.fscratch for op in self.ops] + [0])
-        total = n8 + 4 * (nf + nfs)
-        if total > MAX_ARENA:
-            raise ContainerError("graph: needs %d bytes of activation memory (more than %d)"
-                                 % (total, MAX_ARENA), None, "graph")
-        try:
-            import gc
-
-            gc.collect()  # mem_free() does not count garbage: declaring and loading leave some
-            free = gc.mem_free()
-        except (ImportError, AttributeError):
-            free = None
-        if free is not None and total > free:
-            raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free"
-                                 % (total, free), None, "graph")
-        return n8, nf, nfs
+        _program._room(n)
+        self._planned = n
+        return n
 
     def _pairs(self):
         """{id(value): (its partner, lag, True if the value is the output)} for each int8 op
@@ -221,51 +214,46 @@ class Model(Module):
                     pairs[id(x)] = (y, lag, False)
         return pairs
 
-    def prepare(self, a8=None):
-        """Plan and allocate the arena and scratch (once), then each op's prepare step. Called
-        by from_container(), and by a forward pass after kernels.use() changed the path. a8: a
-        bytearray of the planned int8 arena size to use instead of a new one."""
-        if self.mem is None:
-            mem = Memory(*self.plan(), a8=a8)
-            self._io(mem)  # the views stay valid across re-prepares: the arena does not move
-            self.mem = mem  # only now: a MemoryError above leaves the model as it was
-            self._life = None  # planned: the lifetimes are not needed again
-        self.mem.path()
+    def compile(self, ref=None):
+        """The program (array('i'), docs/FORMAT.md "Program") and its tensor slots. ref(param)
+        -> [slot, byte offset] of a Param's data (the packer's: its place in the container
+        being written); by default every bound Param reads its container in place (one slot
+        per container) and an owned one its RAM array (a slot of its own)."""
+        n = self.plan()
+        c = _Compiler(self, ref)
+        P = [MAGIC, VERSION, 0, n, len(self.inputs), len(self.outputs), 0]
+        for v, layout in zip(self.inputs + self.outputs, self.layouts + self.out_layouts):
+            dims = list(v.shape) + [0] * (3 - len(v.shape))
+            P += [3 if v.dtype == "i8" else 1, v.root().offset, v.size, v.q[1] if v.q else 0,
+                  f32_bits(v.q[0]) if v.q else 0, 1 if layout == "chw" else 0, len(v.shape)] + dims
+        P[6] = len(P)
+        count = 0
+        for i, op in enumerate(self.ops):
+            c.line = op.n
+            c.scratch = self._scratch[i]
+            for r in op.records(c):
+                P += r
+                count += 1
+        P[2] = count
+        return array.array("i", P), tuple(c.slots)
+
+    def prepare(self, arena=None):
+        """Plan the arena, compile the program and check it (once per change of a param: a
+        forward pass calls it when a param was bound, written or re-initialized). arena: a
+        bytearray of the planned size to use instead of a new one."""
+        n = self.plan()
+        P, B = self.compile()
+        self._life = None if self.prog is not None else self._life
+        if arena is None and self.prog is not None:
+            arena = self.prog.A  # the arena stays: its views too
+        self.prog = Program(P, B, arena if arena is not None and len(arena) >= n else None,
+                            io=(self.inputs, self.layouts, self.outputs, self.out_layouts))
         self._changes = param.changes[0]
-        for op, o in zip(self.ops, self._scratch):
-            op.prepare(self.mem, memoryview(self.mem.a8)[o: o + 4 * op.scratch] if o >= 0 else None)
-        self._path = kernels.path()
 
     def memory(self):
-        """{'arena': bytes of the activations (int8 and f32) and the int8 kernels' scratch,
-        'scratch': bytes of the float kernels' scratch}."""
-        n8, nf, nfs = self.plan() if self.mem is None else self.mem.planned
-        return {"arena": n8 + 4 * nf, "scratch": 4 * nfs}
-
-    def _io(self, mem):
-        """Views of the inputs and outputs in the arena, made once (a call returns them)."""
-        views = []
-        for v in self.inputs + self.outputs:
-            if v.dtype == "i8":
-                mv = memoryview(mem.a8)[v.offset: v.offset + v.size]
-                views.append(backend.typed_view(mv, "i8", v.size))
-            else:
-                mv = memoryview(mem.af)[4 * v.offset: 4 * (v.offset + v.size)]
-                views.append(backend.typed_view(mv, "f32", v.size))
-        k = len(self.inputs)
-        # move() parameters copying int8 input i from a buffer (transposing C, H, W data)
-        self._moves = []
-        for v, layout in zip(self.inputs, self.layouts):
-            c = v.shape[-1]
-            hw = v.size // c
-            if layout == "chw":
-                self._moves.append(array.array("i", (0, v.offset, c, hw, hw, 1, 1, c)))
-            else:
-                self._moves.append(array.array("i", (0, v.offset, 1, v.size, 0, 1, 0, 1)))
-        self.input = views[0]
-        self._in = views[:k]
-        self.output = views[k]
-        self._out = views[k] if len(self.outputs) == 1 else tuple(views[k:])
+        """{'arena': bytes of the activations and the kernels' scratch (one buffer),
+        'scratch': 0 (the scratch is planned into the arena)}."""
+        return {"arena": self.plan(), "scratch": 0}
 
     def clone(self, arrays=False):
         """A copy with every Param cloned (Param.clone semantics) and its own arena."""
@@ -279,90 +267,90 @@ class Model(Module):
         for op in c.ops:
             op.x = tuple(index[id(v)] for v in op.x)
             op.y = index[id(op.y)]
-            p = getattr(op, "p", None)
-            if p is not None:  # kernels write into their parameters: each clone its own
-                op.p = array.array("i", p)
         c._liveness()  # the same aliases and lifetimes, for the clone's own values
-        c.mem = None
-        if self.mem is not None:
+        c.prog = None
+        c._planned = None
+        if self.prog is not None:
             c.prepare()
         return c
 
-    # --- running ------------------------------------------------------------------------
+    # --- running: the compiled program ------------------------------------------------------
+
+    def _ready(self):
+        if self.prog is None or self._changes != param.changes[0]:
+            self.prepare()  # a param was bound, written or re-initialized
+        return self.prog
 
     def __call__(self, x=None, *more):
-        """One forward pass. x (and one more argument per further input) is the input's
-        values in its layout order: ints for an i8 input (a list, or bytes / bytearray /
-        array('b') of int8 codes: copied by one kernel call), or floats (quantized with the
-        input's q), or `m.input` filled in place (no copy; H, W, C order), or None to run on
-        what the inputs hold. The forward pass reuses the input's memory (as TFLite Micro's
-        arena does): give the input again for every call. Returns the output view (a tuple for several outputs), which
-        the next call overwrites. (One argument: no tuple is made, nothing is allocated.)"""
-        if self._path != kernels.path() or self._changes != param.changes[0]:
-            self.prepare()  # another kernel path, or a param was bound, written or re-initialized
-        if x is not None and x is not self._in[0]:
-            self._set(0, x)
-        for i in range(len(more)):
-            if more[i] is not None and more[i] is not self._in[i + 1]:
-                self._set(i + 1, more[i])
-        for op in self.ops:
-            op.run()
-        return self._out
+        """One forward pass (Program.__call__)."""
+        return self._ready()(x, *more)
 
-    def _set(self, i, x):
-        v = self.inputs[i]
-        dst = self._in[i]
-        n = v.size
-        if len(x) != n:
-            raise ValueError("input %r has %d values, the model takes %d" % (v.name, len(x), n))
-        chw = self.layouts[i] == "chw"
-        c = v.shape[-1]
-        hw = n // c
-        if v.dtype == "i8" and isinstance(x, _BUFFERS) and _bytewise(x):
-            # int8 codes as bytes (or array('b')): one kernel call, no Python loop
-            if kernels.i8 is _pure:  # reads items: they must be signed
-                x = backend.typed_view(memoryview(x), "i8", n)
-            kernels.i8.put(x, self.mem.arena, self._moves[i])
-            return
-        q = v.q
-        for j in range(n):
-            k = (j % hw) * c + j // hw if chw else j
-            val = x[j]
-            if q is not None and not isinstance(val, int):
-                val = to_int8(val, q[0], q[1])
-            dst[k] = val
+    @property
+    def input(self):
+        return self._ready().input
+
+    @property
+    def output(self):
+        return self._ready().output
 
     def quantize(self, values, i=0):
-        """An int8 input filled from floats: returns m.input (pass it to m())."""
-        self._set(i, values)
-        return self._in[i]
+        return self._ready().quantize(values, i)
 
     def tolist(self, i=0):
-        """Output i as a list of its stored values (ints for i8, floats for f32). The views a
-        call returns index like arrays (y[j]) but on MicroPython have no len() or iteration
-        (uctypes): this makes a list (it allocates)."""
-        out = self._out if len(self.outputs) == 1 else self._out[i]
-        return [out[j] for j in range(self.outputs[i].size)]
+        return self._ready().tolist(i)
 
     def dequantize(self, i=0):
-        """Output i as a list of floats (real values of an i8 output; it allocates)."""
-        v = self.outputs[i]
-        vals = self.tolist(i)
-        if v.dtype != "i8":
-            return vals
-        s, z = v.q
-        return [s * (q - z) for q in vals]
+        return self._ready().dequantize(i)
 
     def predict(self, x=None, *more):
-        """Index of the largest element of the (first) output."""
-        y = self(x, *more)
-        if len(self.outputs) > 1:
-            y = y[0]
-        best = 0
-        for j in range(1, self.outputs[0].size):
-            if y[j] > y[best]:
-                best = j
-        return best
+        return self._ready().predict(x, *more)
+
+
+class _Compiler:
+    """What an op's records() reads: value offsets, tensor slots, its scratch, its line."""
+
+    line = 0
+    scratch = -1
+
+    def __init__(self, model, ref):
+        self.slots = []
+        self._index = {}
+        self._ref = ref
+
+    def off(self, v):
+        return v.root().offset
+
+    def ref(self, p, f16=False):
+        """[slot, offset] of Param p's data ([0, 0] for none). A float param bound to an f16
+        tensor is read in place where the kernel decodes f16 (f16=True: weights), else as its
+        f32 values decoded once into RAM (the View keeps them; the report counts them)."""
+        if p is None:
+            return [0, 0]
+        if self._ref is not None:
+            return list(self._ref(p))
+        v = p.val()
+        if p.state == "bound" and v.dtype == "f16" and not f16:
+            buf, off = _ram(v._array(), "f32"), 0
+        elif p.state == "bound" and v.aligned:
+            buf, off = v._c._mv, v.info.offset  # in place in its container
+        else:
+            buf, off = _ram(v.mv if p.state == "bound" else v, p.dtype), 0
+        key = id(buf)
+        if key not in self._index:
+            self._index[key] = len(self.slots)
+            self.slots.append(buf)
+        return [self._index[key], off]
+
+    def record(self, kind, fields):
+        return [kind | (self.line << 8), len(fields) + 2] + list(fields)
+
+
+def _ram(a, dtype):
+    """A param's RAM array as the kernels read it: its bytes in the stored dtype (f32 for
+    floats: a double-float ulab array or numpy's f16 is converted)."""
+    if dtype in ("f32", "f16") and getattr(a, "itemsize", 4) != 4:
+        return array.array("f", [float(a[i]) for i in range(len(a))])
+    return a
 
 
 def _forget(obj, names):
@@ -384,62 +372,6 @@ def _compact(obj):
     return c
 
 
-def _bytewise(x):
-    """True for buffers of one byte per item (bytes, bytearray, array('b'/'B'), memoryview of
-    bytes): an array('i') of codes is a sequence of ints, not raw bytes."""
-    if isinstance(x, array.array):
-        return backend._typecode(x) in "bB"
-    if isinstance(x, memoryview):
-        return getattr(x, "itemsize", 1) == 1
-    return True
-
-
-class Memory:
-    """The buffers a model's ops run in, allocated once: `arena` (int8 values, a signed view
-    of the bytearray `a8`, which also holds the int8 kernels' scratch), `farena` (f32 values,
-    over `af`), `fscratch` (f32, shared by the float ops), and on the ndarray path `nd`, the
-    f32 arena as a backend array. An int8-only model has no float buffers (None)."""
-
-    nd = None
-    af = farena = fscratch = None
-    _nds = None
-
-    def __init__(self, n8, nf, nfs, a8=None):
-        self.planned = (n8, nf, nfs)
-        if a8 is None or len(a8) != (n8 or 1):
-            a8 = bytearray(n8 or 1)
-        self.a8 = a8
-        self.arena = backend.typed_view(memoryview(self.a8), "i8", n8 or 1)
-        if nf:
-            self.af = bytearray(4 * nf)
-            self.farena = backend.typed_view(memoryview(self.af), "f32", nf)
-        if nfs:
-            self.fscratch = array.array("f", bytes(4 * nfs))
-
-    def path(self):
-        """Set `nd` for the current kernel path: the f32 arena as an ndarray (no copy) where
-        the backend has float32 ndarrays (numpy, single-float ulab)."""
-        self.nd = None
-        if kernels.nd() and self.af is not None:
-            np = backend.np
-            if backend.kind() == "numpy":
-                self.nd = np.frombuffer(self.af, dtype=np.float32)
-            elif backend.SINGLE_FLOAT:
-                self.nd = np.frombuffer(self.af, dtype=np.float)
-
-    def nd_view(self, v):
-        """The f32 value v as a flat backend ndarray over the arena (no copy)."""
-        return self.nd[v.offset: v.offset + v.size]
-
-    def nd_scratch(self, role, n):
-        if self._nds is None:
-            self._nds = {}
-        a = self._nds.get(role)
-        if a is None or a.size < n:
-            a = self._nds[role] = backend.np.zeros(n, dtype=self.nd.dtype)
-        return a[:n]
-
-
 # --- containers -----------------------------------------------------------------------------
 
 def declare(c):
@@ -458,7 +390,15 @@ def declare(c):
 
 
 def from_container(c, strict=True):
-    """declare(c), bind its weights from c (load), plan the arena and prepare every op."""
+    """The model of container c, ready to run: its stored program (checked, read in place,
+    one arena), or, for a container without one (packed before mpy-lazy 0.3, or whose bytes
+    sit at an address a program cannot be read from in place), the model declared from its
+    graph description, bound and compiled in RAM."""
+    prog = None
+    if _program.NAME in c and tuple(c.version) >= (1, 2) and _aligned(c):
+        prog = _program.load(c)
+    if prog is not None:
+        return prog
     m = declare(c)
     m.load(c, strict)
     try:
@@ -468,13 +408,22 @@ def from_container(c, strict=True):
         # Declaring leaves the ops' objects spread over the heap (garbage from parsing each line
         # between them, measured on the Pico: 31 ops over 80 KB), so the arena's one block may
         # find no hole big enough while the heap has room. Allocate it first, then declare again.
-        n8 = m.plan()[0]
+        n = m.plan()
         m = None
         import gc
 
         gc.collect()
-        a8 = bytearray(n8 or 1)
+        arena = bytearray(n or 4)
         m = declare(c)
         m.load(c, strict)
-        m.prepare(a8)
+        m.prepare(arena)
         return m
+
+
+def _aligned(c):
+    """Whether the container's first byte is word-aligned (a program's words and the
+    weights are read in place), or its address cannot be known (CPython: nothing cares)."""
+    from .container import _address
+
+    a = _address(c._mv)
+    return a is None or a % 4 == 0

@@ -1,22 +1,23 @@
-# Ops of the graph runner, one per module, each in the two steps of a TFLite Micro kernel:
+# Ops of the graph description, one per module. An op is the host-side half of a TensorFlow
+# Lite Micro kernel (its Prepare): it reads its line of the description, checks it against its
+# input values, computes its output value, declares the Params of its tensors, and compiles
+# itself into records of the program (mpy_lazy/program.py) that the kernels run:
 #
 #   __init__(kv, ins, n, init)  declare: check the keys against the input values, compute the
 #                               output Value (shape, dtype, quantization), declare the Params
 #                               of its tensors (nothing bound, nothing allocated)
-#   prepare(m, scr)             once, after load() and the arena plan: views of the weights,
-#                               the kernel's parameter array, the buffers it works in (scr:
-#                               its `scratch` int32 as a memoryview of the arena, or None)
-#   run()                       a forward pass: allocates nothing on the int8 path
+#   records(c)                  its records, once the arena is planned (c: the compiler in
+#                               mpy_lazy/model.py: c.off(value), c.ref(param), c.scratch,
+#                               c.record(kind, fields)); mpy_lazy/check.py checks them
 #   lag()                       whether the output may be written over the input when the
 #                               input dies at this op (the planner asks; default no)
 #
-# `scratch` (int32 elements) and `fscratch` (floats) are what run() needs besides the arena;
-# the model allocates the largest of its ops' once and shares it. `kv` (the description's keys)
-# exists during __init__ only: an op keeps what it needs as attributes (heap is scarce).
+# `scratch` (int32 words) is the arena room its kernel needs while it runs, planned like a
+# value alive during the op only. `kv` (the description's keys) exists during __init__ only:
+# an op keeps what it needs as attributes. On a board a packed model runs from its stored
+# program and never imports these modules.
 import array
 
-from .. import kernels
-from ..container import ContainerError
 from ..graph import fail
 from ..module import Module
 from ..param import Param
@@ -41,7 +42,6 @@ class Op(Module):
     `y` (output Value), `kv` (its keys). Tensor keys become Params named after the key."""
 
     scratch = 0
-    fscratch = 0
     inplace = False  # the output may share the input's buffer (elementwise, same size)
 
     def __init__(self, name, kv, ins, n):
@@ -96,77 +96,21 @@ def ints(values):
     return array.array("i", values)
 
 
-def buf(p):
-    """The bytes a kernel reads for Param p: the container's memory (bound) or the RAM array
-    (owned: initialized, or copied on write)."""
-    v = p.val()
-    return v.mv if p.state == "bound" else _plain(v)
+def act_code(kv):
+    """The fused float activation of a record: 0 none, 1 relu, 2 relu6."""
+    return {"none": 0, "relu": 1, "relu6": 2}[kv.get("act", "none")]
 
 
-def typed(p, dtype):
-    """Indexable of the stored values of Param p (f32/i8/i32), without a copy (an f16 tensor
-    read as f32 is decoded once, into RAM the report counts)."""
-    from ..backend import typed_view
+def wdtype(p):
+    """How a float weight Param is stored for the kernels: 1 f32, 2 f16 (a bound f16 tensor;
+    RAM arrays are compiled as f32). A float op bound to quantized weights is refused."""
+    v = p.view if p.state == "bound" else None
+    if v is None:
+        return 1
+    if v.dtype not in ("f32", "f16"):
+        from ..container import ContainerError
 
-    v = p.val()
-    if p.state != "bound":
-        return _plain(v)
-    if v.dtype != dtype:
-        if dtype == "f32" and v.dtype == "f16":
-            a = v.array()  # decoded to f32 once where the backend has no f16 (counted in report)
-            if getattr(a, "dtype", None) is not None and str(a.dtype) == "float16":  # numpy: keeps f16
-                a = a.astype("float32")
-            return _plain(a)
-        raise ContainerError("tensor %r is %s%s; this op reads %s (int8 weights run in int8 models: "
+        raise ContainerError("tensor %r is %s%s; this op reads f32 (int8 weights run in int8 models: "
                              "mpy-lazy pack --quantize int8 --calibrate)" % (
-                                 v.name, v.dtype, " (quantized)" if v.info.quant else "", dtype), v.name, "dtype")
-    return typed_view(v.mv, dtype, v.size)
-
-
-def check_requant(op, mq, n):
-    """Refuse multipliers and shifts outside TFLM's ranges (values from a file: trust nothing):
-    multipliers 0..2**31-1 (a negative int32 is one above), shifts -31..30."""
-    for c in range(n):
-        if mq[c] < 0 or not -31 <= mq[n + c] <= 30:
-            raise ContainerError("%s: requantization of channel %d: multiplier %d, shift %d (TFLM takes "
-                                 "0..2**31-1 and -31..30)" % (op.name, c, mq[c], mq[n + c]), None, "m")
-
-
-def kbuf(p, dtype):
-    """What the current int8 kernels read for Param p: viper takes the bytes as they are (no
-    object made), the pure kernels a typed view (signed items)."""
-    from .. import _pure
-
-    if kernels.i8 is _pure:
-        return typed(p, dtype)
-    return buf(p)
-
-
-def i32(mv, n):
-    """An int32 scratch buffer (a memoryview of arena bytes) as the int8 kernels take it."""
-    from .. import _pure
-    from ..backend import typed_view
-
-    return typed_view(mv, "i32", n) if kernels.i8 is _pure else mv
-
-
-def _plain(a):
-    """A RAM array whose items are Python numbers, read without allocating: numpy's items are
-    numpy scalars (int8 arithmetic would wrap) and indexing a ulab ndarray makes an object per
-    item (192 bytes each, measured), so kernels get a memoryview of it (no copy)."""
-    if isinstance(a, array.array):
-        return a
-    try:
-        return memoryview(a)
-    except TypeError:  # not a buffer
-        return a
-
-
-def act_range(kv):
-    """Float clamp of a fused activation: (lo, hi), None for no bound."""
-    a = kv.get("act", "none")
-    if a == "relu":
-        return 0.0, None
-    if a == "relu6":
-        return 0.0, 6.0
-    return None, None
+                                 v.name, v.dtype, " (quantized)" if v.info.quant else ""), v.name, "dtype")
+    return 2 if v.dtype == "f16" else 1

@@ -1,7 +1,7 @@
 # concat along the last axis (channels of H, W, C values, or of vectors). int8: every input
 # has the output's quantization (TFLite's rule; mpy-lazy pack makes it so for ONNX models).
-from .. import kernels
-from . import Op as Base, ints
+from .. import check
+from . import Op as Base
 
 
 class Op(Base):
@@ -22,19 +22,15 @@ class Op(Base):
 
         self.out = (check_shape(lead + (total,), n, "output"), ins[0].dtype, kv.get("q"))
 
-    def prepare(self, m, scr=None):
+    def records(self, c):
+        """One move per input: its channels into their place in each output row."""
         y = self.y
-        arena = m.arena if y.dtype == "i8" else m.farena
-        self.b = (arena, arena)
+        es = 1 if y.dtype == "i8" else 4
         rows = y.size // y.shape[-1]
-        self.ps = []
+        out = []
         off = 0
         for v in self.x:
-            c = v.shape[-1]
-            self.ps.append(ints((v.offset, y.offset + off, rows, c, c, 1, y.shape[-1], 1)))
-            off += c
-
-    def run(self):
-        k = kernels.i8 if self.y.dtype == "i8" else kernels._pure
-        for p in self.ps:
-            k.move(self.b, p)
+            ch = v.shape[-1]
+            out.append(c.record(check.MOVE, [c.off(v), c.off(y) + off * es, rows, ch, ch, 1, y.shape[-1], 1, es]))
+            off += ch
+        return out

@@ -7,9 +7,9 @@
 # int32, input zero point from the input value, output q=, fused activation as clamp=.
 import array
 
-from .. import kernels
+from .. import check
 from ..graph import check_shape, clamp, pairs
-from . import Op as Base, act_range, check_requant, i32, ints, kbuf, typed
+from . import Op as Base, act_code, ints, wdtype
 
 # int32 accumulators of the int8 kernels (at least one pixel's): they are requantized every
 # RP = ACC // OC output pixels, so the scratch, which lies in the arena beside the op's input
@@ -67,53 +67,49 @@ class Op(Base):
             else:
                 wshape, ws = (oc, cpg, kh, kw), (cpg * kh * kw, kw, 1, kh * kw)
         out_shape = check_shape((oh, ow, oc) if len(x.shape) == 3 else (oc,), n, "output")
-        # H W C OH OW | OC | KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG (kernel order after OC)
-        geom = (h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwid, pad[0], pad[1]) + ws + (cpg, opg)
         hasb = "b" in kv
         q8 = self.int8()
+        # the kernels' record from word 2 (mpy_lazy/_pure.py, "conv / depthwise record"):
+        # OC ZY LO HI XO YO H W C OH OW KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG ZX HASB RP;
+        # record() fills XO, YO (arena offsets) and the float fields
         if q8:
             self.needs("m")
             lo, hi = clamp(kv, n)
-            # the kernels' parameter layout (mpy_lazy/_pure.py, "conv / depthwise p"); prepare()
-            # writes the arena offsets XO, YO. The op keeps nothing else of its geometry.
             rp = max(1, min(ow, ACC // oc))
-            self.p = ints((0, 0, oc, kv["q"][1], lo, hi, 0, 0) + geom[:5] + geom[6:]
-                          + (x.q[1], 1 if hasb else 0, rp))
+            self.p = ints((oc, kv["q"][1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwid, pad[0], pad[1])
+                          + ws + (cpg, opg, x.q[1], 1 if hasb else 0, rp))
             self.param("weight", "w", wshape, "i8", init)
             self.param("requant", "m", (2, oc), "i32", init)
             if hasb:
                 self.param("bias", "b", (oc,), "i32", init)
         else:
-            self.geom = geom
-            self.pads = pad
-            self.hasb = hasb
-            self.wl = kv.get("wl")
-            self.lo, self.hi = act_range(kv)
+            self.p = ints((oc, act_code(kv), 0, 0, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwid, pad[0], pad[1])
+                          + ws + (cpg, opg, 0, 1 if hasb else 0, 0))
             self.param("weight", "w", wshape, "f32", init)
-            if "b" in kv:
+            if hasb:
                 self.param("bias", "b", (oc,), "f32", init)
-            self.fscratch = kh * kw * cpg  # one decoded f16 filter
         self.out = (out_shape, "i8" if q8 else "f32", kv.get("q"))
 
-    # macs and scratch are read from the kernel's parameters (int8) or geometry (float), not
-    # kept: every attribute of an op costs heap on the board
     @property
     def macs(self):
-        p = getattr(self, "p", None)
-        if p is not None:
-            return p[11] * p[12] * p[2] * p[13] * p[14] * p[25]  # OH OW OC KH KW CPG
-        g = self.geom
-        return g[3] * g[4] * g[5] * g[6] * g[7] * g[18]
+        p = self.p
+        return p[9] * p[10] * p[0] * p[11] * p[12] * p[23]  # OH OW OC KH KW CPG
 
     @property
     def scratch(self):
-        """int32 scratch of the int8 kernels: RP pixels' accumulators, then one pixel's window
-        (conv2d) or a row of C zero points that padded taps read (depthwise in assembler)."""
-        p = getattr(self, "p", None)
-        if p is None:
-            return 0
-        window = max(p[13] * p[14], (p[10] + 3) // 4) if self.name == "depthwise" else p[13] * p[14] * p[25]
-        return p[29] * p[2] + window
+        """int32 words of scratch. int8: RP pixels' accumulators, then one pixel's window
+        (conv2d) or a row of C zero points that padded taps read (depthwise in assembler).
+        float with f16 weights: one decoded filter (the whole tensor if a filter is not
+        contiguous)."""
+        p = self.p
+        n = p[11] * p[12] * p[23]  # KH KW CPG
+        if self.y.dtype != "i8":
+            v = self.weight.view
+            if v is None or v.dtype != "f16":
+                return 0
+            return n if p[19] == n else n * p[0]
+        window = max(p[11] * p[12], (p[8] + 3) // 4) if self.name == "depthwise" else n
+        return p[27] * p[0] + window
 
     def lag(self):
         """int8: the kernels (every path) compute output pixels in raster order and write
@@ -126,8 +122,8 @@ class Op(Base):
         if self.y.dtype != "i8":
             return None
         p = self.p
-        c, oh, ow, oc, sh, sw, pt, pl = p[10], p[11], p[12], p[2], p[15], p[16], p[19], p[20]
-        wc = p[9] * c
+        c, oh, ow, oc, sh, sw, pt, pl = p[8], p[9], p[10], p[0], p[13], p[14], p[17], p[18]
+        wc = p[7] * c
         rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
         cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
         a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
@@ -138,188 +134,15 @@ class Op(Base):
                 lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc)
         return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
 
-    def prepare(self, m, scr=None):
-        x, y = self.x[0], self.y
-        if y.dtype == "i8":
-            p = self.p
-            p[6], p[7] = x.offset, y.offset
-            bias = kbuf(self.bias, "i32") if p[28] else p
-            n = p[29] * p[2]  # RP * OC
-            check_requant(self, typed(self.requant, "i32"), p[2])
-            self.b = (m.arena, kbuf(self.weight, "i8"), bias, kbuf(self.requant, "i32"),
-                      i32(scr[:4 * n], n), i32(scr[4 * n:], self.scratch - n))
-            return
-        self.m = m
-        self._wk = self._bnd = None  # ndarray copies of the weights: made again from what they are now
-        v = self.weight.view
-        self.wt = None if v is not None and v.dtype == "f16" else typed(self.weight, "f32")
-        self.bv = typed(self.bias, "f32") if self.hasb else None
-        # the ndarray path pads the input into an unplanned scratch: only for pads of a usual
-        # size (a huge dilation with a huge pad is legal, and runs on the scalar loop)
-        g = self.geom
-        hp, wp = g[0] + g[12] + self.pads[2], g[1] + g[13] + self.pads[3]
-        self.ndok = hp * wp <= 4 * g[0] * g[1] + 1024
-
-    def run(self):
+    def records(self, c):
+        p = list(self.p)
+        p[4], p[5] = c.off(self.x[0]), c.off(self.y)
+        s = c.scratch
+        dw = self.name == "depthwise"
+        w, b = c.ref(self.weight, self.y.dtype != "i8"), c.ref(getattr(self, "bias", None))
         if self.y.dtype == "i8":
-            k = kernels.i8
-            if self.name == "depthwise":
-                k.depthwise(self.b, self.p)
-            else:
-                k.conv(self.b, self.p)
-            return
-        if kernels.nd() and self.m.nd is not None and self.ndok and _numpy():
-            return self._run_nd()
-        self._run_float()
-
-    def _filter(self, o, row):
-        """Weights of output channel o: (indexable, base index)."""
-        g = self.geom
-        if self.wt is not None:
-            return self.wt, o * g[14]
-        wso = g[14]
-        n = g[6] * g[7] * g[18]
-        v = self.weight.view
-        if wso == n:  # the filter is contiguous: decode it into the row
-            kernels.f16(v.mv, o * wso, row, n)
-            return row, 0
-        return None, 0
-
-    def _run_float(self):
-        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dw, pt, pl, wso, wsy, wsx, wsc, cpg, opg = self.geom
-        a = self.m.farena
-        xo, yo = self.x[0].offset, self.y.offset
-        bv, lo, hi = self.bv, self.lo, self.hi
-        row = self.m.fscratch
-        if self.wt is None and wso != kh * kw * cpg:  # f16 in a non-contiguous layout: whole tensor
-            wt, step = _decoded(self.weight.view, row), True
-        else:
-            step = False
-        for o in range(oc):
-            if step:
-                base = o * wso
-            else:
-                wt, base = self._filter(o, row)
-            ci0 = (o // opg) * cpg
-            for oy in range(oh):
-                y0 = oy * sh - pt
-                for ox in range(ow):
-                    x0 = ox * sw - pl
-                    s = bv[o] if bv is not None else 0.0
-                    for ky in range(kh):
-                        iy = y0 + ky * dh
-                        if iy < 0 or iy >= h:
-                            continue
-                        for kx in range(kw):
-                            ix = x0 + kx * dw
-                            if ix < 0 or ix >= w:
-                                continue
-                            xi = xo + (iy * w + ix) * c + ci0
-                            wi = base + ky * wsy + kx * wsx
-                            for ci in range(cpg):
-                                s += wt[wi] * a[xi + ci]
-                                wi += wsc
-                    if lo is not None and s < lo:
-                        s = lo
-                    if hi is not None and s > hi:
-                        s = hi
-                    a[yo + (oy * ow + ox) * oc + o] = s
-
-    def _run_nd(self):
-        from .. import backend
-
-        np = backend.np
-        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dw, pt, pl, wso, wsy, wsx, wsc, cpg, opg = self.geom
-        m = self.m
-        x = m.nd_view(self.x[0]).reshape((h * w, c))
-        hp, wp = h + pt + self.pads[2], w + pl + self.pads[3]
-        if hp != h or wp != w:
-            xp = m.nd_scratch("pad", hp * wp * c).reshape((hp * wp, c))
-            xp[:, :] = 0.0
-            for r in range(h):
-                xp[(r + pt) * wp + pl: (r + pt) * wp + pl + w, :] = x[r * w: r * w + w, :]
-        else:
-            xp, wp = x, w
-        wk = _weights_nd(self, np)  # (kh * kw, cpg, oc) for conv, (kh * kw, oc) for depthwise
-        y = m.nd_view(self.y).reshape((oh * ow, oc))
-        dwise = self.name == "depthwise"
-        for oy in range(oh):
-            acc = None
-            for ky in range(kh):
-                r0 = (oy * sh + ky * dh) * wp
-                for kx in range(kw):
-                    s0 = r0 + kx * dw
-                    patch = xp[s0: s0 + sw * (ow - 1) + 1: sw, :]
-                    if dwise:
-                        if opg > 1:
-                            patch = np.concatenate([patch[:, i // opg: i // opg + 1] for i in range(oc)], axis=1)
-                        t = patch * wk[ky * kw + kx]
-                    elif opg == oc:
-                        t = np.dot(patch, wk[ky * kw + kx])
-                    else:  # grouped: one dot per group
-                        t = np.concatenate([np.dot(patch[:, gi * cpg:(gi + 1) * cpg],
-                                                   wk[ky * kw + kx][:, gi * opg:(gi + 1) * opg])
-                                            for gi in range(oc // opg)], axis=1)
-                    acc = t if acc is None else acc + t
-            if self.bv is not None:
-                acc = acc + _bias_nd(self, np)
-            lo, hi = self.lo, self.hi
-            if lo is not None:
-                acc = np.maximum(acc, lo)
-            if hi is not None:
-                acc = np.minimum(acc, hi)
-            y[oy * ow:(oy + 1) * ow, :] = acc
-
-
-def _decoded(view, row):
-    """A whole f16 tensor decoded once into RAM (f16 weights in a layout whose filters are not
-    contiguous: rare)."""
-    out = array.array("f", bytes(4 * view.size))
-    kernels.f16(view.mv, 0, out, view.size)
-    return out
-
-
-def _numpy():
-    """The ndarray conv path needs numpy's n-d views of the weights (CPython); on ulab (2-D,
-    no f16) conv runs the loops, which read the weights in place."""
-    from .. import backend
-
-    return backend.kind() == "numpy"
-
-
-def _weights_nd(op, np):
-    """The weights as one matrix per kernel position: views of the tensor (f16: a decoded
-    copy), made once."""
-    cache = getattr(op, "_wk", None)
-    if cache is not None:
-        return cache
-    h, w, c, oh, ow, oc, kh, kw = op.geom[:8]
-    cpg = op.geom[18]
-    v = op.weight.val()
-    if op.weight.state != "bound":
-        flat = np.asarray(v, dtype=np.float32)
-    else:
-        flat = np.frombuffer(v.mv, "<f2" if v.dtype == "f16" else "<f4").astype(np.float32)
-    wl = op.wl
-    if op.name == "depthwise":
-        if wl == "o1hw":
-            w3 = flat.reshape((oc, kh, kw))
-            mats = [w3[:, ky, kx] for ky in range(kh) for kx in range(kw)]
-        else:
-            w3 = flat.reshape((kh, kw, oc))
-            mats = [w3[ky, kx, :] for ky in range(kh) for kx in range(kw)]
-    elif wl == "oihw":
-        w4 = flat.reshape((oc, cpg, kh, kw))
-        mats = [w4[:, :, ky, kx].T for ky in range(kh) for kx in range(kw)]
-    else:
-        w4 = flat.reshape((oc, kh, kw, cpg))
-        mats = [w4[:, ky, kx, :].T for ky in range(kh) for kx in range(kw)]
-    op._wk = mats
-    return mats
-
-
-def _bias_nd(op, np):
-    cache = getattr(op, "_bnd", None)
-    if cache is None:
-        cache = op._bnd = np.array([op.bv[i] for i in range(op.geom[5])], dtype=np.float32)
-    return cache
+            acc = 4 * p[27] * p[0]
+            return [c.record(check.DEPTHWISE if dw else check.CONV,
+                             p + [s, s + acc] + w + b + c.ref(self.requant))]
+        p[2] = wdtype(self.weight)
+        return [c.record(check.FDEPTHWISE if dw else check.FCONV, p + [0, s] + w + b + [0, 0])]

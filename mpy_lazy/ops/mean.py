@@ -1,8 +1,8 @@
 # mean over H and W per channel (global average pooling; TFLite's MEAN over axes 1, 2, ONNX's
 # GlobalAveragePool and ReduceMean): (H, W, C) -> (1, 1, C). int8: m = multiplier,shift with
 # 1/(H*W) folded in at pack time, exactly as TFLite Micro computes it.
-from .. import kernels
-from . import Op as Base, i32, ints
+from .. import check
+from . import Op as Base
 
 
 class Op(Base):
@@ -21,28 +21,11 @@ class Op(Base):
             self.scratch = x.shape[2]
         self.out = ((1, 1, x.shape[2]), x.dtype, kv.get("q"))
 
-    def prepare(self, m, scr=None):
+    def records(self, c):
+        # the kernels' record (mpy_lazy/_pure.py, "mean record")
         x, y = self.x[0], self.y
-        h, w, c = x.shape
+        h, w, ch = x.shape
         if y.dtype != "i8":
-            self.m = m
-        else:
-            # the kernel's parameter layout (mpy_lazy/_pure.py, "mean p")
-            self.p = ints((0, 0, 1, y.q[1], -128, 127, x.offset, y.offset, h * w, x.q[1], c))
-            self.b = (m.arena, ints(self.mq), i32(scr, c))
-
-    def run(self):
-        if self.y.dtype == "i8":
-            kernels.i8.mean(self.b, self.p)
-            return
-        x = self.x[0]
-        h, w, c = x.shape
-        a = self.m.farena
-        xo, yo = x.offset, self.y.offset
-        for ch in range(c):
-            s = 0.0
-            k = xo + ch
-            for _ in range(h * w):
-                s += a[k]
-                k += c
-            a[yo + ch] = s / (h * w)
+            return [c.record(check.FMEAN, [1, 0, 0, 0, c.off(x), c.off(y), h * w, 0, ch, 0, 0, 0])]
+        return [c.record(check.MEAN, [1, y.q[1], -128, 127, c.off(x), c.off(y), h * w, x.q[1], ch, c.scratch]
+                         + list(self.mq))]

@@ -1,8 +1,8 @@
 # pad an H, W, C value with pad=top,left,bottom,right rows/columns of zeros (int8: the zero
 # point, so padded elements are real zeros).
-from .. import kernels
+from .. import check
 from ..graph import check_shape
-from . import Op as Base, ints
+from . import Op as Base
 
 
 class Op(Base):
@@ -20,18 +20,12 @@ class Op(Base):
         self.pad = p
         self.out = (check_shape((h + p[0] + p[2], w + p[1] + p[3], c), n, "output"), x.dtype, x.q)
 
-    def prepare(self, m, scr=None):
+    def records(self, c):
+        """The padding value everywhere, then the input's rows moved into place."""
         x, y = self.x[0], self.y
-        h, w, c = x.shape
+        h, w, ch = x.shape
         t, l = self.pad[0], self.pad[1]
         ow = y.shape[1]
-        arena = m.arena if y.dtype == "i8" else m.farena
-        self.b = (arena, arena)
-        self.fb = (arena,)
-        self.fp = ints((y.offset, y.size, y.q[1] if y.dtype == "i8" else 0))
-        self.p = ints((x.offset, y.offset + (t * ow + l) * c, h, w * c, w * c, 1, ow * c, 1))
-
-    def run(self):
-        k = kernels.i8 if self.y.dtype == "i8" else kernels._pure
-        k.fill(self.fb, self.fp)
-        k.move(self.b, self.p)
+        es = 1 if y.dtype == "i8" else 4
+        return [c.record(check.FILL, [c.off(y), y.size, y.q[1] if es == 1 else 0, es]),
+                c.record(check.MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1, es])]

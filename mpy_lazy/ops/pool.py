@@ -2,9 +2,9 @@
 # positions are skipped: the average is over the in-bounds elements (TFLite's SAME pooling,
 # ONNX's count_include_pad=0). int8: the output has the input's quantization (as TFLite
 # requires), the fused activation is clamp=.
-from .. import kernels
+from .. import check
 from ..graph import check_shape, clamp, pairs
-from . import Op as Base, act_range, ints
+from . import Op as Base, act_code, ints
 
 
 class Op(Base):
@@ -30,62 +30,21 @@ class Op(Base):
         ow = (w + pad[1] + pad[3] - kw) // sw + 1
         if oh < 1 or ow < 1:
             raise self.fail("window %dx%d larger than the padded input %dx%d" % (kh, kw, h, w), "k")
+        # the kernels' record from word 2 (mpy_lazy/_pure.py, "pool record"): C ZY LO HI XO YO H W
+        # C OH OW KH KW SH SW - - PT PL (float: ACT for ZY); record() fills XO, YO
         if self.int8():
             if tuple(kv["q"]) != tuple(x.q):
                 raise self.fail("int8 pooling keeps the input's q=%s,%d" % x.q, "q")
             lo, hi = clamp(kv, n)
-            # the kernels' parameter layout (mpy_lazy/_pure.py, "pool p"); prepare() writes the
-            # arena offsets XO, YO. The op keeps nothing else (heap is scarce).
-            self.p = ints((0, 0, c, x.q[1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
+            self.p = ints((c, x.q[1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
         else:
-            self.geom = (h, w, c, oh, ow, kh, kw, sh, sw, pad[0], pad[1])
-            self.lo, self.hi = act_range(kv)
+            self.p = ints((c, act_code(kv), 0, 0, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
         self.out = (check_shape((oh, ow, c), n, "output"), x.dtype, kv.get("q"))
 
-    def prepare(self, m, scr=None):
-        if self.y.dtype != "i8":
-            self.m = m
-        else:
-            self.p[6], self.p[7] = self.x[0].offset, self.y.offset
-            self.b = (m.arena,)
-
-
-    def run(self):
+    def records(self, c):
+        p = list(self.p)
+        p[4], p[5] = c.off(self.x[0]), c.off(self.y)
+        mx = self.name == "maxpool"
         if self.y.dtype == "i8":
-            if self.name == "maxpool":
-                kernels.i8.maxpool(self.b, self.p)
-            else:
-                kernels.i8.avgpool(self.b, self.p)
-            return
-        h, w, c, oh, ow, kh, kw, sh, sw, pt, pl = self.geom
-        a = self.m.farena
-        xo, k = self.x[0].offset, self.y.offset
-        is_max = self.name == "maxpool"
-        lo, hi = self.lo, self.hi
-        for oy in range(oh):
-            for ox in range(ow):
-                for ch in range(c):
-                    s = None
-                    cnt = 0
-                    for ky in range(kh):
-                        iy = oy * sh - pt + ky
-                        if iy < 0 or iy >= h:
-                            continue
-                        for kx in range(kw):
-                            ix = ox * sw - pl + kx
-                            if 0 <= ix < w:
-                                v = a[xo + (iy * w + ix) * c + ch]
-                                if is_max:
-                                    if s is None or v > s:
-                                        s = v
-                                else:
-                                    s = v if s is None else s + v
-                                    cnt += 1
-                    if not is_max:
-                        s = s / cnt
-                    if lo is not None and s < lo:
-                        s = lo
-                    if hi is not None and s > hi:
-                        s = hi
-                    a[k] = s
-                    k += 1
+            return [c.record(check.MAXPOOL if mx else check.AVGPOOL, p)]
+        return [c.record(check.FMAXPOOL if mx else check.FAVGPOOL, p)]

@@ -3,6 +3,7 @@
 # edges of an int8 model that takes or gives floats. (int8 -> int8 requantization is a lut.)
 import array
 
+from .. import check
 from . import Op as Base
 
 _F32 = array.array("f", (0.0,))  # rounds a quotient to float32, as TFLM divides
@@ -39,20 +40,10 @@ class Op(Base):
                 raise self.fail("dequantize takes an i8 value", "x")
             self.out = (x.shape, "f32", None)
 
-    def prepare(self, m, scr=None):
-        self.m = m
+    def records(self, c):
+        from ..program import f32_bits
 
-    def run(self):
-        m = self.m
         x, y = self.x[0], self.y
-        xo, yo = x.offset, y.offset
         if self.name == "quantize":
-            s, z = y.q
-            a, f = m.arena, m.farena
-            for i in range(y.size):
-                a[yo + i] = to_int8(f[xo + i], s, z)
-        else:
-            s, z = x.q
-            a, f = m.arena, m.farena
-            for i in range(y.size):
-                f[yo + i] = s * (a[xo + i] - z)
+            return [c.record(check.QUANTIZE, [c.off(x), c.off(y), y.size, y.q[1], f32_bits(y.q[0])])]
+        return [c.record(check.DEQUANTIZE, [c.off(x), c.off(y), y.size, x.q[1], f32_bits(x.q[0])])]

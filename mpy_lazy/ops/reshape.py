@@ -1,9 +1,9 @@
 # reshape to any shape of the same size. Values are stored NHWC, so a reshape keeps the bytes
 # where they are and shares its input's buffer (no copy) - except order=chw: a flatten of an
 # H, W, C value in C, H, W order (what torch's Flatten of an NCHW tensor computes), a copy.
-from .. import kernels
+from .. import check
 from ..graph import check_shape
-from . import Op as Base, ints
+from . import Op as Base
 
 
 class Op(Base):
@@ -29,18 +29,12 @@ class Op(Base):
             raise self.fail("q= must be the input's quantization (a reshape moves bytes only)", "q")
         self.out = (shape, x.dtype, x.q)
 
-    def prepare(self, m, scr=None):
-        if not self.alias:
-            x = self.x[0]
-            c = x.shape[2]
-            hw = x.size // c
-            # move p: dst[(ch * HW + i)] = src[i * C + ch]: rows = channels, cols = pixels
-            self.p = ints((x.offset, self.y.offset, c, hw, 1, c, hw, 1))
-            arena = m.arena if x.dtype == "i8" else m.farena
-            self.b = (arena, arena)
-
-    def run(self):
+    def records(self, c):
         if self.alias:
-            return
-        k = kernels.i8 if self.x[0].dtype == "i8" else kernels._pure
-        k.move(self.b, self.p)
+            return []
+        x = self.x[0]
+        ch = x.shape[2]
+        hw = x.size // ch
+        es = 1 if x.dtype == "i8" else 4
+        # dst[ch * HW + i] = src[i * C + ch]: rows = channels, cols = pixels
+        return [c.record(check.MOVE, [c.off(x), c.off(self.y), ch, hw, 1, ch, hw, 1, es])]

@@ -2,11 +2,8 @@
 # t= is the table of exp(-d * input scale * beta) for input differences d = 0..255 in Q0.31,
 # made at pack time with TFLM's own exp_on_negative_values; the board does the rest in
 # integers (sum, reciprocal by Newton-Raphson, scaling), as TFLM does.
-import array
-import math
-
-from .. import kernels
-from . import Op as Base, ints, kbuf
+from .. import check
+from . import Op as Base
 
 
 class Op(Base):
@@ -28,34 +25,11 @@ class Op(Base):
             raise self.fail("t= is for int8 softmax", "t")
         self.out = (x.shape, x.dtype, kv.get("q"))
 
-    def prepare(self, m, scr=None):
+    def records(self, c):
         x, y = self.x[0], self.y
-        if y.dtype != "i8":
-            self.m = m
-        else:
-            self.p = ints((0, 0, 1, -128, -128, 127, x.offset, y.offset, self.depth, x.size // self.depth))
-            self.b = (m.arena, kbuf(self.table, "i32"), array.array("i", (0, 0, 0, 0)))
+        rows = x.size // self.depth
+        if y.dtype == "i8":
+            return [c.record(check.SOFTMAX, [0, 0, 0, 0, c.off(x), c.off(y), self.depth, rows] + c.ref(self.table))]
+        from ..program import f32_bits
 
-    def run(self):
-        if self.y.dtype == "i8":
-            kernels.i8.softmax(self.b, self.p)
-            return
-        a = self.m.farena
-        n = self.depth
-        beta = self.beta
-        xo, yo = self.x[0].offset, self.y.offset
-        neg = beta < 0  # then the largest (x - top) * beta is at the smallest x (issue 13)
-        for _ in range(self.y.size // n):
-            top = a[xo]
-            for i in range(1, n):
-                if (a[xo + i] < top) if neg else (a[xo + i] > top):
-                    top = a[xo + i]
-            s = 0.0
-            for i in range(n):
-                e = math.exp((a[xo + i] - top) * beta)
-                a[yo + i] = e
-                s += e
-            for i in range(n):
-                a[yo + i] = a[yo + i] / s
-            xo += n
-            yo += n
+        return [c.record(check.FSOFTMAX, [c.off(x), c.off(y), self.depth, rows, f32_bits(self.beta)])]

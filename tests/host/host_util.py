@@ -55,7 +55,9 @@ def save_safetensors(path, tensors):
 
 
 def by_name(report):
-    return {t["name"]: t for t in report["tensors"]}
+    """The tensors of an inspect report by name, but the program a graph model carries (the
+    packed ops, docs/FORMAT.md "Program": not one of the model's tensors)."""
+    return {t["name"]: t for t in report["tensors"] if t["name"] != "graph.program"}
 
 
 def values(report, name):

@@ -39,7 +39,7 @@ def test_golden_json_matches_inputs_and_bytes(name):
     h = desc["header"]
     assert h["file_size"] == len(data) and h["magic"] == "MPYL"
     assert zlib.crc32(data[64:h["data_offset"]], zlib.crc32(data[:60])) == h["header_crc"]
-    assert desc["meta"]["format"] == "mpy-lazy/1.1" and desc["meta"]["tool_version"] == "golden"
+    assert desc["meta"]["format"] == "mpy-lazy/1.2" and desc["meta"]["tool_version"] == "golden"
     _input_name, inputs, args = make_golden.GOLDEN[name]
     tensors = {t["name"]: t for t in desc["tensors"]}
     assert {n for n, t in tensors.items() if not t["aux"]} == set(inputs)

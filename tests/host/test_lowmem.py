@@ -257,19 +257,38 @@ def _outcome(r):
 def test_heap_sizes_from_comfortable_to_tiny(files):
     """Fresh processes with heaps from 256K down to 2K: each run finishes with the right
     answer or exits with a MemoryError traceback (at startup, import, open, bind, prepare or
-    inference), never a crash."""
-    heaps = [256, 160, 128] + list(range(120, 40, -8)) + [40, 32, 24, 16, 8, 4, 2]
+    inference), never a crash. Below the smallest heap that finishes (found by bisection),
+    256-byte steps walk through the runtime's own allocations to where the import fails."""
+    heaps = [256, 160, 128, 96, 64, 48, 32, 24, 16, 8, 4, 2]
+
+    def run(path, size):
+        r = run_micropython(FRESH % {"mpy": files["mpy"], "path": path, "x": files["inputs"][path]},
+                            heapsize=str(size))
+        stage, result = _outcome(r)
+        if result == "done":
+            y = [line for line in r.stdout.splitlines() if line.startswith("Y ")][0]
+            _check_answer(files, path, eval(y[2:]))
+        return stage
+
     for path in files["paths"]:
         seen = {}
         for kb in heaps:
-            r = run_micropython(FRESH % {"mpy": files["mpy"], "path": path, "x": files["inputs"][path]},
-                                heapsize="%dK" % kb)
-            stage, result = _outcome(r)
-            seen.setdefault(stage, kb)
-            if result == "done":
-                y = [line for line in r.stdout.splitlines() if line.startswith("Y ")][0]
-                _check_answer(files, path, eval(y[2:]))
-        assert seen.get("done") == 256, seen
+            seen.setdefault(run(path, kb * 1024), kb * 1024)
+        assert seen.get("done") == 256 * 1024, seen
+        lo, hi = 2048, 256 * 1024  # lo fails, hi finishes
+        while hi - lo > 1024:
+            mid = (lo + hi) // 2
+            if run(path, mid) == "done":
+                hi = mid
+            else:
+                lo = mid
+        size = hi - 256
+        while size > lo - 16384 and size > 2048:
+            stage = run(path, size)
+            seen.setdefault(stage, size)
+            if stage in ("import", "startup"):
+                break
+            size -= 256
         # the sweep reaches a MemoryError inside the runtime, not only at import
         assert set(seen) & {"open", "bind", "prepare", "infer"}, seen
         assert "startup" in seen or "import" in seen, seen

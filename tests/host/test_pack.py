@@ -157,7 +157,7 @@ def test_include_exclude_rename_meta(cli, tmp_path):
            "--meta", "tool_version=test")
     report = cli.inspect(out)
     assert set(by_name(report)) == {"enc.weight", "decoder.weight"}
-    assert report["meta"] == {"format": "mpy-lazy/1.1", "tool_version": "test",
+    assert report["meta"] == {"format": "mpy-lazy/1.2", "tool_version": "test",
                               "source": "m.safetensors", "quantize": "none", "model": "tiny-net"}
     assert "no tensors selected" in cli.fails("pack", src, "-o", out, "--include", "nothing")
     assert "reserved" in cli.fails("pack", src, "-o", out, "--meta", "format=x")

@@ -142,7 +142,11 @@ output x=o"""
 TINY = """
 import gc, mpy_lazy
 from mpy_lazy import model
-model.declare(mpy_lazy.open(open(%(warm)r, "rb").read()))  # imports the ops' modules once
+w = mpy_lazy.open(open(%(warm)r, "rb").read())  # imports the ops' and kernels' modules once
+w = model.declare(w), w
+w[0].load(w[1])
+w[0].prepare()
+w = None
 data = open(%(path)r, "rb").read()
 gc.collect()
 m0 = gc.mem_alloc()

@@ -239,5 +239,5 @@ def test_declared_model_shapes():
                       "ops.1.weight": ((12, 1, 3, 3), "i8", "uninit"), "ops.1.requant": ((2, 12), "i32", "uninit"),
                       "ops.4.weight": ((72, 5), "i8", "uninit"), "ops.4.bias": ((5,), "i32", "uninit"),
                       "ops.4.requant": ((2, 5), "i32", "uninit")}
-    assert m.mem is None
+    assert m.prog is None
     assert m.macs() == 5 * 7 * 6 * 6 + 5 * 7 * 12 * 9 + 72 * 5

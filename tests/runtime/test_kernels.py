@@ -4,7 +4,9 @@
 # its whole arena is compared against the plain-integer formula written out in this file
 # (TFLite Micro's reference kernels, gemmlowp's fixed point from rt_util). On MicroPython the
 # viper twin runs the same cases and must give the same bytes as _pure; on CPython (no viper)
-# _pure is checked against the formula alone.
+# _pure is checked against the formula alone. A kernel runs one record (the program's format,
+# mpy_lazy/program.py) in an Env: the arena (values and the kernel's scratch), the tensor slot
+# holding its weights, the work array.
 import array
 import math
 import struct
@@ -14,7 +16,8 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
                      weight_index)
 
-from mpy_lazy import _pure, backend, kernels
+from mpy_lazy import _pure, backend, check, kernels
+from mpy_lazy.program import WORK, _slot_view
 
 _viper = kernels._viper
 _thumb = kernels._thumb
@@ -106,17 +109,25 @@ def head(r, oc):
 
 class Arena:
     """An int8 arena: garbage, then the regions asked for (each after a random gap), then
-    garbage; `expected` starts as a copy and gets the outputs the formula computes."""
+    garbage, then the kernel's int32 scratch regions (words, word-aligned, garbage too: a
+    kernel must not read what it did not write); `expected` starts as a copy and gets the
+    outputs the formula computes (the scratch is not compared)."""
 
-    def __init__(self, r, sizes):
+    def __init__(self, r, sizes, scratch=()):
         self.offsets = []
         n = r.int(0, 5)
         for size in sizes:
             self.offsets.append(n)
             n += size + r.int(0, 5)
         n += r.int(0, 5)
+        self.size = n
+        self.scratch = []
+        n = (n + 3) // 4 * 4
+        for words in scratch:
+            self.scratch.append(n)
+            n += 4 * words
         self.init = i8s(r, n)
-        self.expected = list(self.init)
+        self.expected = list(self.init[: self.size])
 
     def put(self, off, vals):
         for i in range(len(vals)):
@@ -124,17 +135,79 @@ class Arena:
             self.expected[off + i] = vals[i]
 
     def fresh(self):
-        return array.array("b", self.init)
+        return bytearray(array.array("b", self.init))
+
+
+class Slot:
+    """Tensors laid out in one buffer as in a container (each word-aligned): offsets for a
+    record's (slot, offset) fields."""
+
+    def __init__(self):
+        self.b = bytearray()
+
+    def add(self, vals, tc):
+        while len(self.b) % 4:
+            self.b.append(0)
+        off = len(self.b)
+        self.b += bytes(array.array(tc, vals))
+        return off
+
+    def i8(self, vals):
+        return self.add(vals, "b")
+
+    def i32(self, vals):
+        return self.add(vals, "i")
+
+
+class Env:
+    """What a kernel reads of a running program (mpy_lazy/program.py): the arena A, the
+    tensor slots B, the work array W, and the pure kernels' typed views of them."""
+
+    def __init__(self, arena, slots=()):
+        self.A = arena
+        self.B = tuple(slots) or (bytearray(4),)
+        self.W = array.array("i", bytes(4 * WORK))
+        self.a8 = _slot_view(arena, "i8")
+        self.a32 = _slot_view(arena, "i32")
+        self.s8 = tuple([_slot_view(b, "i8") for b in self.B])
+        self.s32 = tuple([_slot_view(b, "i32") for b in self.B])
+
+
+def record(kind, fields):
+    """A program holding one record (the kernels read it at word 0)."""
+    return array.array("i", [kind, len(fields) + 2] + list(fields))
+
+
+def run_record(mod, name, arena, slots, kind, fields):
+    """Run kernel `name` of impl `mod` on one record; returns the arena (a bytearray)."""
+    E = Env(arena, slots)
+    P = record(kind, fields)
+    getattr(mod, name)(E, P, 0)
+    assert list(P)[2:] == list(fields), "%s changed its record" % name
+    return arena
+
+
+def signed(buf):
+    return [v - 256 if v > 127 else v for v in buf]
 
 
 def run_each(build, expected, what):
-    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`."""
+    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`
+    (the buffer's bytes read as int8 when it is a bytearray)."""
     for name, mod in IMPLS:
         fn, out = build(mod)
         fn()
+        got = signed(out) if isinstance(out, bytearray) else out
         for i in range(len(expected)):
-            if out[i] != expected[i]:
-                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, out[i], expected[i]))
+            if got[i] != expected[i]:
+                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, got[i], expected[i]))
+
+
+def requant(mod, acc, mq, dst, p):
+    """requant() of either impl on whole buffers (the pure one takes their start offsets)."""
+    if mod is _pure:
+        return _pure.requant(acc, 0, mq, 0, dst, p)
+    return mod.requant(acc, mq, dst, p)
 
 
 # --- fixed point ------------------------------------------------------------------------------
@@ -238,7 +311,7 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
     def raw(mod):
         out = array.array("i", bytes(4 * (n + 3)))
         p = array.array("i", (2, n, -n, 99, -128, 127))
-        return (lambda: mod.requant(acc, mq, out, p)), out
+        return (lambda: requant(mod, acc, mq, out, p)), out
 
     run_each(raw, want, "requant raw")
     for zy, lo, hi in ((0, -128, 127), (-128, -128, 127), (127, -128, 127), (5, -7, 9), (-3, 0, 0)):
@@ -249,7 +322,7 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
         def int8(mod):
             out = array.array("b", bytes(n + 1))
             p = array.array("i", (1, n, n, zy, lo, hi))  # OC = n: one channel per element
-            return (lambda: mod.requant(acc, mq, out, p)), out
+            return (lambda: requant(mod, acc, mq, out, p)), out
 
         run_each(int8, want, "requant int8 %d %d %d" % (zy, lo, hi))
 
@@ -275,7 +348,7 @@ def test_requant_paths_agree_when_the_shift_overflows():
     outs = []
     for _, mod in IMPLS:
         d = array.array("b", bytes(n))
-        mod.requant(acc, mq, d, array.array("i", (0, n, n, 0, -128, 127)))
+        requant(mod, acc, mq, d, array.array("i", (0, n, n, 0, -128, 127)))
         outs.append(d)
     for k in range(1, len(outs)):
         bad = [(acc[i], mq[i], mq[n + i], outs[0][i], outs[k][i]) for i in range(n) if outs[0][i] != outs[k][i]]
@@ -303,7 +376,8 @@ def test_requant_channels_cycle_and_header():
         def build(mod):
             a = ar.fresh()
             p = array.array("i", (y, n, oc, zy, lo, hi))
-            return (lambda: mod.requant(array.array("i", acc), array.array("i", mq), a, p)), a
+            a = array.array("b", ar.init)
+            return (lambda: requant(mod, array.array("i", acc), array.array("i", mq), a, p)), a
 
         run_each(build, ar.expected, "requant")
 
@@ -370,7 +444,9 @@ def check_conv(seed, dw):
                 bias.append(r.pick((big, -big, r.int(-big, big))))
                 mq[oc + o] = r.int(-31, 0)
         zy, lo, hi = head(r, oc)
-        ar = Arena(r, [h * w * c, oh * ow * oc])
+        rp = r.int(1, ow)  # output pixels per requantization
+        window = max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg
+        ar = Arena(r, [h * w * c, oh * ow * oc], (rp * oc, window))
         xo, yo = ar.offsets
         ar.put(xo, x)
         for oy in range(oh):
@@ -389,18 +465,17 @@ def check_conv(seed, dw):
                     assert INT32_MIN <= acc <= INT32_MAX
                     ar.expected[yo + (oy * ow + ox) * oc + o] = ref_requant(acc, mq[o], mq[oc + o], zy, lo, hi)
         ws = STRIDES[layout](oc, kh, kw, cpg)
-        p = [0, 0, oc, zy, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
-        rp = r.int(1, ow)  # output pixels per requantization
+        p = [oc, zy, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
         p += list(ws) + [cpg, opg, zx, 1 if hasb else 0, rp]
+        slot = Slot()
+        wo, bo, mo = slot.i8(wbuf), slot.i32(bias) if hasb else 0, slot.i32(mq)
+        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo]
         what = "%s case %d %s" % ("depthwise" if dw else "conv", case, p)
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            b = (a, array.array("b", wbuf), array.array("i", bias) if hasb else pa, array.array("i", mq),
-                 array.array("i", bytes(4 * rp * oc)), array.array("i", bytes(4 * kh * kw * cpg)))
-            fn = mod.depthwise if dw else mod.conv
-            return (lambda: fn(b, pa)), a
+            return (lambda: run_record(mod, "depthwise" if dw else "conv", a, (slot.b,),
+                                       check.DEPTHWISE if dw else check.CONV, fields)), a
 
         run_each(build, ar.expected, what)
 
@@ -430,15 +505,19 @@ def test_grouped_conv_equals_depthwise():
                 for ky in range(kh):
                     for kx in range(kw):
                         wbuf[weight_index(layout, o, ky, kx, 0, oc, kh, kw, 1)] = wts[(o * kh + ky) * kw + kx]
-            p = [0, 0, oc, 0, -128, 127, 0, h * w * c, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
+            p = [oc, 0, -128, 127, 0, h * w * c, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwd, pads[0], pads[1]]
             p += list(STRIDES[layout](oc, kh, kw, 1)) + [1, opg, 3, 0, ow]
+            acc = (h * w * c + oh * ow * oc + 3) // 4 * 4
+            col = acc + 4 * ow * oc
+            slot = Slot()
+            fields = p + [acc, col, 0, slot.i8(wbuf), 0, 0, 0, slot.i32(mq)]
             for _, mod in IMPLS:
-                a = array.array("b", x + [0] * (oh * ow * oc))
-                pa = array.array("i", p)
-                fn = mod.conv if layout == "ohwi" else mod.depthwise
-                fn((a, array.array("b", wbuf), pa, array.array("i", mq), array.array("i", bytes(4 * ow * oc)),
-                    array.array("i", bytes(4 * kh * kw))), pa)
-                outs.append(list(a))
+                a = bytearray(array.array("b", x + [0] * (col + 4 * max(kh * kw, c) - h * w * c)))
+                if layout == "ohwi":
+                    run_record(mod, "conv", a, (slot.b,), check.CONV, fields)
+                else:
+                    run_record(mod, "depthwise", a, (slot.b,), check.DEPTHWISE, fields)
+                outs.append(list(a)[:acc])
         for o in outs[1:]:
             assert o == outs[0], case
 
@@ -478,7 +557,7 @@ def test_dense():
                 bias.append(r.pick((big, -big)))
                 mq[n_out + o] = r.int(-31, 0)
         zy, lo, hi = head(r, n_out)
-        ar = Arena(r, [n_in, n_out])
+        ar = Arena(r, [n_in, n_out], (n_out, n_in))
         xo, yo = ar.offsets
         ar.put(xo, x)
         for o in range(n_out):
@@ -486,14 +565,13 @@ def test_dense():
             for i in range(n_in):
                 acc += wts[o][i] * x[i]
             ar.expected[yo + o] = ref_requant(acc, mq[o], mq[n_out + o], zy, lo, hi)
-        p = [0, 0, n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, 1 if hasb else 0]
+        p = [n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, 1 if hasb else 0]
+        slot = Slot()
+        fields = p + ar.scratch + [0, slot.i8(wbuf), 0, slot.i32(bias) if hasb else 0, 0, slot.i32(mq)]
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            b = (a, array.array("b", wbuf), array.array("i", bias) if hasb else pa, array.array("i", mq),
-                 array.array("i", bytes(4 * n_out)), array.array("i", bytes(4 * n_in)))
-            return (lambda: mod.dense(b, pa)), a
+            return (lambda: run_record(mod, "dense", a, (slot.b,), check.DENSE, fields)), a
 
         run_each(build, ar.expected, "dense case %d %s" % (case, p))
 
@@ -521,7 +599,7 @@ def test_add():
         s = shift(r, bound)
         zy, lo, hi = head(r, 1)
         x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
-        ar = Arena(r, [n, bc, n])
+        ar = Arena(r, [n, bc, n], (512, block))
         o1, o2, yo = ar.offsets
         ar.put(o1, x1)
         ar.put(o2, x2)
@@ -529,19 +607,12 @@ def test_add():
             a = ref_mbqm((x1[i] - z1) * (1 << 20), m1, s1)
             b = ref_mbqm((x2[i % bc] - z2) * (1 << 20), m2, s2)
             ar.expected[yo + i] = ref_requant(a + b, m, s, zy, lo, hi)
-        p = [0, 0, 1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+        p = [1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+        fields = p + ar.scratch + [m1, s1, m2, s2, m, s]
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            b = (a, array.array("i", bytes(4 * 512)), array.array("i", bytes(4 * max(block, 256))),
-                 array.array("i", (m1, s1)), array.array("i", (m2, s2)), array.array("i", (m, s)))
-
-            def run():
-                mod.add(b, pa)
-                assert list(pa)[2:] == p[2:], "add changed its parameters"
-
-            return run, a
+            return (lambda: run_record(mod, "add", a, (), check.ADD, fields)), a
 
         run_each(build, ar.expected, "add case %d %s" % (case, p))
 
@@ -555,19 +626,18 @@ def test_mul():
         s = shift(r, 255 * 255)
         zy, lo, hi = head(r, 1)
         x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
-        ar = Arena(r, [n, bc, n])
+        ar = Arena(r, [n, bc, n], (block,))
         o1, o2, yo = ar.offsets
         ar.put(o1, x1)
         ar.put(o2, x2)
         for i in range(n):
             ar.expected[yo + i] = ref_requant((x1[i] - z1) * (x2[i % bc] - z2), m, s, zy, lo, hi)
-        p = [0, 0, 1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+        p = [1, zy, lo, hi, o1, o2, yo, n, bc, block, z1, z2]
+        fields = p + ar.scratch + [m, s]
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            b = (a, array.array("i", (m, s)), array.array("i", bytes(4 * block)))
-            return (lambda: mod.mul(b, pa)), a
+            return (lambda: run_record(mod, "mul", a, (), check.MUL, fields)), a
 
         run_each(build, ar.expected, "mul case %d %s" % (case, p))
 
@@ -619,13 +689,12 @@ def check_pool(seed, is_max):
                         s, n = sum(vals), len(vals)
                         v = c_div(s + n // 2, n) if s > 0 else c_div(s - n // 2, n)
                     ar.expected[yo + (oy * ow + ox) * c + ch] = lo if v < lo else (hi if v > hi else v)
-        p = [0, 0, c, 0, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
+        p = [c, 0, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            fn = mod.maxpool if is_max else mod.avgpool
-            return (lambda: fn((a,), pa)), a
+            return (lambda: run_record(mod, "maxpool" if is_max else "avgpool", a, (),
+                                       check.MAXPOOL if is_max else check.AVGPOOL, p)), a
 
         run_each(build, ar.expected, "%s case %d %s" % ("maxpool" if is_max else "avgpool", case, p))
     assert partial > 0  # padding that leaves partial windows was reached
@@ -646,11 +715,11 @@ def test_avgpool_rounds_half_away_from_zero():
              ((-1, -1, -1, -2), -1), ((-128, -128), -128), ((127, 127), 127), ((-3, -2, -2), -2))
     for vals, want in cases:
         n = len(vals)
-        p = [0, 0, 1, 0, -128, 127, 0, n, 1, n, 1, 1, 1, 1, n, 1, 1, 1, 1, 0, 0]
+        p = [1, 0, -128, 127, 0, n, 1, n, 1, 1, 1, 1, n, 1, 1, 1, 1, 0, 0]
         for name, mod in IMPLS:
-            a = array.array("b", list(vals) + [99])
-            mod.avgpool((a,), array.array("i", p))
-            assert a[n] == want, (name, vals, a[n], want)
+            a = bytearray(array.array("b", list(vals) + [99]))
+            run_record(mod, "avgpool", a, (), check.AVGPOOL, p)
+            assert signed(a)[n] == want, (name, vals, a[n], want)
 
 
 def test_mean():
@@ -662,7 +731,7 @@ def test_mean():
         s = shift(r, hw * 255)
         zy = r.pick((-128, 127, r.int(-128, 127)))
         x = i8s(r, hw * c, zx)
-        ar = Arena(r, [hw * c, c])
+        ar = Arena(r, [hw * c, c], (c,))
         xo, yo = ar.offsets
         ar.put(xo, x)
         for ch in range(c):
@@ -670,14 +739,13 @@ def test_mean():
             for i in range(hw):
                 total += x[i * c + ch] - zx
             ar.expected[yo + ch] = ref_requant(total, m, s, zy)
-        p = [0, 0, 1, zy, -128, 127, xo, yo, hw, zx, c]
+        fields = [1, zy, -128, 127, xo, yo, hw, zx, c] + ar.scratch + [m, s]
 
         def build(mod):
             a = ar.fresh()
-            pa = array.array("i", p)
-            return (lambda: mod.mean((a, array.array("i", (m, s)), array.array("i", bytes(4 * c))), pa)), a
+            return (lambda: run_record(mod, "mean", a, (), check.MEAN, fields)), a
 
-        run_each(build, ar.expected, "mean case %d %s" % (case, p))
+        run_each(build, ar.expected, "mean case %d %s" % (case, fields))
 
 
 # --- lut, softmax -----------------------------------------------------------------------------
@@ -695,11 +763,12 @@ def test_lut():
         ar.put(xo, x)
         for i in range(n):
             ar.expected[yo + i] = table[x[i] + 128]
-        p = [0, 0, 1, 0, -128, 127, xo, yo, n]
+        slot = Slot()
+        fields = [0, 0, 0, 0, xo, yo, n, 0, slot.i8(table)]
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: mod.lut((a, array.array("b", table)), array.array("i", p))), a
+            return (lambda: run_record(mod, "lut", a, (slot.b,), check.LUT, fields)), a
 
         run_each(build, ar.expected, "lut case %d" % case)
 
@@ -748,12 +817,12 @@ def test_softmax():
             below += sum(1 for v in x[row * n:(row + 1) * n] if top - v > dmax)
             for i in range(n):
                 ar.expected[yo + row * n + i] = got[i]
-        p = [0, 0, 1, -128, -128, 127, xo, yo, n, rows]
+        slot = Slot()
+        fields = [0, 0, 0, 0, xo, yo, n, rows, 0, slot.i32(exps)]
 
         def build(mod):
             a = ar.fresh()
-            b = (a, array.array("i", exps), array.array("i", (0, 0, 0, 0)))
-            return (lambda: mod.softmax(b, array.array("i", p))), a
+            return (lambda: run_record(mod, "softmax", a, (slot.b,), check.SOFTMAX, fields)), a
 
         run_each(build, ar.expected, "softmax case %d n %d" % (case, n))
     assert below > 0  # elements below diff_min were reached
@@ -767,10 +836,10 @@ def test_softmax_sums_to_one():
         out = ref_softmax_row([5] * n, exps, 255)
         assert out == [min(127, c_div(256 + n // 2, n) - 128)] * n, (n, out)
         for _, mod in IMPLS:
-            a = array.array("b", [5] * n + [0] * n)
-            mod.softmax((a, array.array("i", exps), array.array("i", (0, 0, 0, 0))),
-                        array.array("i", (0, 0, 1, -128, -128, 127, 0, n, n, 1)))
-            assert list(a)[n:] == out
+            a = bytearray(array.array("b", [5] * n + [0] * n))
+            slot = Slot()
+            run_record(mod, "softmax", a, (slot.b,), check.SOFTMAX, [0, 0, 0, 0, 0, n, n, 1, 0, slot.i32(exps)])
+            assert signed(a)[n:] == out
     exps = [INT32_MAX] + [0] * 255
     assert ref_softmax_row([100, -100, 0], exps, 255) == [127, -128, -128]
 
@@ -778,9 +847,9 @@ def test_softmax_sums_to_one():
 # --- move, fill ---------------------------------------------------------------------------------
 
 def test_move_and_fill():
-    """move() / put(): strided copies (transposes, concatenation, padding, a model's input)
-    between two buffers or inside one; fill(): a run of one value. Nothing outside the
-    destination changes."""
+    """move records: strided copies inside the arena (transposes, concatenation, padding) of
+    bytes or of 4-byte elements (f32 values); put(): the same between two buffers (a model's
+    input); fill records: a run of one value. Nothing outside the destination changes."""
     r = Lcg(80)
     for case in range(CASES):
         rows, cols = r.int(1, 6), r.int(1, 6)
@@ -792,53 +861,53 @@ def test_move_and_fill():
             ds, dj = 1, rows  # transposed destination
         n_src = (rows - 1) * ss + (cols - 1) * sj + 1
         n_dst = (rows - 1) * ds + (cols - 1) * dj + 1
-        same = r.chance(3)
-        ar = Arena(r, [n_src, n_dst])
-        so, do = ar.offsets
-        src = list(ar.init)
+        for es in (1, 4):
+            ar = Arena(r, [es * n_src, es * n_dst + 3])
+            so, do = ar.offsets
+            if es == 4:  # word-aligned regions for f32 values
+                so, do = (so + 3) // 4 * 4, (do + 3) // 4 * 4
+            want = list(ar.init)
+            for i in range(rows):
+                for j in range(cols):
+                    for b in range(es):
+                        want[do + es * (i * ds + j * dj) + b] = ar.init[so + es * (i * ss + j * sj) + b]
+            fields = [so, do, rows, cols, ss, sj, ds, dj, es]
+
+            def build(mod):
+                a = ar.fresh()
+                return (lambda: run_record(mod, "move", a, (), check.MOVE, fields)), a
+
+            run_each(build, want, "move case %d es %d %s" % (case, es, fields))
+        # put(): between two buffers, element indices
+        src = i8s(r, n_src + r.int(0, 4))
         dst0 = i8s(r, n_dst + r.int(0, 4))
-        do2 = r.int(0, len(dst0) - n_dst)
-        want = list(ar.init) if same else list(dst0)
-        base = do if same else do2
+        so, do = r.int(0, len(src) - n_src), r.int(0, len(dst0) - n_dst)
+        want = list(dst0)
         for i in range(rows):
             for j in range(cols):
-                want[base + i * ds + j * dj] = src[so + i * ss + j * sj]
-        p = [so, base, rows, cols, ss, sj, ds, dj]
+                want[do + i * ds + j * dj] = src[so + i * ss + j * sj]
+        p = [so, do, rows, cols, ss, sj, ds, dj]
 
-        def build(mod):
-            a = ar.fresh()
-            d = a if same else array.array("b", dst0)
-            return (lambda: mod.move((a, d), array.array("i", p))), d
-
-        def build_put(mod):  # put(): move() with the buffers as arguments (a model's input)
-            a = ar.fresh()
-            d = a if same else array.array("b", dst0)
-            return (lambda: mod.put(a, d, array.array("i", p))), d
-
-        run_each(build, want, "move case %d %s" % (case, p))
-        run_each(build_put, want, "put case %d %s" % (case, p))
-        # the float arena (array('f')) goes through _pure.move
-        fsrc = array.array("f", [v * 0.5 for v in src])
-        fdst = array.array("f", [v * 0.25 for v in dst0])
-        fwant = list(fdst)
-        for i in range(rows):
-            for j in range(cols):
-                fwant[do2 + i * ds + j * dj] = fsrc[so + i * ss + j * sj]
-        _pure.move((fsrc, fdst), array.array("i", (so, do2, rows, cols, ss, sj, ds, dj)))
-        assert list(fdst) == fwant
-        # fill
-        n = r.int(0, len(dst0))
-        off = r.int(0, len(dst0) - n)
-        v = r.pick((-128, 127, 0, r.int(-128, 127)))
-        fwant = list(dst0)
-        for i in range(n):
-            fwant[off + i] = v
-
-        def fill(mod):
+        def build_put(mod):
             d = array.array("b", dst0)
-            return (lambda: mod.fill((d,), array.array("i", (off, n, v)))), d
+            return (lambda: mod.put(array.array("b", src), d, array.array("i", p))), d
 
-        run_each(fill, fwant, "fill")
+        run_each(build_put, want, "put case %d %s" % (case, p))
+        # fill: bytes and words
+        for es in (1, 4):
+            n = r.int(0, 12)
+            ar = Arena(r, [es * n + 3])
+            off = (ar.offsets[0] + 3) // 4 * 4 if es == 4 else ar.offsets[0]
+            v = r.pick((-128, 127, 0, r.int(-128, 127)))
+            want = list(ar.init)
+            for i in range(es * n):
+                want[off + i] = v if es == 1 else signed(struct.pack("<i", v))[i % 4]
+
+            def fill(mod):
+                a = ar.fresh()
+                return (lambda: run_record(mod, "fill", a, (), check.FILL, [off, n, v, es])), a
+
+            run_each(fill, want, "fill es %d" % es)
 
 
 # --- kernel paths, f16 -------------------------------------------------------------------------
@@ -867,7 +936,9 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            assert kernels.nd() == (p == "ulab")
+            t = kernels.table()
+            assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
+            assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
             if _viper is not None:  # the assembler loops on 'thumb' (and 'ulab' where it exists)
                 assert _viper.T is (_thumb if p in ("thumb", "ulab") else None), p
@@ -894,7 +965,7 @@ def test_f16_decode_every_value():
     fields; +-inf and NaN stay so. `first` and `n` select the slice; dst past n is untouched."""
     step = 256 if small_board() else 2048
     dst = array.array("f", bytes(4 * (step + 1)))
-    fns = [("kernels.f16", kernels.f16), ("_pure", _pure.f16_to_f32)]
+    fns = [("_pure", _pure.f16_to_f32)]
     if _viper is not None:
         fns.append(("_viper", _viper.f16_to_f32))
     src = bytearray(2 * step + 6)
@@ -904,7 +975,7 @@ def test_f16_decode_every_value():
         ref = struct.unpack_from("<%de" % step, src, 6)
         for name, fn in fns:
             dst[step] = 7.5
-            fn(src, 3, dst, step)  # first = 3 halfs in: skips 6 bytes
+            fn(src, 3, dst, 0, step)  # first = 3 halfs in: skips 6 bytes
             assert dst[step] == 7.5, name
             bits = struct.unpack("<%dI" % step, bytes(dst)[:4 * step])
             for i in range(step):
@@ -919,7 +990,8 @@ def test_f16_decode_every_value():
                 assert bits[i] == want, (name, hex(h), hex(bits[i]), hex(want))
                 got = struct.unpack("<I", struct.pack("<f", ref[i]))[0]
                 assert got == want, ("struct", hex(h))
-    # partial: n < the buffer, from an odd first
-    out = array.array("f", (9.0, 9.0, 9.0))
-    kernels.f16(struct.pack("<4e", 1.0, -2.0, 0.5, 65504.0), 1, out, 2)
-    assert list(out) == [-2.0, 0.5, 9.0]
+    # partial: n < the buffer, from an odd first, into element 1 of the destination
+    for name, fn in fns:
+        out = array.array("f", (9.0, 9.0, 9.0, 9.0))
+        fn(struct.pack("<4e", 1.0, -2.0, 0.5, 65504.0), 1, out, 1, 2)
+        assert list(out) == [9.0, -2.0, 0.5, 9.0], name

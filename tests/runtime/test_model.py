@@ -495,7 +495,7 @@ def test_macs_and_names():
     assert names["ops.0.weight"] == "c1.w" and names["ops.0.bias"] == "c1.b" and names["ops.8.weight"] == "fc.w"
     assert sorted(n for n, _ in m.named_params()) == sorted(names)
     assert [p.state for p in m.params()] == ["uninit"] * len(names)  # declaring allocates no weights
-    assert m.mem is None
+    assert m.prog is None
 
 
 # --- the planner --------------------------------------------------------------------------------
@@ -527,35 +527,34 @@ def check_plan(m):
     int8 conv/depthwise/linear's output and its input dying there, when the output starts at
     least Op.lag() bytes before the input (for conv and depthwise at least brute_lag); values
     sharing a buffer are a reshape (the same bytes) or an in-place op whose input is dead from
-    then on; every buffer lies inside the arena."""
+    then on; every buffer lies inside the one arena (byte offsets, every dtype)."""
     life = lifetimes(m)
     by_buf = {}
     for v in m.values:
         by_buf.setdefault(id(buffer_of(v)), []).append(v)
     groups = list(by_buf.values())
-    extent = {"i8": 0, "f32": 0}
+    extent = 0
     for g in groups:
         root = buffer_of(g[0])
         assert all(v.offset == root.offset and v.dtype == root.dtype and v.size <= root.size for v in g)
-        assert 0 <= root.offset, root
-        extent[root.dtype] = max(extent[root.dtype], root.offset + root.size)
-    assert extent["i8"] + 4 * extent["f32"] <= m.memory()["arena"]
-    # int8 kernel scratch planned in the int8 arena (if the model plans it there): never over
-    # a value alive during its op
+        assert 0 <= root.offset and root.offset % (1 if root.dtype == "i8" else 4) == 0, root
+        extent = max(extent, root.offset + root.nbytes())
+    assert extent <= m.memory()["arena"]
+    # kernel scratch planned in the arena: never over a value alive during its op
     for i, op in enumerate(m.ops):
-        start = m._scratch[i]  # bytes of the int8 arena
+        start = m._scratch[i]  # bytes
         if start < 0:
             assert not op.scratch
             continue
         end = start + 4 * op.scratch
         assert 0 <= start and end <= m.memory()["arena"]
         for v in m.values:
-            if v.dtype == "i8" and life[id(v)][0] <= i <= life[id(v)][1]:
-                assert v.offset + v.size <= start or end <= v.offset, (i, v)
+            if life[id(v)][0] <= i <= life[id(v)][1]:
+                assert v.offset + v.nbytes() <= start or end <= v.offset, (i, v)
     for i in range(len(groups)):
         for j in range(i + 1, len(groups)):
             a, b = buffer_of(groups[i][0]), buffer_of(groups[j][0])
-            if a.dtype != b.dtype or a.offset + a.size <= b.offset or b.offset + b.size <= a.offset:
+            if a.offset + a.nbytes() <= b.offset or b.offset + b.nbytes() <= a.offset:
                 continue
             alive = [k for k in range(len(m.ops) + 1) if any(
                 life[id(u)][0] <= k <= life[id(u)][1] and life[id(v)][0] <= k <= life[id(v)][1]
@@ -569,7 +568,8 @@ def check_plan(m):
                 lag = op.lag()
                 assert lag is not None and y.offset <= x.offset - lag, (op.name, lag, x.offset, y.offset)
                 if op.name != "linear":
-                    assert brute_lag(op.p) <= lag <= brute_lag(op.p, exact=False) + 3, op.p
+                    rec = [0, 0] + list(op.p)  # the record's word indices
+                    assert brute_lag(rec) <= lag <= brute_lag(rec, exact=False) + 3, op.p
     shared = 0
     for i, op in enumerate(m.ops):
         y = op.y
@@ -588,7 +588,7 @@ def check_plan(m):
 
 
 def brute_lag(p, exact=True):
-    """The bytes an int8 conv's output must start before its input (conv p, mpy_lazy/_pure.py)
+    """The bytes an int8 conv's output must start before its input (conv record, mpy_lazy/_pure.py)
     so that no write reaches a byte read later, pixel by pixel: when output pixel j's window is
     read, pixels before j may be written. exact: the bytes the taps really read (dilation
     gaps, padding, the group's channels); else from each window's first in-bounds row and
@@ -889,9 +889,9 @@ def test_param_writes_take_effect_after_prepare():
 def test_clone_of_an_unprepared_model():
     m = Model(FLOAT_BRANCHY, init=lambda shape, dtype: [0.25] * _size(shape))
     c = m.clone()
-    assert c.mem is None and m.mem is None
+    assert c.prog is None and m.prog is None
     c.prepare()
-    assert m.mem is None and c.mem is not None
+    assert m.prog is None and c.prog is not None
     c([0.5] * 108)
     y = c.tolist()
     close(y, [0.2] * 5, "uniform weights: a uniform softmax")
@@ -908,7 +908,7 @@ def test_report_and_memory():
     for text in (FLOAT_BRANCHY, INT8_BRANCHY):
         unprepared = Model(text)
         planned = unprepared.memory()  # planned without allocating
-        assert unprepared.mem is None and planned["arena"] > 0
+        assert unprepared.prog is None and planned["arena"] > 0
         m = owned(text, make_tensors(text, 11))
         mem = m.memory()
         r = mpy_lazy.report(m, show=False)
@@ -917,8 +917,8 @@ def test_report_and_memory():
         assert planned["scratch"] <= mem["scratch"] <= planned["scratch"] + 4
         extent = 0
         for v in m.values:
-            extent = max(extent, (v.offset + v.size) * (1 if v.dtype == "i8" else 4))
-        assert extent <= mem["arena"]
+            extent = max(extent, v.offset + v.nbytes())
+        assert extent <= mem["arena"] == len(m.prog.A)
         assert r["ram"] == sum(p["ram"] for p in r["params"]) > 0
         assert len(r["params"]) == len(m.params())
         assert r["flash"] == 0 and r["pending"] == 0
@@ -941,11 +941,16 @@ def test_golden_graph_containers_all_paths():
         text = desc["meta"]["graph"]
         c = mpy_lazy.open(golden(name + ".mpyl"))
         m = model.from_container(c)
-        assert [p.state for p in m.params()] == ["bound"] * len(T)  # weights read in place
+        # a stored program where the packer could write one (not for f16 biases)
+        assert isinstance(m, model.Program) == (name != "graph_f16"), (name, m)
+        d = model.declare(c)
+        d.load(c)
+        assert [p.state for p in d.params()] == ["bound"] * len([t for t in T if t != "graph.program"])
         xs = lcg_inputs(m, 12)
         check_paths(m, text, T, xs, exact=name == "graph_int8")
+        check_paths(d, text, T, xs, exact=name == "graph_int8")
         if name == "graph_int8":
-            assert m.outputs[0].q == (0.2, -10)
+            assert abs(m.outputs[0].q[0] - 0.2) < 1e-7 and m.outputs[0].q[1] == -10  # (a program holds float32)
         ram = mpy_lazy.report(m, show=False)["ram"]
         if name == "graph_f16":  # weights decoded while running; at most the biases in RAM
             item = 8 if backend.kind() == "ulab" and not backend.SINGLE_FLOAT else 4  # (a double-float ulab)
@@ -999,7 +1004,9 @@ def test_requant_tensors_outside_tflm_range_are_refused():
                         m = model.from_container(mpy_lazy.open(buf))
                         m(x)
                     except ContainerError as e:
-                        assert e.field in ("graph", "load", "requant", "m"), e.field
+                        # the check of every record names its line and field
+                        assert e.field == "program" and e.tensor == "requant", (e.field, e.tensor, str(e))
+                        assert str(e).startswith("graph line "), str(e)
                         continue
                     raise AssertionError("%s[%d] = %d accepted and run on %s: %s" % (
                         tname, k, value, path, m.tolist()))
@@ -1157,12 +1164,14 @@ def test_int8_forward_pass_allocates_nothing_on_viper():
         return  # CPython: no gc.mem_alloc, no viper
     for text in (INT8_BRANCHY, "golden"):
         if text == "golden":
-            m = model.from_container(mpy_lazy.open(golden("graph_int8.mpyl")))
+            c = mpy_lazy.open(golden("graph_int8.mpyl"))
+            m = model.from_container(c)  # its stored program
+            outputs = sum(op.y.size for op in model.declare(c).ops)
         else:
             m = owned(text, make_tensors(text, 17))
+            outputs = sum(op.y.size for op in m.ops)
         x = lcg_inputs(m, 18)[0]
         xb = bytes([v & 0xFF for v in x])
-        outputs = sum(op.y.size for op in m.ops)
         try:
             for path in kernels.available():
                 kernels.use(path)

@@ -1,0 +1,263 @@
+# Float kernels in plain Python loops (every port; the 'viper' and 'pure' paths: viper has no
+# floats). Same calling convention as the int8 kernels (_pure.py): kernel(E, P, k), the record
+# at word k of program P. Values are f32 in the arena, at byte offsets (element offset // 4 of
+# E.af); float fields of a record are read through E.pf (the program seen as f32); f32 weights
+# through E.sf[slot], f16 weights decoded a filter or a row at a time into the record's scratch
+# (kernels.f16). The float kernels box floats (most ports allocate a float object per value):
+# float models allocate per inference; int8 models are the boards' fast path.
+import math
+
+from . import kernels
+
+ACTS = (None, (0.0, None), (0.0, 6.0))  # the act field: none, relu, relu6 -> (lo, hi)
+
+
+def _weights(E, p, wi, n_f, first, fs):
+    """(indexable, base) of n_f weights from element `first` of the weight tensor at fields
+    wi (slot, offset): in place for f32, decoded into the scratch at byte fs for f16."""
+    slot, off = p[wi], p[wi + 1]
+    if p[4] == 1:
+        return E.sf[slot], off // 4 + first
+    kernels.f16(E, slot, off // 2 + first, fs, n_f)
+    return E.af, fs // 4
+
+
+# conv / depthwise record (f32): 2 OC 3 ACT 4 WDT (1 f32, 2 f16) 6..26 as the int8 record
+# (XO YO bytes) 28 HASB 31 FS (f16: one decoded filter, or the whole tensor when a filter is
+# not contiguous) 32 33 weights 34 35 bias
+
+def conv(E, P, k):
+    p = [P[k + i] for i in range(38)]
+    a = E.af
+    h, w, c, oh, ow, oc, kh, kw = p[8], p[9], p[10], p[11], p[12], p[2], p[13], p[14]
+    sh, sw, dh, dw, pt, pl = p[15], p[16], p[17], p[18], p[19], p[20]
+    wso, wsy, wsx, wsc, cpg, opg = p[21], p[22], p[23], p[24], p[25], p[26]
+    xo, yo = p[6] // 4, p[7] // 4
+    lo, hi = ACTS[p[3]] or (None, None)
+    bv, b0 = (E.sf[p[34]], p[35] // 4) if p[28] else (None, 0)
+    n = kh * kw * cpg
+    whole = p[4] == 2 and wso != n
+    if whole:  # f16, a filter not contiguous (depthwise 1hwo): the whole tensor decoded once
+        wt, base0 = _weights(E, p, 32, oc * n, 0, p[31])
+    for o in range(oc):
+        if whole:
+            wt, base = wt, base0 + o * wso
+        elif p[4] == 2:
+            wt, base = _weights(E, p, 32, n, o * wso, p[31])
+        else:
+            wt, base = _weights(E, p, 32, n, o * wso, 0)
+        ci0 = (o // opg) * cpg
+        for oy in range(oh):
+            y0 = oy * sh - pt
+            for ox in range(ow):
+                x0 = ox * sw - pl
+                s = bv[b0 + o] if bv is not None else 0.0
+                for ky in range(kh):
+                    iy = y0 + ky * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = x0 + kx * dw
+                        if ix < 0 or ix >= w:
+                            continue
+                        xi = xo + (iy * w + ix) * c + ci0
+                        wi = base + ky * wsy + kx * wsx
+                        for ci in range(cpg):
+                            s += wt[wi] * a[xi + ci]
+                            wi += wsc
+                if lo is not None and s < lo:
+                    s = lo
+                if hi is not None and s > hi:
+                    s = hi
+                a[yo + (oy * ow + ox) * oc + o] = s
+
+
+depthwise = conv
+
+
+# dense record (f32): 2 OC 3 ACT 4 WDT 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 13 FS (f16: one row)
+# 14 15 weights 16 17 bias
+
+def dense(E, P, k):
+    p = [P[k + i] for i in range(20)]
+    a = E.af
+    n_in, n_out, wsi = p[8], p[2], p[10]
+    xo, yo = p[6] // 4, p[7] // 4
+    lo, hi = ACTS[p[3]] or (None, None)
+    bv, b0 = (E.sf[p[16]], p[17] // 4) if p[11] else (None, 0)
+    if wsi == 1:  # [out, in]: a dot product per output
+        for o in range(n_out):
+            wt, base = _weights(E, p, 14, n_in, o * n_in, p[13])
+            s = bv[b0 + o] if bv is not None else 0.0
+            for i in range(n_in):
+                s += wt[base + i] * a[xo + i]
+            a[yo + o] = s
+    else:  # [in, out]: accumulate one input row at a time
+        for o in range(n_out):
+            a[yo + o] = bv[b0 + o] if bv is not None else 0.0
+        for i in range(n_in):
+            xi = a[xo + i]
+            wt, base = _weights(E, p, 14, n_out, i * n_out, p[13])
+            for o in range(n_out):
+                a[yo + o] += wt[base + o] * xi
+    if lo is not None or hi is not None:
+        for o in range(n_out):
+            s = a[yo + o]
+            if lo is not None and s < lo:
+                a[yo + o] = lo
+            elif hi is not None and s > hi:
+                a[yo + o] = hi
+
+
+# add / mul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)
+
+def add(E, P, k):
+    _binary(E, P, k, True)
+
+
+def mul(E, P, k):
+    _binary(E, P, k, False)
+
+
+def _binary(E, P, k, is_add):
+    f = E.af
+    ao, bo, yo, n, bc = P[k + 6] // 4, P[k + 7] // 4, P[k + 8] // 4, P[k + 9], P[k + 10]
+    lo, hi = ACTS[P[k + 3]] or (None, None)
+    j = 0
+    for i in range(n):
+        v = f[ao + i] + f[bo + j] if is_add else f[ao + i] * f[bo + j]
+        if lo is not None and v < lo:
+            v = lo
+        if hi is not None and v > hi:
+            v = hi
+        f[yo + i] = v
+        j += 1
+        if j == bc:
+            j = 0
+
+
+# pool record (f32): 2 C 3 ACT 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 19 PT 20 PL
+
+def maxpool(E, P, k):
+    _pool(E, P, k, True)
+
+
+def avgpool(E, P, k):
+    _pool(E, P, k, False)
+
+
+def _pool(E, P, k, is_max):
+    p = [P[k + i] for i in range(21)]
+    a = E.af
+    h, w, c, oh, ow, kh, kw, sh, sw, pt, pl = p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], p[16], p[19], p[20]
+    xo, q = p[6] // 4, p[7] // 4
+    lo, hi = ACTS[p[3]] or (None, None)
+    for oy in range(oh):
+        for ox in range(ow):
+            for ch in range(c):
+                s = None
+                cnt = 0
+                for ky in range(kh):
+                    iy = oy * sh - pt + ky
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = ox * sw - pl + kx
+                        if 0 <= ix < w:
+                            v = a[xo + (iy * w + ix) * c + ch]
+                            if is_max:
+                                if s is None or v > s:
+                                    s = v
+                            else:
+                                s = v if s is None else s + v
+                                cnt += 1
+                if not is_max:
+                    s = s / cnt
+                if lo is not None and s < lo:
+                    s = lo
+                if hi is not None and s > hi:
+                    s = hi
+                a[q] = s
+                q += 1
+
+
+# mean record (f32): 6 XO 7 YO 8 HW 10 C
+
+def mean(E, P, k):
+    a = E.af
+    xo, yo, hw, c = P[k + 6] // 4, P[k + 7] // 4, P[k + 8], P[k + 10]
+    for ch in range(c):
+        s = 0.0
+        q = xo + ch
+        for _ in range(hw):
+            s += a[q]
+            q += c
+        a[yo + ch] = s / hw
+
+
+# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh) 3 XO 4 YO 5 N
+# 6 A 7 B (f32: clip's lo and hi, leakyrelu's alpha)
+
+def act(E, P, k):
+    a = E.af
+    fn, xo, yo, n = P[k + 2], P[k + 3] // 4, P[k + 4] // 4, P[k + 5]
+    lo, hi = E.pf[k + 6], E.pf[k + 7]
+    for i in range(n):
+        v = a[xo + i]
+        if fn == 0:
+            v = v if v > 0.0 else 0.0
+        elif fn == 1:
+            v = 0.0 if v < 0.0 else (6.0 if v > 6.0 else v)
+        elif fn == 2:
+            v = lo if v < lo else (hi if v > hi else v)
+        elif fn == 3:
+            v = v if v >= 0.0 else v * lo
+        elif fn == 4:
+            v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
+        else:
+            v = math.tanh(v)
+        a[yo + i] = v
+
+
+# softmax record (f32): 2 XO 3 YO 4 N (depth) 5 ROWS 6 BETA (f32)
+
+def softmax(E, P, k):
+    a = E.af
+    xo, yo, n, rows = P[k + 2] // 4, P[k + 3] // 4, P[k + 4], P[k + 5]
+    beta = E.pf[k + 6]
+    neg = beta < 0  # then the largest (x - top) * beta is at the smallest x
+    for _ in range(rows):
+        top = a[xo]
+        for i in range(1, n):
+            if (a[xo + i] < top) if neg else (a[xo + i] > top):
+                top = a[xo + i]
+        s = 0.0
+        for i in range(n):
+            e = math.exp((a[xo + i] - top) * beta)
+            a[yo + i] = e
+            s += e
+        for i in range(n):
+            a[yo + i] = a[yo + i] / s
+        xo += n
+        yo += n
+
+
+# quantize record: 2 XO (f32) 3 YO (int8) 4 N 5 ZY 6 SCALE (f32); dequantize: 2 XO (int8) 3 YO
+# (f32) 4 N 5 ZX 6 SCALE
+
+def quantize(E, P, k):
+    from .ops.quant import to_int8
+
+    f, a = E.af, E.i8()
+    xo, yo, n, z = P[k + 2] // 4, P[k + 3], P[k + 4], P[k + 5]
+    s = E.pf[k + 6]
+    for i in range(n):
+        a[yo + i] = to_int8(f[xo + i], s, z)
+
+
+def dequantize(E, P, k):
+    f, a = E.af, E.i8()
+    xo, yo, n, z = P[k + 2], P[k + 3] // 4, P[k + 4], P[k + 5]
+    s = E.pf[k + 6]
+    for i in range(n):
+        f[yo + i] = s * (a[xo + i] - z)

@@ -1,0 +1,466 @@
+# The records of a program (mpy_lazy/program.py, docs/FORMAT.md "Program"), checked before
+# anything runs: every value a kernel assumes (arena offsets and extents, geometry, tensor
+# regions and their dtypes, zero points, clamps, multipliers and shifts, table sizes, the
+# int32 range of every accumulator) is checked here, against the arena and the container's
+# table. A kernel then cannot read or write outside its buffers nor compute a wrapped number;
+# anything else is a ContainerError naming the record's graph line, its op and its field.
+#
+# The record layouts (field indices) are those of the kernels in mpy_lazy/_pure.py; a record is
+# [kind | line << 8, length, fields...]. This module is imported with the runner: its
+# functions are the whole cost (no object per op is kept).
+from .container import ContainerError
+
+CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
+FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
+KINDS = 26  # kinds are 1..KINDS-1
+# name and record length of each kind (index = kind)
+NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
+         "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
+         "avgpool", "mean", "act", "softmax")
+LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 11, 6, 7, 7, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7)
+INT32_MAX = 2147483647
+MAX_DIM = 65535
+
+
+class _Rec:
+    """One record being checked: P, its start k, the arena size, the slots."""
+
+    def __init__(self, P, k, arena, B, verify):
+        self.P, self.k, self.arena, self.B, self.verify = P, k, arena, B, verify
+        self.line = P[k] >> 8
+        self.kind = P[k] & 255
+
+    def __getitem__(self, i):
+        return self.P[self.k + i]
+
+    def fail(self, field, msg):
+        raise ContainerError("graph line %d: %s: %s: %s" % (self.line, NAMES[self.kind], field, msg),
+                             field, "program")
+
+    def range(self, i, field, lo, hi):
+        v = self[i]
+        if not lo <= v <= hi:
+            self.fail(field, "%d is outside %d..%d" % (v, lo, hi))
+        return v
+
+    def dims(self, *fields):
+        """Each (index, name) a dimension 1..65535."""
+        return [self.range(i, name, 1, MAX_DIM) for i, name in fields]
+
+    def region(self, i, field, nbytes, align=1):
+        """Arena bytes [P[i], P[i] + nbytes) inside the arena, the offset a multiple of align."""
+        off = self[i]
+        if off < 0 or nbytes < 0 or off + nbytes > self.arena or off % align:
+            self.fail(field, "%d bytes at %d do not fit the %d-byte arena (alignment %d)"
+                      % (nbytes, off, self.arena, align))
+        return off
+
+    def tensor(self, i, field, dtypes, nbytes):
+        """Tensor fields (slot, offset) at i: a tensor of one of `dtypes` holding exactly
+        nbytes (a container's), or a RAM slot of at least nbytes (a compiled model's). Returns
+        the dtype."""
+        slot, off = self[i], self[i + 1]
+        if not 0 <= slot < len(self.B):
+            self.fail(field, "slot %d: the program has %d" % (slot, len(self.B)))
+        if self.verify is not None:
+            if slot != 0:
+                self.fail(field, "slot %d: a stored program refers to its container (slot 0)" % slot)
+            got = self.verify(off)
+            if got is None:
+                self.fail(field, "no tensor starts at byte %d of the container" % off)
+            if got[0] not in dtypes or got[1] != nbytes:
+                self.fail(field, "the tensor at %d is %s, %d bytes; this op reads %s, %d bytes"
+                          % (off, got[0], got[1], "/".join(dtypes), nbytes))
+            return got[0]
+        b = self.B[slot]
+        have = _nbytes(b)
+        if off < 0 or off + nbytes > have:
+            self.fail(field, "%d bytes at %d do not fit slot %d (%d bytes)" % (nbytes, off, slot, have))
+        return dtypes[0]
+
+
+def _nbytes(b):
+    from . import backend
+
+    if hasattr(b, "typecode") or type(b).__name__ == "array":
+        return backend.array_nbytes(b)
+    if hasattr(b, "nbytes") and not isinstance(b, memoryview):
+        return b.nbytes
+    return len(b) * (b.itemsize if isinstance(b, memoryview) and hasattr(b, "itemsize") else 1)
+
+
+def _clamp(r):
+    zy = r.range(3, "zero_point", -128, 127)
+    lo = r.range(4, "clamp", -128, 127)
+    hi = r.range(5, "clamp", lo, 127)
+    return zy, lo, hi
+
+
+def _mq(r, i, n, field, left=True):
+    """n multipliers then n shifts at record word i (inline): TFLM's ranges."""
+    for c in range(n):
+        m, s = r[i + 2 * c], r[i + 2 * c + 1]
+        if not 0 <= m <= INT32_MAX or not -31 <= s <= (30 if left else 0):
+            r.fail(field, "multiplier %d, shift %d: TFLM takes 0..2**31-1 and -31..%d" % (m, s, 30 if left else 0))
+
+
+def _mq_tensor(r, i, oc, E):
+    """Per-channel requantization tensor [2, OC] at fields i: multipliers 0..2**31-1, shifts
+    -31..30 (values from a file: trust nothing)."""
+    r.tensor(i, "requant", ("i32",), 8 * oc)
+    mq = E.words(r[i], r[i + 1], 2 * oc)
+    for c in range(oc):
+        if mq[c] < 0 or not -31 <= mq[oc + c] <= 30:
+            r.fail("requant", "channel %d: multiplier %d, shift %d (TFLM takes 0..2**31-1 and -31..30)"
+                   % (c, mq[c], mq[oc + c]))
+
+
+def _conv(r, E):
+    fl = r.kind >= FCONV
+    dw = r.kind in (DEPTHWISE, FDEPTHWISE)
+    h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
+    oc = r.range(2, "out", 1, MAX_DIM)
+    kh, kw, sh, sw, dh, dwd = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"), (17, "dil"), (18, "dil"))
+    pt, pl = r.range(19, "pad", 0, MAX_DIM), r.range(20, "pad", 0, MAX_DIM)
+    wso, wsy, wsx, wsc = (r.range(i, "wl", 0, 1 << 24) for i in (21, 22, 23, 24))
+    cpg, opg = r.dims((25, "groups"), (26, "groups"))
+    if oc % opg or (oc // opg) * cpg != c or (dw and (cpg != 1 or c * opg != oc)):
+        r.fail("groups", "%d input and %d output channels do not split into groups of %d and %d" % (c, oc, cpg, opg))
+    eh, ew = dh * (kh - 1) + 1, dwd * (kw - 1) + 1
+    if pt >= eh or pl >= ew:
+        r.fail("pad", "%d,%d: smaller than the kernel" % (pt, pl))
+    if (oh - 1) * sh - pt + eh > h + eh - 1 or (ow - 1) * sw - pl + ew > w + ew - 1:
+        r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
+    if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
+        r.fail("oh", "more than 2**24 elements")
+    ext = wso * (oc - 1) + wsy * (kh - 1) + wsx * (kw - 1) + wsc * (cpg - 1) + 1
+    n = oc * kh * kw * cpg
+    if ext > n:
+        r.fail("wl", "weight strides reach element %d of %d" % (ext, n))
+    size = 4 if fl else 1
+    r.region(6, "x", h * w * c * size, size)
+    r.region(7, "y", oh * ow * oc * size, size)
+    if fl:
+        wdt = r.range(4, "dtype", 1, 2)
+        r.tensor(32, "weight", ("f32" if wdt == 1 else "f16",), n * (4 if wdt == 1 else 2))
+        r.range(3, "act", 0, 2)
+        if r.range(28, "b", 0, 1):
+            r.tensor(34, "bias", ("f32",), 4 * oc)
+        if wdt == 2:
+            r.region(31, "scratch", 4 * kh * kw * cpg, 4)
+        return
+    _clamp(r)
+    r.range(27, "zero_point", -128, 127)
+    hasb = r.range(28, "b", 0, 1)
+    rp = r.range(29, "scratch", 1, ow)
+    r.region(30, "scratch", 4 * rp * oc, 4)
+    r.region(31, "scratch", 4 * (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg), 4)
+    r.tensor(32, "weight", ("i8",), n)
+    _mq_tensor(r, 36, oc, E)
+    bias = None
+    if hasb:
+        r.tensor(34, "bias", ("i32",), 4 * oc)
+        bias = E.words(r[34], r[35], oc)
+    # every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x| <= 128)
+    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc)
+    for o in range(oc):
+        b = bias[o] if bias is not None else 0
+        if (b if b >= 0 else -b) + 128 * sums[o] > INT32_MAX:
+            r.fail("bias", "channel %d: bias %d + 128 x %d (the weights' sum) can leave int32" % (o, b, sums[o]))
+
+
+def _dense(r, E):
+    fl = r.kind == FDENSE
+    n, oc = r.range(8, "x", 1, 1 << 24), r.range(2, "out", 1, MAX_DIM)
+    wso, wsi = r.range(9, "wl", 0, 1 << 24), r.range(10, "wl", 0, 1 << 24)
+    if wso * (oc - 1) + wsi * (n - 1) + 1 > n * oc:
+        r.fail("wl", "weight strides reach past %d elements" % (n * oc))
+    size = 4 if fl else 1
+    r.region(6, "x", n * size, size)
+    r.region(7, "y", oc * size, size)
+    if fl:
+        wdt = r.range(4, "dtype", 1, 2)
+        r.tensor(14, "weight", ("f32" if wdt == 1 else "f16",), n * oc * (4 if wdt == 1 else 2))
+        r.range(3, "act", 0, 2)
+        if r.range(11, "b", 0, 1):
+            r.tensor(16, "bias", ("f32",), 4 * oc)
+        if wdt == 2:
+            r.region(13, "scratch", 4 * (oc if wsi != 1 else n), 4)
+        return
+    _clamp(r)
+    hasb = r.range(11, "b", 0, 1)
+    r.region(12, "scratch", 4 * oc, 4)
+    r.region(13, "scratch", 4 * n, 4)
+    r.tensor(14, "weight", ("i8",), n * oc)
+    _mq_tensor(r, 18, oc, E)
+    bias = None
+    if hasb:
+        r.tensor(16, "bias", ("i32",), 4 * oc)
+        bias = E.words(r[16], r[17], oc)
+    sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi)
+    for o in range(oc):
+        b = bias[o] if bias is not None else 0
+        if (b if b >= 0 else -b) + 128 * sums[o] > INT32_MAX:
+            r.fail("bias", "channel %d: bias %d + 128 x %d (the weights' sum) can leave int32" % (o, b, sums[o]))
+
+
+def _binary(r, E):
+    fl = r.kind in (FADD, FMUL)
+    n = r.range(9, "x", 1, 1 << 24)
+    bc = r.range(10, "x", 1, n)
+    if n % bc:
+        r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
+    size = 4 if fl else 1
+    r.region(6, "x", n * size, size)
+    r.region(7, "x", bc * size, size)
+    r.region(8, "y", n * size, size)
+    if fl:
+        r.range(3, "act", 0, 2)
+        return
+    _clamp(r)
+    r.range(2, "out", 1, 1)
+    block = r.range(11, "scratch", 1, 1 << 16)
+    r.range(12, "zero_point", -128, 127)
+    r.range(13, "zero_point", -128, 127)
+    if r.kind == ADD:
+        r.region(14, "scratch", 4 * 512, 4)
+        r.region(15, "scratch", 4 * block, 4)
+        _mq(r, 16, 3, "m", left=False)
+    else:
+        r.region(14, "scratch", 4 * block, 4)
+        _mq(r, 15, 1, "m")
+
+
+def _pool(r, E):
+    fl = r.kind in (FMAXPOOL, FAVGPOOL)
+    h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
+    kh, kw, sh, sw = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"))
+    pt, pl = r.range(19, "pad", 0, kh - 1), r.range(20, "pad", 0, kw - 1)
+    if (oh - 1) * sh - pt >= h or (ow - 1) * sw - pl >= w:
+        r.fail("oh", "a window lies wholly in the padding (nothing to pool)")
+    if h * w * c > 1 << 24 or oh * ow * c > 1 << 24:
+        r.fail("oh", "more than 2**24 elements")
+    size = 4 if fl else 1
+    r.region(6, "x", h * w * c * size, size)
+    r.region(7, "y", oh * ow * c * size, size)
+    if fl:
+        r.range(3, "act", 0, 2)
+    else:
+        _clamp(r)
+
+
+def _mean(r, E):
+    fl = r.kind == FMEAN
+    hw, c = r.range(8, "x", 1, 1 << 24), r.range(10, "c", 1, MAX_DIM)
+    if hw * c > 1 << 24:
+        r.fail("x", "more than 2**24 elements")
+    size = 4 if fl else 1
+    r.region(6, "x", hw * c * size, size)
+    r.region(7, "y", c * size, size)
+    if fl:
+        return
+    _clamp(r)
+    r.range(9, "zero_point", -128, 127)
+    if 255 * hw > INT32_MAX:
+        r.fail("x", "the sums of %d pixels can leave int32" % hw)
+    r.region(11, "scratch", 4 * c, 4)
+    _mq(r, 12, 1, "m")
+
+
+def _lut(r, E):
+    n = r.range(8, "x", 1, 1 << 24)
+    r.region(6, "x", n)
+    r.region(7, "y", n)
+    r.tensor(9, "table", ("i8",), 256)
+
+
+def _softmax(r, E):
+    n, rows = r.range(8, "x", 1, 511), r.range(9, "x", 1, 1 << 24)
+    r.region(6, "x", n * rows)
+    r.region(7, "y", n * rows)
+    r.tensor(10, "table", ("i32",), 1024)
+    t = E.words(r[10], r[11], 256)
+    for d in range(256):
+        if t[d] < 0:
+            r.fail("table", "entry %d is negative" % d)
+
+
+def _move(r, E):
+    es = r[10]
+    if es not in (1, 4):
+        r.fail("size", "%d bytes per element (1 or 4)" % es)
+    rows, cols = r.range(4, "shape", 0, 1 << 24), r.range(5, "shape", 0, 1 << 24)
+    if rows and cols:
+        for o, first, s_row, s_col, field in ((2, 2, 6, 7, "x"), (3, 3, 8, 9, "y")):
+            ss, sj = r.range(s_row, field, 0, 1 << 24), r.range(s_col, field, 0, 1 << 24)
+            last = (rows - 1) * ss + (cols - 1) * sj + 1
+            r.region(o, field, last * es, es)
+
+
+def _fill(r, E):
+    es = r[5]
+    if es not in (1, 4):
+        r.fail("size", "%d bytes per element (1 or 4)" % es)
+    n = r.range(3, "shape", 0, 1 << 24)
+    r.region(2, "y", n * es, es)
+    if es == 1:
+        r.range(4, "zero_point", -128, 127)
+
+
+def _quant(r, E):
+    n = r.range(4, "x", 1, 1 << 24)
+    q = r.kind == QUANTIZE
+    r.region(2, "x", n * (4 if q else 1), 4 if q else 1)
+    r.region(3, "y", n * (1 if q else 4), 1 if q else 4)
+    r.range(5, "zero_point", -128, 127)
+    from .program import bits_f32
+
+    s = bits_f32(r[6])
+    if not (s - s == 0 and s > 0):
+        r.fail("q", "scale %r is not finite and > 0" % s)
+
+
+def _act(r, E):
+    fn = r.range(2, "op", 0, 5)
+    n = r.range(5, "x", 1, 1 << 24)
+    r.region(3, "x", 4 * n, 4)
+    r.region(4, "y", 4 * n, 4)
+    from .program import bits_f32
+
+    a, b = bits_f32(r[6]), bits_f32(r[7])
+    if a - a != 0 or b - b != 0 or (fn == 2 and not a <= b):
+        r.fail("lo", "%r, %r: finite, lo <= hi" % (a, b))
+
+
+def _fsoftmax(r, E):
+    n, rows = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+    r.region(2, "x", 4 * n * rows, 4)
+    r.region(3, "y", 4 * n * rows, 4)
+    from .program import bits_f32
+
+    b = bits_f32(r[6])
+    if b - b != 0:
+        r.fail("beta", "%r is not finite" % b)
+
+
+_CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
+          _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax)
+
+
+class _Env:
+    """What the checks read from the slots: int32 words and per-channel weight sums."""
+
+    def __init__(self, B):
+        self.B = B
+
+    def words(self, slot, off, n):
+        from . import backend
+
+        return backend.typed_view(memoryview(self.B[slot])[off: off + 4 * n], "i32", n)
+
+    def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc):
+        """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
+        from . import kernels
+
+        import array
+
+        out = array.array("i", bytes(4 * oc))
+        geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc))
+        (kernels._viper or kernels._pure).abs_sums(self.B[slot], geo, out)
+        return out
+
+
+def program(P, B, verify=None, total=None):
+    """Check a whole program of `total` words (header, inputs/outputs, every record);
+    returns its arena size in bytes. verify: see Program."""
+    from .program import (H_ARENA, H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H_VERSION, HEADER, IO,
+                          IO_DIMS, IO_DTYPE, IO_LAYOUT, IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, MAGIC,
+                          MAX_ARENA, MAX_RECORDS, VERSION, bits_f32)
+
+    if total is None:
+        total = len(P)
+
+    def bad(msg, field="program"):
+        raise ContainerError("program: %s" % msg, field, "program")
+
+    if total < HEADER or P[H_MAGIC] != MAGIC:
+        bad("not a program (magic)")
+    if P[H_VERSION] != VERSION:
+        bad("version %d, this runtime reads %d: repack the model" % (P[H_VERSION], VERSION), "version")
+    arena, n, nin, nout = P[H_ARENA], P[H_RECORDS], P[H_INPUTS], P[H_OUTPUTS]
+    if not 0 <= arena <= MAX_ARENA:
+        bad("arena of %d bytes (at most %d)" % (arena, MAX_ARENA), "arena")
+    if not 0 <= n <= MAX_RECORDS or not 1 <= nin <= 16 or not 1 <= nout <= 16:
+        bad("%d records, %d inputs, %d outputs" % (n, nin, nout), "records")
+    first = HEADER + IO * (nin + nout)
+    if P[H_FIRST] != first or first > total:
+        bad("first record at %d, expected %d" % (P[H_FIRST], first), "records")
+    for i in range(nin + nout):
+        e = HEADER + IO * i
+        dt, off, size, nd = P[e + IO_DTYPE], P[e + IO_OFF], P[e + IO_SIZE], P[e + IO_NDIM]
+        if dt not in (1, 3) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
+            bad("input/output %d: dtype %d, %d dimensions, layout %d" % (i, dt, nd, P[e + IO_LAYOUT]), "io")
+        count = 1
+        for j in range(nd):
+            d = P[e + IO_DIMS + j]
+            if not 1 <= d <= MAX_DIM:
+                bad("input/output %d: dimension %d" % (i, d), "io")
+            count *= d
+        item = 4 if dt == 1 else 1
+        if count != size or off < 0 or off % item or off + size * item > arena:
+            bad("input/output %d: %d elements at %d do not fit the %d-byte arena" % (i, size, off, arena), "io")
+        if P[e + IO_LAYOUT] == 1 and nd != 3:
+            bad("input/output %d: layout chw needs H, W, C" % i, "io")
+        if dt == 3:
+            s = bits_f32(P[e + IO_SCALE])
+            if not (s - s == 0 and s > 0) or not -128 <= P[e + IO_ZP] <= 127:
+                bad("input/output %d: q=%r,%d" % (i, s, P[e + IO_ZP]), "io")
+    E = _Env(B)
+    k = first
+    for _ in range(n):
+        if k + 2 > total:
+            bad("record at word %d runs past the end (%d words)" % (k, total), "records")
+        kind = P[k] & 255
+        if not 0 < kind < KINDS or not LENGTH[kind]:
+            bad("record at word %d: unknown kind %d" % (k, kind), "kind")
+        if P[k + 1] != LENGTH[kind] or k + LENGTH[kind] > total:
+            bad("record at word %d (%s): %d words, expected %d" % (k, NAMES[kind], P[k + 1], LENGTH[kind]), "records")
+        _CHECK[kind](_Rec(P, k, arena, B, verify), E)
+        k += LENGTH[kind]
+    if k != total:
+        bad("%d words after the last record" % (total - k), "records")
+    return arena
+
+
+def records(P):
+    """(kind, word index) of every record (P checked)."""
+    from .program import H_FIRST, H_RECORDS
+
+    out = []
+    k = P[H_FIRST]
+    for _ in range(P[H_RECORDS]):
+        out.append((P[k] & 255, k))
+        k += P[k + 1]
+    return out
+
+
+def macs(P):
+    """Multiply-accumulates of one pass over the program."""
+    total = 0
+    for kind, k in records(P):
+        if kind in (CONV, DEPTHWISE, FCONV, FDEPTHWISE):
+            total += P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
+        elif kind in (DENSE, FDENSE):
+            total += P[k + 8] * P[k + 2]
+    return total
+
+
+def has_floats(P):
+    """Whether any record computes on or moves f32 values (the float kernels' views are made
+    only then)."""
+    for kind, k in records(P):
+        if kind >= FCONV or kind in (QUANTIZE, DEQUANTIZE) or kind == MOVE and P[k + 10] == 4 or \
+                kind == FILL and P[k + 5] == 4:
+            return True
+    return False

@@ -1,0 +1,354 @@
+# A compiled model: the graph as a table of integers (docs/FORMAT.md, "Program"), and the
+# runner that walks it. The packer computes the table once (every op's kernel, arena offsets,
+# geometry, requantization, the container offsets of its weights) and stores it in the
+# container as the tensor `graph.program`; on a board the runner reads it in place, from
+# flash, like the weights. What stays in RAM is the arena and this object: no Python object
+# per op, per value or per weight (TFLite Micro keeps such metadata in its arena; Edge
+# Impulse's EON compiler moves it to flash as constants, as this does).
+#
+#   prog = program.load(mpy_lazy.open("/rom/kws.mpyl"))   # checks every record, one arena
+#   y = prog(x)
+#
+# A record is [kind | line << 8, length, fields...]: `line` is the graph description's line
+# (for messages), `length` the record's words. The fields are the kernel's parameters in the
+# layout of mpy_lazy/_pure.py (shared by the viper and assembler kernels); a tensor is two
+# fields, (slot, offset): the byte offset of its data in buffer B[slot]. A program read from a
+# container has one slot, the container; a model declared from text (mpy_lazy.model.Model)
+# compiles its own program in RAM, one slot per Param.
+#
+# Every kernel is kernel(E, P, k): E this object (its arena A, slots B, work array W), P the
+# program, k the word index of the record. A kernel allocates nothing on the int8 paths.
+import array
+
+from . import backend, kernels
+from .container import ContainerError
+from .graph import Value
+
+MAGIC = 0x4D504C50  # "PLPM": a program
+VERSION = 1
+# header words
+H_MAGIC, H_VERSION, H_RECORDS, H_ARENA, H_INPUTS, H_OUTPUTS, H_FIRST = 0, 1, 2, 3, 4, 5, 6
+HEADER = 7
+# an input/output entry: dtype (FORMAT.md code: 1 f32, 3 i8), arena byte offset, elements,
+# zero point, scale (f32 bits), layout (0 hwc, 1 chw), ndim, dims (3 words)
+IO_DTYPE, IO_OFF, IO_SIZE, IO_ZP, IO_SCALE, IO_LAYOUT, IO_NDIM, IO_DIMS = 0, 1, 2, 3, 4, 5, 6, 7
+IO = 10
+MAX_ARENA = 1 << 26  # bytes; anything larger is a broken file, not a model for a board
+MAX_RECORDS = 1 << 14
+NAME = "graph.program"  # the container tensor holding it
+WORK = 16  # int32 words of the shared work array (the requantization header, softmax's state)
+
+_BYTES = (bytes, bytearray)
+_F32 = array.array("f", (0.0,))
+_I32 = array.array("i", (0,))
+
+
+def f32_bits(x):
+    """The int32 holding float x as binary32 (records keep floats so)."""
+    _F32[0] = x
+    return array.array("i", bytes(_F32))[0]
+
+
+def bits_f32(v):
+    _I32[0] = v
+    return array.array("f", bytes(_I32))[0]
+
+
+class Program:
+    """A model ready to run: `inputs`, `outputs` (graph Values: shape, dtype, q), `layouts`
+    (each input's 'hwc' or 'chw'), `input`/`output` (views of their arena bytes). Call it on
+    an input; the output view is overwritten by the next call."""
+
+    container = None  # what the slots are views of (kept alive)
+    Pmv = None  # the program's bytes, when P is a typed view of them (a stored program)
+    _path = None  # kernel path the views were made for
+    _K = None  # kernels.table() of that path
+    # typed views the pure and float kernels read (made by _env for the path that needs them)
+    a8 = a32 = af = pf = s8 = s32 = sf = None
+    cache = None  # the ndarray kernels' matrices, per record
+
+    def __init__(self, P, B, arena=None, verify=None, io=None, words=None, raw=None):
+        """P: the program (an indexable of int32: a RAM array, or a typed view of the
+        container's tensor); B: the tuple of buffers its tensor slots refer to; verify: a
+        callable(offset in slot 0) -> (dtype, nbytes) of the container tensor starting there
+        (None: the slots are RAM arrays the compiler checked); io: (inputs, layouts, outputs,
+        output layouts) to use instead of the header's (a Model's own Values); words: P's
+        length (a typed view of flash has no len()); raw: P's bytes (a memoryview) when P is a
+        typed view of them. Every record is checked before the arena is allocated
+        (mpy_lazy/check.py)."""
+        from . import check
+
+        self.P = P
+        self.Pmv = raw
+        self.B = B
+        self.words = len(P) if words is None else words
+        n = check.program(P, B, verify, self.words)  # ContainerError naming the record, its line and field
+        self.n = P[H_RECORDS]
+        self.first = P[H_FIRST]
+        if io is None:
+            self.inputs, self.layouts = _io(P, HEADER, P[H_INPUTS])
+            self.outputs, self.out_layouts = _io(P, HEADER + IO * P[H_INPUTS], P[H_OUTPUTS])
+        else:
+            self.inputs, self.layouts, self.outputs, self.out_layouts = io
+        self.W = array.array("i", bytes(4 * WORK))
+        if arena is None:
+            _room(n)
+            arena = bytearray(n or 4)
+        elif len(arena) < n:
+            raise ValueError("arena of %d bytes, the program needs %d" % (len(arena), n))
+        self.A = arena
+        self._views()
+        self._env()  # now: a forward pass allocates nothing, the first one included
+
+    def _views(self):
+        """The inputs' and outputs' views of the arena (made once: the arena never moves)."""
+        views = []
+        mv = memoryview(self.A)
+        for v in self.inputs + self.outputs:
+            n = v.size * (1 if v.dtype == "i8" else 4)
+            views.append(backend.typed_view(mv[v.offset: v.offset + n], v.dtype, v.size))
+        k = len(self.inputs)
+        self.input = views[0]
+        self._in = views[:k]
+        self.output = views[k]
+        self._out = views[k] if len(self.outputs) == 1 else tuple(views[k:])
+        self._seen = None  # the last int8 input buffer checked to hold bytes (see _set)
+
+    def memory(self):
+        """{'arena': bytes of activations and kernel scratch (one buffer), 'scratch': 0 (the
+        scratch is planned into the arena), 'program': bytes of the table (in flash when
+        read from a container)}."""
+        return {"arena": len(self.A), "scratch": 0, "program": 4 * self.words}
+
+    def named_params(self):
+        """None: a stored program's weights are the container's tensors, read in place
+        (mpy_lazy.report lists them as flash)."""
+        return []
+
+    def macs(self):
+        from . import check
+
+        return check.macs(self.P)
+
+    def clone(self, arrays=False):
+        """The same program and weights with an arena of its own (arrays: ignored; the
+        weights are read-only)."""
+        c = object.__new__(Program)
+        for k, v in self.__dict__.items():
+            setattr(c, k, v)
+        c.A = bytearray(len(self.A))
+        c.W = array.array("i", bytes(4 * WORK))
+        c._views()
+        c._env()
+        return c
+
+    # --- running ------------------------------------------------------------------------
+
+    def _env(self):
+        """Views the current kernel path needs (made when the path changes, kept; the path is
+        recorded last, so a MemoryError here leaves the next call to make them again)."""
+        path = kernels.path()
+        K = kernels.table()
+        self._path = None
+        pure = kernels.i8 is not kernels._viper or kernels._viper is None
+        need_f = self._floats()
+        self.a8 = self.a32 = self.af = self.pf = self.s8 = self.s32 = self.sf = None
+        self.cache = {} if path == "ulab" else None
+        mv = memoryview(self.A)
+        words = len(self.A) // 4
+        if pure:
+            self.a8 = backend.typed_view(mv, "i8", len(self.A))
+            self.a32 = backend.typed_view(mv, "i32", words)
+            self.s8 = tuple([_slot_view(b, "i8") for b in self.B])
+            self.s32 = tuple([_slot_view(b, "i32") for b in self.B])
+        if need_f:
+            self.af = backend.typed_view(mv, "f32", words)
+            self.pf = _slot_view(self.Pmv if self.Pmv is not None else self.P, "f32")
+            self.sf = tuple([_slot_view(b, "f32") for b in self.B])
+        self._K = K
+        self._path = path
+
+    def _floats(self):
+        from . import check
+
+        return check.has_floats(self.P)
+
+    def __call__(self, x=None, *more):
+        """One forward pass. x (and one more argument per further input): the input's values
+        in its layout order: int8 codes (bytes, bytearray, array('b'): copied by one kernel
+        call; a list), or floats (quantized with the input's q), or `input` filled in place,
+        or None to run on what the inputs hold. Returns the output view (a tuple for several
+        outputs). The arena is reused: give the input again for every call."""
+        if self._path != kernels.path():
+            self._env()
+        if x is not None and x is not self._in[0]:
+            self._set(0, x)
+        for i in range(len(more)):
+            if more[i] is not None and more[i] is not self._in[i + 1]:
+                self._set(i + 1, more[i])
+        K = self._K
+        P = self.P
+        k = self.first
+        for _ in range(self.n):
+            K[P[k] & 255](self, P, k)
+            k += P[k + 1]
+        return self._out
+
+    def _set(self, i, x):
+        v = self.inputs[i]
+        n = v.size
+        if len(x) != n:
+            raise ValueError("input %d has %d values, the model takes %d" % (i, len(x), n))
+        chw = self.layouts[i] == "chw"
+        c = v.shape[-1]
+        hw = n // c
+        if v.dtype == "i8" and (x is self._seen or isinstance(x, _BYTES) or _bytewise(x)):
+            self._seen = x  # (an array's type is read once per object: it allocates)
+            W = self.W  # move parameters, one by one (a tuple assignment would allocate)
+            W[0] = 0
+            W[1] = v.offset
+            W[2] = c if chw else 1
+            W[3] = hw if chw else n
+            W[4] = hw if chw else 0
+            W[5] = 1
+            W[6] = 1 if chw else 0
+            W[7] = c if chw else 1
+            k = kernels.i8
+            if k is not kernels._viper or k is None:  # the pure kernel reads items: signed
+                x = backend.typed_view(memoryview(x), "i8", n)
+                k = kernels._pure
+            k.put(x, self.A if k is not kernels._pure else self.i8(), W)
+            return
+        dst = self._in[i]
+        q = v.q
+        for j in range(n):
+            val = x[j]
+            if v.dtype == "i8" and not isinstance(val, int):
+                from .ops.quant import to_int8  # floats into an int8 input (they allocate anyway)
+
+                val = to_int8(val, q[0], q[1])
+            dst[(j % hw) * c + j // hw if chw else j] = val
+
+    def i8(self):
+        """The arena as signed bytes (a typed view, made once)."""
+        if self.a8 is None:
+            self.a8 = backend.typed_view(memoryview(self.A), "i8", len(self.A))
+        return self.a8
+
+    def quantize(self, values, i=0):
+        """An int8 input filled from floats: returns the input's view (pass it to the call)."""
+        self._set(i, values)
+        return self._in[i]
+
+    def tolist(self, i=0):
+        """Output i as a list of its stored values (ints for i8, floats for f32), in the
+        order the caller gave the input (C, H, W for a model exported from torch)."""
+        out = self._out if len(self.outputs) == 1 else self._out[i]
+        v = self.outputs[i]
+        if self.out_layouts[i] == "chw":
+            c = v.shape[-1]
+            hw = v.size // c
+            return [out[(j % hw) * c + j // hw] for j in range(v.size)]
+        return [out[j] for j in range(v.size)]
+
+    def dequantize(self, i=0):
+        """Output i as a list of floats (real values of an i8 output), in the caller's order."""
+        v = self.outputs[i]
+        vals = self.tolist(i)
+        if v.dtype != "i8":
+            return vals
+        s, z = v.q
+        return [s * (q - z) for q in vals]
+
+    def predict(self, x=None, *more):
+        """Index of the largest element of the (first) output, in the caller's order."""
+        y = self(x, *more)
+        if len(self.outputs) > 1:
+            y = y[0]
+        v = self.outputs[0]
+        best = 0
+        for j in range(1, v.size):
+            if y[j] > y[best]:
+                best = j
+        if self.out_layouts[0] == "chw":  # the raw view is H, W, C: the caller counts C, H, W
+            c = v.shape[-1]
+            best = (best % c) * (v.size // c) + best // c
+        return best
+
+
+def _io(P, at, n):
+    vals, layouts = [], []
+    for i in range(n):
+        e = at + IO * i
+        nd = P[e + IO_NDIM]
+        shape = tuple([P[e + IO_DIMS + j] for j in range(nd)])
+        dt = "i8" if P[e + IO_DTYPE] == 3 else "f32"
+        q = (bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]) if dt == "i8" else None
+        v = Value("", shape, dt, q)
+        v.offset = P[e + IO_OFF]
+        vals.append(v)
+        layouts.append("chw" if P[e + IO_LAYOUT] == 1 else "hwc")
+    return vals, layouts
+
+
+def _room(n):
+    """Refuse an arena larger than the bound or than the free heap, before allocating it."""
+    if n > MAX_ARENA:
+        raise ContainerError("graph: needs %d bytes of activation memory (more than %d)" % (n, MAX_ARENA),
+                             None, "graph")
+    try:
+        import gc
+
+        gc.collect()
+        free = gc.mem_free()
+    except (ImportError, AttributeError):
+        return
+    if n > free:
+        raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
+                             None, "graph")
+
+
+def _slot_view(b, dtype):
+    """A typed view of a whole buffer (a slot, or the program), or the buffer itself when it
+    is a RAM array of that type already."""
+    if isinstance(b, array.array) and backend._typecode(b) == backend.TYPECODE[dtype]:
+        return b
+    size = backend.ITEMSIZE[dtype]
+    n = _nbytes(b) // size
+    mv = memoryview(b)
+    if hasattr(mv, "cast"):  # CPython casts whole items only
+        mv = mv.cast("B")[: n * size]
+    return backend.typed_view(mv, dtype, n)
+
+
+def _nbytes(b):
+    if isinstance(b, array.array):
+        return backend.array_nbytes(b)
+    if hasattr(b, "nbytes"):
+        return b.nbytes
+    return len(b)
+
+
+def _bytewise(x):
+    """True for buffers of one byte per item: array('b'/'B'), a memoryview of bytes."""
+    if isinstance(x, array.array):
+        return backend._typecode(x) in "bB"
+    if isinstance(x, memoryview):
+        return getattr(x, "itemsize", 1) == 1
+    return False
+
+
+def load(c):
+    """The Program stored in container c (its tensor `graph.program`), every record checked
+    against the container; None when c holds none."""
+    if NAME not in c:
+        return None
+    info = c.info(NAME)
+    if info.dtype != "i32" or len(info.shape) != 1:
+        raise ContainerError("tensor %r: a program is a 1-D i32 tensor" % NAME, NAME, "dtype")
+    v = c.view(NAME)
+    P = backend.typed_view(v.mv, "i32", v.size)
+    B = (c._mv,)
+    prog = Program(P, B, verify=c._tensor_at, words=v.size, raw=v.mv)
+    prog.container = c
+    return prog
