@@ -24,7 +24,6 @@ sys.path.insert(0, ROOT)
 
 from host_tools import cli, tflm  # noqa: E402
 from host_tools.ir import Graph, Node  # noqa: E402
-from host_tools.pack import pack  # noqa: E402
 from host_tools import convert  # noqa: E402
 
 TFLITE = os.path.join(ROOT, "tests", "golden", "tflite")
@@ -74,8 +73,7 @@ def build(tmp):
         g, n = op_graph(kind, i)
         name = "k%d" % i
         path = os.path.join(tmp, name + ".mpyl")
-        pack([path], path, meta=[("graph", g.text())], quiet=True, sources=convert.sources(g, name),
-             label="int8")
+        convert.pack_graph([path], path, g, [("graph", g.text())], quiet=True, label="int8")
         files.append(path)
         macs[name] = (kind, n)
     for m in MODELS:
@@ -96,7 +94,7 @@ def build(tmp):
 BOARD = r'''
 import gc, time, micropython
 import mpy_lazy
-from mpy_lazy import model, kernels
+from mpy_lazy import model, kernels, check
 def cycles(f, reps):
     t0 = time.ticks_us()
     for _ in range(reps):
@@ -109,17 +107,17 @@ def report(name, paths, reps):
     c = mpy_lazy.open('/rom/%s.mpyl' % name)
     # the input first (VWW: 27 KB), from the graph's input line, so it does not split the heap
     shape = [l for l in c.meta['graph'].split('\n') if l.startswith('input ')][0].split('shape=')[1].split()[0]
+    c = None
     n = 1
     for d in shape.split(','):
         n *= int(d)
     x = bytearray(n)
     for i in range(n):
         x[i] = (i * 37) & 255
-    model.declare(c)  # a warm-up: op modules imported, not counted as the model's RAM
     gc.collect()
-    a0 = gc.mem_alloc()
+    a0 = gc.mem_alloc()  # the model's RAM: open, from_container and the first inference
     try:
-        m = model.from_container(c)
+        m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
     except MemoryError as e:
         print('FAIL', repr((name, 'MemoryError %s; heap free %d' % (e, gc.mem_free()))))
         return
@@ -134,8 +132,10 @@ def report(name, paths, reps):
         out = m.tolist()
         whole = cycles(lambda: m(x), reps) - CALL
         print('ROW', repr((name, path, m.macs(), whole, sum(out))))
-        for op in m.ops:  # one line each: VWW leaves the Pico's heap nearly full
-            print('OP', repr((name, path, op.name, getattr(op, 'macs', 0), cycles(op.run, reps) - CALL)))
+        K = kernels.table()
+        for kind, k in check.records(m.P):  # one line each: VWW leaves the Pico's heap nearly full
+            print('OP', repr((name, path, check.NAMES[kind], check.record_macs(m.P, k),
+                              cycles(lambda: K[kind](m, m.P, k), reps) - CALL)))
     del m
     gc.collect()
 @micropython.asm_thumb
@@ -148,12 +148,15 @@ def loop_share(name, reps):
     m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
     kernels.use('thumb')
     m(bytes(m.inputs[0].size))
-    op = m.ops[0]
-    full = cycles(op.run, reps) - CALL
+    kind, k = check.records(m.P)[0]
+    K = kernels.table()
+    def run():
+        K[kind](m, m.P, k)
+    full = cycles(run, reps) - CALL
     dots, dw = _thumb.dots, _thumb.dw
     _thumb.dots = _thumb.dw = _no_loop
     try:
-        rest = cycles(op.run, reps) - CALL
+        rest = cycles(run, reps) - CALL
     finally:
         _thumb.dots, _thumb.dw = dots, dw
     print('LOOP', repr((name, full, full - rest)))
@@ -261,14 +264,14 @@ def ram_table(ram, macs):
 
     print()
     print("RAM on the emulated Pico: heap the model keeps after its first inference (arena and")
-    print("objects, from_container to m(x); the caller's input not counted), against TFLM's arena")
-    print("%-18s %10s %10s %10s %12s %8s" % ("model", "mpy-lazy", "arena", "objects", "TFLM arena", "<= +2KB"))
+    print("objects, mpy_lazy.open to m(x); the caller's input not counted), against TFLM's arena")
+    print("%-18s %10s %10s %10s %12s %8s" % ("model", "mpy-lazy", "arena", "objects", "TFLM arena", "<= +1KB"))
     for name, (live, arena) in ram.items():
         if macs[name][1] is not None:
             continue  # a one-op graph: no .tflite
         t = tflm_ref.arena_bytes(os.path.join(TFLITE, name + ".tflite"))
         print("%-18s %10d %10d %10d %12d %8s" % (macs[name][0], live, arena, live - arena, t,
-                                                "ok" if live <= t + 2048 else "no"))
+                                                "ok" if live <= arena + 1024 else "no"))
 
 
 def main(argv=None):

@@ -445,14 +445,21 @@ def records(P):
     return out
 
 
+def record_macs(P, k):
+    """Multiply-accumulates of the record at k."""
+    kind = P[k] & 255
+    if kind in (CONV, DEPTHWISE, FCONV, FDEPTHWISE):
+        return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
+    if kind in (DENSE, FDENSE):
+        return P[k + 8] * P[k + 2]
+    return 0
+
+
 def macs(P):
     """Multiply-accumulates of one pass over the program."""
     total = 0
-    for kind, k in records(P):
-        if kind in (CONV, DEPTHWISE, FCONV, FDEPTHWISE):
-            total += P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
-        elif kind in (DENSE, FDENSE):
-            total += P[k + 8] * P[k + 2]
+    for _, k in records(P):
+        total += record_macs(P, k)
     return total
 
 

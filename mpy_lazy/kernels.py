@@ -30,7 +30,7 @@ if sys.implementation.name == "micropython":
 
 i8 = _pure
 _path = None
-_table = None
+_tables = [None, None]  # the kernel tables of the current path: int8 only, and with floats
 
 _INT8 = ("conv", "depthwise", "dense", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax", "move",
          "fill")
@@ -50,7 +50,7 @@ def available():
 
 def use(name=None):
     """Select the kernel path ('ulab', 'thumb', 'viper' or 'pure'; None = the best available)."""
-    global _path, i8, _table
+    global _path, i8
     ok = available()
     if name is None:
         name = ok[0]
@@ -60,7 +60,7 @@ def use(name=None):
     i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
-    _table = None
+    _tables[0] = _tables[1] = None
     return name
 
 
@@ -68,25 +68,27 @@ def path():
     return _path or use()
 
 
-def table():
-    """The kernels of the current path by record kind (a tuple; None for no kind)."""
-    global _table
-    if _table is None or _path is None:
-        path()
-        from . import _float
-
+def table(floats=True):
+    """The kernels of the current path by record kind (a tuple; None for no kind). Without
+    floats, the float kinds are None (their module is not imported: heap on a board)."""
+    path()
+    t = _tables[1 if floats else 0]
+    if t is None:
         t = [None] * check.KINDS
         for i, name in enumerate(_INT8):
             t[check.CONV + i] = getattr(i8, name)
-        t[check.QUANTIZE] = _float.quantize
-        t[check.DEQUANTIZE] = _float.dequantize
-        fl = _float
-        if _path == "ulab":
-            from . import _nd as fl
-        for i, name in enumerate(_FLOAT):
-            t[check.FCONV + i] = getattr(fl, name, None) or getattr(_float, name)
-        _table = tuple(t)
-    return _table
+        if floats:
+            from . import _float
+
+            t[check.QUANTIZE] = _float.quantize
+            t[check.DEQUANTIZE] = _float.dequantize
+            fl = _float
+            if _path == "ulab":
+                from . import _nd as fl
+            for i, name in enumerate(_FLOAT):
+                t[check.FCONV + i] = getattr(fl, name, None) or getattr(_float, name)
+        t = _tables[1 if floats else 0] = tuple(t)
+    return t
 
 
 def f16(E, slot, first, fs, n):

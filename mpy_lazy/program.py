@@ -55,14 +55,21 @@ def bits_f32(v):
 
 
 class Program:
-    """A model ready to run: `inputs`, `outputs` (graph Values: shape, dtype, q), `layouts`
-    (each input's 'hwc' or 'chw'), `input`/`output` (views of their arena bytes). Call it on
-    an input; the output view is overwritten by the next call."""
+    """A model ready to run. Call it on an input; it returns the output's view, which the next
+    call overwrites. `input`/`output`: views of their arena bytes; `inputs`, `outputs` (graph
+    Values: shape, dtype, q), `layouts`, `out_layouts` ('hwc' or 'chw': the caller's order)
+    are read from the program's header when asked for (they are not kept: heap is scarce).
 
-    container = None  # what the slots are views of (kept alive)
-    Pmv = None  # the program's bytes, when P is a typed view of them (a stored program)
+    What it keeps: the program P, the tensor slots B, the arena A, the kernel table of the
+    current path and the inputs' and outputs' views (and, for the pure and float kernels, the
+    typed views they read: made only on those paths)."""
+
     _path = None  # kernel path the views were made for
     _K = None  # kernels.table() of that path
+    _io = None  # a Model's own (inputs, layouts, outputs, out_layouts), else read from P
+    _seen = None  # the last array.array input found to hold bytes (see _set)
+    _in = None  # the inputs' views, when there are several
+    Pmv = None  # the program's bytes, when P is a typed view of them (made for float models)
     # typed views the pure and float kernels read (made by _env for the path that needs them)
     a8 = a32 = af = pf = s8 = s32 = sf = None
     cache = None  # the ndarray kernels' matrices, per record
@@ -79,18 +86,12 @@ class Program:
         from . import check
 
         self.P = P
-        self.Pmv = raw
         self.B = B
-        self.words = len(P) if words is None else words
-        n = check.program(P, B, verify, self.words)  # ContainerError naming the record, its line and field
-        self.n = P[H_RECORDS]
-        self.first = P[H_FIRST]
-        if io is None:
-            self.inputs, self.layouts = _io(P, HEADER, P[H_INPUTS])
-            self.outputs, self.out_layouts = _io(P, HEADER + IO * P[H_INPUTS], P[H_OUTPUTS])
-        else:
-            self.inputs, self.layouts, self.outputs, self.out_layouts = io
-        self.W = array.array("i", bytes(4 * WORK))
+        n = check.program(P, B, verify, len(P) if words is None else words)  # ContainerError: record, line, field
+        if raw is not None and check.has_floats(P):
+            self.Pmv = raw
+        if io is not None:
+            self._io = io
         if arena is None:
             _room(n)
             arena = bytearray(n or 4)
@@ -100,25 +101,40 @@ class Program:
         self._views()
         self._env()  # now: a forward pass allocates nothing, the first one included
 
+    # the header's inputs and outputs, read when asked for
+    inputs = property(lambda self: self._io[0] if self._io else _io(self.P, HEADER, self.P[H_INPUTS])[0])
+    layouts = property(lambda self: self._io[1] if self._io else _io(self.P, HEADER, self.P[H_INPUTS])[1])
+    outputs = property(lambda self: self._io[2] if self._io else _io(
+        self.P, HEADER + IO * self.P[H_INPUTS], self.P[H_OUTPUTS])[0])
+    out_layouts = property(lambda self: self._io[3] if self._io else _io(
+        self.P, HEADER + IO * self.P[H_INPUTS], self.P[H_OUTPUTS])[1])
+
+    def _view(self, e):
+        """A typed view of the arena bytes of input/output entry e of the header."""
+        P = self.P
+        dt = _DT[P[e + IO_DTYPE]]
+        n = P[e + IO_SIZE]
+        off = P[e + IO_OFF]
+        return backend.typed_view(memoryview(self.A)[off: off + n * backend.ITEMSIZE[dt]], dt, n)
+
     def _views(self):
         """The inputs' and outputs' views of the arena (made once: the arena never moves)."""
-        views = []
-        mv = memoryview(self.A)
-        for v in self.inputs + self.outputs:
-            n = v.size * (1 if v.dtype == "i8" else 4)
-            views.append(backend.typed_view(mv[v.offset: v.offset + n], v.dtype, v.size))
-        k = len(self.inputs)
-        self.input = views[0]
-        self._in = views[:k]
-        self.output = views[k]
-        self._out = views[k] if len(self.outputs) == 1 else tuple(views[k:])
-        self._seen = None  # the last int8 input buffer checked to hold bytes (see _set)
+        P = self.P
+        nin, nout = P[H_INPUTS], P[H_OUTPUTS]
+        self.input = self._view(HEADER)
+        if nin > 1:
+            self._in = tuple([self._view(HEADER + IO * i) for i in range(nin)])
+        outs = [self._view(HEADER + IO * (nin + i)) for i in range(nout)]
+        self._out = outs[0] if nout == 1 else tuple(outs)
+
+    @property
+    def output(self):
+        return self._out if self.P[H_OUTPUTS] == 1 else self._out[0]
 
     def memory(self):
         """{'arena': bytes of activations and kernel scratch (one buffer), 'scratch': 0 (the
-        scratch is planned into the arena), 'program': bytes of the table (in flash when
-        read from a container)}."""
-        return {"arena": len(self.A), "scratch": 0, "program": 4 * self.words}
+        scratch is planned into the arena)}."""
+        return {"arena": len(self.A), "scratch": 0}
 
     def named_params(self):
         """None: a stored program's weights are the container's tensors, read in place
@@ -134,10 +150,10 @@ class Program:
         """The same program and weights with an arena of its own (arrays: ignored; the
         weights are read-only)."""
         c = object.__new__(Program)
-        for k, v in self.__dict__.items():
-            setattr(c, k, v)
+        for k in ("P", "B", "Pmv", "_io"):
+            if k in self.__dict__:
+                setattr(c, k, getattr(self, k))
         c.A = bytearray(len(self.A))
-        c.W = array.array("i", bytes(4 * WORK))
         c._views()
         c._env()
         return c
@@ -148,12 +164,15 @@ class Program:
         """Views the current kernel path needs (made when the path changes, kept; the path is
         recorded last, so a MemoryError here leaves the next call to make them again)."""
         path = kernels.path()
-        K = kernels.table()
+        need_f = self._floats()
+        K = kernels.table(need_f)  # the float kernels' module is imported only for a model with floats
         self._path = None
         pure = kernels.i8 is not kernels._viper or kernels._viper is None
-        need_f = self._floats()
-        self.a8 = self.a32 = self.af = self.pf = self.s8 = self.s32 = self.sf = None
-        self.cache = {} if path == "ulab" else None
+        for name in ("a8", "a32", "af", "pf", "s8", "s32", "sf", "cache"):
+            if name in self.__dict__:  # (the class's None: no instance slot for what a path lacks)
+                delattr(self, name)
+        if path == "ulab":
+            self.cache = {}
         mv = memoryview(self.A)
         words = len(self.A) // 4
         if pure:
@@ -181,32 +200,35 @@ class Program:
         outputs). The arena is reused: give the input again for every call."""
         if self._path != kernels.path():
             self._env()
-        if x is not None and x is not self._in[0]:
+        if x is not None and x is not self.input:
             self._set(0, x)
         for i in range(len(more)):
             if more[i] is not None and more[i] is not self._in[i + 1]:
                 self._set(i + 1, more[i])
         K = self._K
         P = self.P
-        k = self.first
-        for _ in range(self.n):
+        k = P[H_FIRST]
+        for _ in range(P[H_RECORDS]):
             K[P[k] & 255](self, P, k)
             k += P[k + 1]
         return self._out
 
     def _set(self, i, x):
-        v = self.inputs[i]
-        n = v.size
+        P = self.P
+        e = HEADER + IO * i
+        n = P[e + IO_SIZE]
         if len(x) != n:
             raise ValueError("input %d has %d values, the model takes %d" % (i, len(x), n))
-        chw = self.layouts[i] == "chw"
-        c = v.shape[-1]
+        dt = P[e + IO_DTYPE]
+        chw = P[e + IO_LAYOUT] == 1
+        c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
         hw = n // c
-        if v.dtype == "i8" and (x is self._seen or isinstance(x, _BYTES) or _bytewise(x)):
-            self._seen = x  # (an array's type is read once per object: it allocates)
+        if dt == 3 and (x is self._seen or isinstance(x, _BYTES) or _bytewise(x)):
+            if isinstance(x, array.array):
+                self._seen = x  # an array's item size is read once per object (reading it allocates)
             W = self.W  # move parameters, one by one (a tuple assignment would allocate)
             W[0] = 0
-            W[1] = v.offset
+            W[1] = P[e + IO_OFF]
             W[2] = c if chw else 1
             W[3] = hw if chw else n
             W[4] = hw if chw else 0
@@ -219,14 +241,13 @@ class Program:
                 k = kernels._pure
             k.put(x, self.A if k is not kernels._pure else self.i8(), W)
             return
-        dst = self._in[i]
-        q = v.q
+        dst = self.input if i == 0 else self._in[i]
         for j in range(n):
             val = x[j]
-            if v.dtype == "i8" and not isinstance(val, int):
-                from .ops.quant import to_int8  # floats into an int8 input (they allocate anyway)
+            if dt != 1 and not isinstance(val, int):
+                from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
-                val = to_int8(val, q[0], q[1])
+                val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
             dst[(j % hw) * c + j // hw if chw else j] = val
 
     def i8(self):
@@ -236,14 +257,14 @@ class Program:
         return self.a8
 
     def quantize(self, values, i=0):
-        """An int8 input filled from floats: returns the input's view (pass it to the call)."""
+        """An integer input filled from floats: returns the input's view (pass it to the call)."""
         self._set(i, values)
-        return self._in[i]
+        return self.input if i == 0 else self._in[i]
 
     def tolist(self, i=0):
-        """Output i as a list of its stored values (ints for i8, floats for f32), in the
-        order the caller gave the input (C, H, W for a model exported from torch)."""
-        out = self._out if len(self.outputs) == 1 else self._out[i]
+        """Output i as a list of its stored values (ints for integer values, floats for f32),
+        in the order the caller gave the input (C, H, W for a model exported from torch)."""
+        out = self._out if self.P[H_OUTPUTS] == 1 else self._out[i]
         v = self.outputs[i]
         if self.out_layouts[i] == "chw":
             c = v.shape[-1]
@@ -252,10 +273,11 @@ class Program:
         return [out[j] for j in range(v.size)]
 
     def dequantize(self, i=0):
-        """Output i as a list of floats (real values of an i8 output), in the caller's order."""
+        """Output i as a list of floats (real values of an integer output), in the caller's
+        order."""
         v = self.outputs[i]
         vals = self.tolist(i)
-        if v.dtype != "i8":
+        if v.dtype == "f32":
             return vals
         s, z = v.q
         return [s * (q - z) for q in vals]
@@ -263,17 +285,24 @@ class Program:
     def predict(self, x=None, *more):
         """Index of the largest element of the (first) output, in the caller's order."""
         y = self(x, *more)
-        if len(self.outputs) > 1:
+        if self.P[H_OUTPUTS] > 1:
             y = y[0]
-        v = self.outputs[0]
+        P = self.P
+        e = HEADER + IO * P[H_INPUTS]
+        n = P[e + IO_SIZE]
         best = 0
-        for j in range(1, v.size):
+        for j in range(1, n):
             if y[j] > y[best]:
                 best = j
-        if self.out_layouts[0] == "chw":  # the raw view is H, W, C: the caller counts C, H, W
-            c = v.shape[-1]
-            best = (best % c) * (v.size // c) + best // c
+        if P[e + IO_LAYOUT] == 1:  # the raw view is H, W, C: the caller counts C, H, W
+            c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
+            best = (best % c) * (n // c) + best // c
         return best
+
+
+_DT = {1: "f32", 3: "i8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
+WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
+Program.W = WORK_AREA
 
 
 def _io(P, at, n):
@@ -282,8 +311,8 @@ def _io(P, at, n):
         e = at + IO * i
         nd = P[e + IO_NDIM]
         shape = tuple([P[e + IO_DIMS + j] for j in range(nd)])
-        dt = "i8" if P[e + IO_DTYPE] == 3 else "f32"
-        q = (bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]) if dt == "i8" else None
+        dt = _DT[P[e + IO_DTYPE]]
+        q = (bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]) if dt != "f32" else None
         v = Value("", shape, dt, q)
         v.offset = P[e + IO_OFF]
         vals.append(v)
@@ -349,6 +378,4 @@ def load(c):
     v = c.view(NAME)
     P = backend.typed_view(v.mv, "i32", v.size)
     B = (c._mv,)
-    prog = Program(P, B, verify=c._tensor_at, words=v.size, raw=v.mv)
-    prog.container = c
-    return prog
+    return Program(P, B, verify=c._tensor_at, words=v.size, raw=v.mv)

@@ -9,22 +9,31 @@ from . import Op as Base
 _F32 = array.array("f", (0.0,))  # rounds a quotient to float32, as TFLM divides
 
 
-def to_int8(f, s, z):
-    """round(f / s) + z, half away from zero, saturated to int8; the quotient rounded to
-    float32 first (TFLM's float division, also where floats are doubles). +-Inf saturate like
-    any large value; NaN gives z (the code of 0.0: TFLM leaves it undefined)."""
+_RANGE = {3: (-128, 127), 5: (-32768, 32767), 7: (-2147483648, 2147483647)}  # by dtype code
+
+
+def to_int(f, s, z, code=3):
+    """round(f / s) + z, half away from zero, saturated to the integer dtype `code` (3 i8,
+    5 i16, 7 i32); the quotient rounded to float32 first (TFLM's float division, also where
+    floats are doubles). +-Inf saturate like any large value; NaN gives z (the code of 0.0:
+    TFLM leaves it undefined)."""
+    lo, hi = _RANGE[code]
     r = f / s
     if r != r:
         r = 0.0
-    elif r > 256.0:  # beyond the int8 range whatever z is; keeps inf out of int()
-        r = 256.0
-    elif r < -256.0:
-        r = -256.0
+    elif r > 4294967296.0:  # beyond every range whatever z is; keeps inf out of int()
+        r = 4294967296.0
+    elif r < -4294967296.0:
+        r = -4294967296.0
     _F32[0] = r
     r = _F32[0]
     r = int(r + 0.5) if r >= 0 else -int(0.5 - r)
     r += z
-    return -128 if r < -128 else (127 if r > 127 else r)
+    return lo if r < lo else (hi if r > hi else r)
+
+
+def to_int8(f, s, z):
+    return to_int(f, s, z, 3)
 
 
 class Op(Base):
