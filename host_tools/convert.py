@@ -145,7 +145,7 @@ def pack_graph(inputs, output, g, meta, **opts):
         c = None
     finally:
         os.unlink(tmp)
-    if len(B) != 1 or len(P) != size:  # a tensor read from RAM (f16 bias): no program
+    if len(B) > 1 or len(P) != size:  # a tensor read from RAM (f16 bias): no program
         return pack(inputs, output, meta=meta, sources=srcs, **opts), False
     words = np.asarray(P, dtype=np.int32)
     out = pack(inputs, output, meta=meta, sources=srcs + [prog], **opts)

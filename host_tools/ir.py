@@ -30,7 +30,9 @@ class Graph:
         self.nodes = []
         self.tensors = {}  # name -> numpy array (as stored)
         self.wquant = {}  # name -> per-channel scales (float32) of an int8 weight, axis 0
-        self.q = {}  # value name -> (scale, zero point) in an int8 graph
+        self.q = {}  # value name -> (scale, zero point) of an integer value
+        self.dtypes = {}  # value name -> i16 or i32 (an integer value not i8; f32 without q)
+        self.dropped = []  # indices of the source model's inputs the graph does not take
         self.shapes = {}  # value name -> shape
 
     def add_tensor(self, name, arr):
@@ -83,7 +85,7 @@ class Graph:
         for name, shape, layout in self.inputs:
             parts = ["input", "y=" + name, "shape=" + _ints(shape)]
             if name in self.q:
-                parts += ["dtype=i8", "q=" + _q(self.q[name])]
+                parts += ["dtype=" + self.dtypes.get(name, "i8"), "q=" + _q(self.q[name])]
             if layout != "hwc":
                 parts.append("layout=" + layout)
             lines.append(" ".join(parts))

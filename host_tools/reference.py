@@ -1,20 +1,23 @@
 """A reference interpreter of graph descriptions in numpy, written separately from the runtime's
 kernels: the tests compare the board's integers with it (and with TFLite Micro itself for
 .tflite models). Float ops in float64, int8 ops in int64 with TFLite Micro's arithmetic
-(host_tools.tflm). Slow and simple on purpose: every op is a few lines of numpy."""
+(host_tools.tflm): int8, and int16 activations with int8 weights (16x8) and int64
+accumulators. Slow and simple on purpose: every op is a few lines of numpy."""
 import math
 
 import numpy as np
 
-from mpy_lazy.graph import parse
+from mpy_lazy.graph import RANGE, parse
 
-from .tflm import mbqm_np, rdbpot_np, srdhm_np
+from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
+
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose")
 
 
 def run(text, tensors, *inputs):
     """Outputs (numpy arrays, NHWC) of the graph for the inputs, given in each input's layout
     (C, H, W data for layout=chw). tensors: name -> numpy array as stored."""
-    vals, q, outs = {}, {}, []
+    vals, q, dts, outs = {}, {}, {}, []
     k = 0
     for _, op, kv in parse(text):
         if op == "input":
@@ -23,8 +26,8 @@ def run(text, tensors, *inputs):
             k += 1
             if kv.get("layout") == "chw":
                 x = x.reshape(shape[2], shape[0], shape[1]).transpose(1, 2, 0)
-            dt = np.int64 if kv.get("dtype") == "i8" else np.float64
-            vals[kv["y"]] = x.reshape(shape).astype(dt)
+            dts[kv["y"]] = kv.get("dtype", "f32")
+            vals[kv["y"]] = x.reshape(shape).astype(np.float64 if dts[kv["y"]] == "f32" else np.int64)
             if "q" in kv:
                 q[kv["y"]] = kv["q"]
             continue
@@ -34,21 +37,32 @@ def run(text, tensors, *inputs):
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
+        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
         y = _OPS[op](ins, kv, qin, tensors)
         vals[kv["y"]] = y
+        dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
             q[kv["y"]] = kv["q"]
-        elif op in ("reshape", "pad", "concat") and qin[0] is not None:
+        elif op in _KEEPS_Q and qin[0] is not None:
             q[kv["y"]] = qin[0]
     return outs
+
+
+def _out_dtype(op, kv, x_dtype):
+    if op == "quantize":
+        return kv.get("dtype", "i8")
+    if op == "dequantize":
+        return "f32"
+    return x_dtype
 
 
 def _t(tensors, name, dt=np.float64):
     return np.asarray(tensors[name]).astype(dt)
 
 
-def _clamp_i8(v, kv):
-    lo, hi = kv.get("clamp", (-128, 127))
+def _clamp(v, kv):
+    """The output clamp: clamp= or the whole range of the output's integer dtype."""
+    lo, hi = kv.get("clamp", RANGE[kv["dtype"]])
     return np.clip(v, lo, hi)
 
 
@@ -63,8 +77,11 @@ def _act(v, kv):
 
 def _requant(acc, kv, tensors, qin, channels_last=True):
     m = _t(tensors, kv["m"], np.int64)
-    y = mbqm_np(acc, m[0], m[1]) + kv["q"][1]
-    return _clamp_i8(y, kv)
+    if kv["dtype"] == "i16" and kv.get("acc", "64") == "64":  # 16x8 with int64 accumulators
+        y = mbqm64_np(acc, m[0], m[1])
+    else:  # int32 accumulators (a 16x8 one may wrap, as TFLM's C does)
+        y = mbqm_np((np.asarray(acc, dtype=np.int64) + (1 << 31)) % (1 << 32) - (1 << 31), m[0], m[1])
+    return _clamp(y + kv["q"][1], kv)
 
 
 def _conv_common(x, w4, b, kv, groups, int8, zx=0):
@@ -151,18 +168,25 @@ def _broadcast(a, b):
     return b, a.reshape(-1)
 
 
-def add(ins, kv, qin, tensors):
+def add(ins, kv, qin, tensors, sign=1):
+    """TFLM's integer add and sub: both inputs shifted left (20 bits for int8, 15 for int16),
+    rescaled to a common scale, added (or subtracted), requantized."""
     if "q" not in kv:
         a, b = _broadcast(*ins)
-        return _act(a + b, kv)
+        return _act(a + sign * b, kv)
     (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
     if a.shape != b.shape and a.size == b.shape[-1]:
         (a, qa), (b, qb) = (b, qb), (a, qa)
     m1, s1, m2, s2, m, s = kv["m"]
-    sa = rdbpot_np(srdhm_np((a - qa[1]) << 20, m1), -s1)
-    sb = rdbpot_np(srdhm_np((b.reshape(-1) if b.shape != a.shape else b) - qb[1] << 20, m2), -s2)
-    y = rdbpot_np(srdhm_np(sa + sb, m), -s) + kv["q"][1]
-    return _clamp_i8(y, kv)
+    shift = 15 if kv["dtype"] == "i16" else 20
+    sa = rdbpot_np(srdhm_np((a - qa[1]) << shift, m1), -s1)
+    sb = rdbpot_np(srdhm_np((b.reshape(-1) if b.shape != a.shape else b) - qb[1] << shift, m2), -s2)
+    y = rdbpot_np(srdhm_np(sa + sign * sb, m), -s) + kv["q"][1]
+    return _clamp(y, kv)
+
+
+def sub(ins, kv, qin, tensors):
+    return add(ins, kv, qin, tensors, -1)
 
 
 def mul(ins, kv, qin, tensors):
@@ -175,7 +199,7 @@ def mul(ins, kv, qin, tensors):
     if b.shape != a.shape:
         b = b.reshape(-1)
     y = mbqm_np((a - qa[1]) * (b - qb[1]), kv["m"][0], kv["m"][1]) + kv["q"][1]
-    return _clamp_i8(y, kv)
+    return _clamp(y, kv)
 
 
 def _pool(ins, kv, reduce):
@@ -198,7 +222,7 @@ def _pool(ins, kv, reduce):
 
 def maxpool(ins, kv, qin, tensors):
     y = _pool(ins, kv, lambda win: win.max(axis=0))
-    return _clamp_i8(y, kv) if "q" in kv else _act(y, kv)
+    return _clamp(y, kv) if "q" in kv else _act(y, kv)
 
 
 def avgpool(ins, kv, qin, tensors):
@@ -209,7 +233,7 @@ def avgpool(ins, kv, qin, tensors):
         s, n = win.sum(axis=0), len(win)
         return np.where(s > 0, (s + n // 2) // n, -((-s + n // 2) // n))
 
-    return _clamp_i8(_pool(ins, kv, rounded_mean), kv)
+    return _clamp(_pool(ins, kv, rounded_mean), kv)
 
 
 def mean(ins, kv, qin, tensors):
@@ -248,6 +272,50 @@ def reshape(ins, kv, qin, tensors):
     return x.reshape(shape)
 
 
+def leakyrelu(ins, kv, qin, tensors):
+    """Float, or TFLM's integer leaky relu: x - zp scaled by m_identity (x >= zp) or m_alpha."""
+    x = ins[0]
+    if "q" not in kv:
+        return np.where(x >= 0, x, x * kv["alpha"])
+    mi, si, ma, sa = kv["m"]
+    d = x - qin[0][1]
+    y = np.where(d >= 0, mbqm_np(d, mi, si), mbqm_np(d, ma, sa)) + kv["q"][1]
+    return _clamp(y, kv)
+
+
+def slice_(ins, kv, qin, tensors):
+    x = ins[0]
+    stride = kv.get("stride", (1,) * x.ndim)
+    return x[tuple(slice(b, e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
+
+
+def transpose(ins, kv, qin, tensors):
+    return ins[0].transpose(kv["perm"])
+
+
+def tconv(ins, kv, qin, tensors):
+    """Transpose convolution: input pixel (iy, ix) adds x x w[:, ky, kx, :] to output pixel
+    (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow."""
+    x = ins[0] - qin[0][1]
+    h, wd, c = x.shape
+    w = _t(tensors, kv["w"], np.int64)  # (OC, KH, KW, C)
+    oc, kh, kw, _ = w.shape
+    sh, sw = _pair(kv.get("stride", (1,)))
+    pt, pl = _pair(kv.get("pad", (0,)))
+    oh, ow = kv["size"]
+    acc = np.zeros((oh, ow, oc), dtype=object if kv["dtype"] == "i16" else np.int64)
+    for iy in range(h):
+        for ix in range(wd):
+            for ky in range(kh):
+                for kx in range(kw):
+                    oy, ox = iy * sh + ky - pt, ix * sw + kx - pl
+                    if 0 <= oy < oh and 0 <= ox < ow:
+                        acc[oy, ox] += w[:, ky, kx, :] @ x[iy, ix]
+    if "b" in kv:
+        acc = acc + _t(tensors, kv["b"], np.int64)
+    return _requant(acc, kv, tensors, qin)
+
+
 def concat(ins, kv, qin, tensors):
     return np.concatenate(ins, axis=-1)
 
@@ -282,9 +350,13 @@ def softmax(ins, kv, qin, tensors):
 
 def quantize(ins, kv, qin, tensors):
     s, z = kv["q"]
+    lo, hi = RANGE[kv["dtype"]]
+    if kv["x_dtype"] != "f32":  # integer -> integer: TFLM's requantize
+        m, sh = kv["m"]
+        return np.clip(mbqm_np(ins[0] - qin[0][1], m, sh) + z, lo, hi)
     r = ins[0].astype(np.float32) / np.float32(s)
     r = np.where(r >= 0, np.floor(r + 0.5), -np.floor(-r + 0.5))
-    return np.clip(r + z, -128, 127).astype(np.int64)
+    return np.clip(r + z, lo, hi).astype(np.int64)
 
 
 def dequantize(ins, kv, qin, tensors):
@@ -294,12 +366,12 @@ def dequantize(ins, kv, qin, tensors):
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
+    "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
     "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
     "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
-    "leakyrelu": _elementwise(lambda kv: lambda v: v if v >= 0 else v * kv["alpha"]),
     "sigmoid": _elementwise(lambda kv: _sigmoid),
     "tanh": _elementwise(lambda kv: math.tanh),
 }

@@ -14,9 +14,11 @@ from . import tflm
 from .container import PackError
 from .ir import Graph, Node
 
-SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D",
+SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D",
              "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX", "CONCATENATION", "LOGISTIC",
-             "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU")
+             "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU", "STRIDED_SLICE",
+             "TRANSPOSE", "TRANSPOSE_CONV")
+_INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 
 
@@ -96,20 +98,28 @@ class _Reader:
         _, shape, typ, scales, zps, _ = self.tensor(i)
         name = "t%d" % i
         self.ir.shapes[name] = _hwc(shape, self)
-        if typ == "INT8":
+        if typ in _INT:
+            dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
-                raise self.err("int8 tensor %d needs one finite scale > 0 (has %s)" % (i, list(scales)))
+                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
             zp = zps[0] if zps else 0
-            if not -128 <= zp <= 127:
-                raise self.err("int8 tensor %d: zero point %d outside -128..127" % (i, zp))
+            lo, hi = tflm.RANGE[dt]
+            if not lo <= zp <= hi:
+                raise self.err("%s tensor %d: zero point %d outside %d..%d" % (typ.lower(), i, zp, lo, hi))
             self.ir.q[name] = (float(np.float32(scales[0])), zp)
+            if dt != "i8":
+                self.ir.dtypes[name] = dt
         elif typ != "FLOAT32":
-            raise self.err("activations of type %s are not supported (int8 and float32 are)" % typ)
+            raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are)" % typ)
         return name
 
     def qof(self, i):
         _, _, typ, scales, zps, _ = self.tensor(i)
-        return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ == "INT8" else None
+        return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ in _INT else None
+
+    def dtof(self, i):
+        """The graph dtype of tensor i: f32, i8, i16 or i32."""
+        return _INT.get(self.tensor(i)[2], "f32")
 
     def add(self, key, arr):
         return self.ir.add_tensor("%s_%d.%s" % (self.opname, self.opidx, key), np.ascontiguousarray(arr))
@@ -118,11 +128,6 @@ class _Reader:
 
     def run(self):
         sg = self.sg
-        for k in range(sg.InputsLength()):
-            i = sg.Inputs(k)
-            self.what = "input %d" % i
-            name = self.define(i)
-            self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         ops = []
         for k in range(sg.OperatorsLength()):
             op = sg.Operators(k)
@@ -131,10 +136,25 @@ class _Reader:
             if code.BuiltinCode() == self.tfl.BuiltinOperator.CUSTOM:
                 name = "CUSTOM %s" % (code.CustomCode() or b"").decode("utf-8", "replace")
             ops.append((k, name, op))
-        bad = sorted({n for _, n, _ in ops if n not in SUPPORTED})
-        if bad:
-            raise PackError("%s: op %s is not supported (mpy-lazy runs %s)"
-                            % (self.path, ", ".join(bad), ", ".join(SUPPORTED)))
+        for k, name, op in ops:  # ops first: a refusal names the op, not one of its tensors
+            if name not in SUPPORTED:
+                raise PackError("%s: operator %d (%s): op %s is not supported (mpy-lazy runs %s)"
+                                % (self.path, k, name, name, ", ".join(SUPPORTED)))
+        # an output_shape given to TRANSPOSE_CONV as a model input is static (the output
+        # tensor's shape): that input is dropped (the caller passes the others)
+        shapes_only = {op.Inputs(0) for _, name, op in ops if name == "TRANSPOSE_CONV"}
+        for j in range(sg.OperatorsLength()):
+            op = sg.Operators(j)
+            for i in range(1, op.InputsLength()):
+                shapes_only.discard(op.Inputs(i))
+        for k in range(sg.InputsLength()):
+            i = sg.Inputs(k)
+            if i in shapes_only:
+                self.ir.dropped.append(k)
+                continue
+            self.what = "input %d" % i
+            name = self.define(i)
+            self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         for k, name, op in ops:
             self.what = "%s: operator %d (%s)" % (self.path, k, name)
             self.opname = name.lower()
@@ -193,20 +213,30 @@ class _Reader:
             n.attrs["act"] = act
             return n
         if wdata.dtype != np.int8:
-            raise self.err("int8 model with %s weights (only int8 weights are supported)" % wdata.dtype)
+            raise self.err("quantized model with %s weights (only int8 weights are supported)" % wdata.dtype)
         scales = list(wscales) if len(wscales) > 1 else list(wscales) * oc
         n.t["w"] = self.add("weight", wdata)
         axis = 3 if op == "depthwise" else 0
         self.ir.wquant[n.t["w"]] = (np.asarray(scales, np.float32), axis)
-        if bias_i is not None and bias_i.dtype != np.int32:
-            raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
-        try:  # always a bias: it carries the input zero point (docs/FORMAT.md)
-            n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata, axis, xq[1]))
-        except ValueError as e:
-            raise self.err(str(e))
+        dt = self.dtof(self.outs[0])
+        if dt == "i16":  # 16x8: TFLM's int64 accumulators for an int64 bias (or none), else int32
+            if bias_i is not None and bias_i.dtype not in (np.int64, np.int32):
+                raise self.err("16x8 model with a %s bias (int64 or int32 expected)" % bias_i.dtype)
+            n.attrs["acc"] = "32" if bias_i is not None and bias_i.dtype == np.int32 else None
+            if bias_i is not None:
+                if np.any(np.abs(bias_i.astype(np.int64)) > 2 ** 31 - 1):
+                    raise self.err("a 16x8 bias beyond int32: not supported (the container stores int32)")
+                n.t["b"] = self.add("bias", bias_i.astype(np.int32))
+        else:
+            if bias_i is not None and bias_i.dtype != np.int32:
+                raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
+            try:  # always a bias: it carries the input zero point (docs/FORMAT.md)
+                n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata, axis, xq[1]))
+            except ValueError as e:
+                raise self.err(str(e))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
-        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
         return n
 
     def _conv_common(self, depthwise):
@@ -278,12 +308,21 @@ class _Reader:
         if yq is None:
             n.attrs["act"] = act
             return
+        dt = self.dtof(self.outs[0])
         q1, q2 = self.qof(self.ins[0]), self.qof(self.ins[1])
-        n.attrs["m"] = tflm.add_params(q1[0], q2[0], yq[0]) if op == "add" else tflm.mul_params(q1[0], q2[0], yq[0])
-        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+        if op == "mul":
+            n.attrs["m"] = tflm.mul_params(q1[0], q2[0], yq[0])
+        else:
+            shift = 15 if dt == "i16" else 20
+            params = tflm.add_params if op == "add" else tflm.sub_params
+            n.attrs["m"] = params(q1[0], q2[0], yq[0], shift)
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
 
     def op_ADD(self):
         self._binary("add", "AddOptions")
+
+    def op_SUB(self):
+        self._binary("sub", "SubOptions")
 
     def op_MUL(self):
         self._binary("mul", "MulOptions")
@@ -410,11 +449,15 @@ class _Reader:
     def op_LEAKY_RELU(self):
         o = self.options("LeakyReluOptions")
         alpha = float(o.Alpha())
+        if self.dtof(self.ins[0]) == "i16":
+            x = self.value(self.ins[0])
+            (si, _), (so, _) = self.qof(self.ins[0]), self.qof(self.outs[0])
+            self.emit("leakyrelu", [x], alpha=alpha, m=tflm.leaky_relu_params(si, so, alpha))
+            return
 
         def table():
             (si, zi), (so, zo) = self.qof(self.ins[0]), self.qof(self.outs[0])
-            ma, sa = tflm.quantize_multiplier(float(np.float32(np.float32(si) * np.float32(alpha) / np.float32(so))))
-            mi, s_i = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+            mi, s_i, ma, sa = tflm.leaky_relu_params(si, so, alpha)
             out = []
             for q in range(-128, 128):
                 v = q - zi
@@ -426,21 +469,113 @@ class _Reader:
     def op_QUANTIZE(self):
         x = self.value(self.ins[0])
         xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
+        xd, yd = self.dtof(self.ins[0]), self.dtof(self.outs[0])
         if yq is None:
-            raise self.err("QUANTIZE to %s is not supported (int8 is)" % self.tensor(self.outs[0])[2])
+            raise self.err("QUANTIZE to %s is not supported (int8, int16 and int32 are)" % self.tensor(self.outs[0])[2])
         if xq is None:
-            self.emit("quantize", [x])
+            self.emit("quantize", [x], dtype=yd if yd != "i8" else None)
             return
-        m, s = tflm.quantize_multiplier(xq[0] / yq[0])
-        n = self.emit("lut", [x])
-        n.t["t"] = self.add("lut", np.array([max(-128, min(127, yq[1] + tflm.mbqm(q - xq[1], m, s)))
-                                             for q in range(-128, 128)], dtype=np.int8))
+        m, s = tflm.requantize_params(xq[0], yq[0])
+        if xd == yd == "i8":  # an int8 -> int8 requantization: a table
+            n = self.emit("lut", [x])
+            n.t["t"] = self.add("lut", np.array([max(-128, min(127, yq[1] + tflm.mbqm(q - xq[1], m, s)))
+                                                 for q in range(-128, 128)], dtype=np.int8))
+            return
+        self.emit("quantize", [x], dtype=yd if yd != "i8" else None, m=(m, s))
 
     def op_DEQUANTIZE(self):
         x = self.value(self.ins[0])
         if self.qof(self.ins[0]) is None:
-            raise self.err("DEQUANTIZE of a non-int8 tensor is not supported")
+            raise self.err("DEQUANTIZE of a %s tensor is not supported (of an integer one)" % self.tensor(self.ins[0])[2])
         self.emit("dequantize", [x])
+
+    def op_STRIDED_SLICE(self):
+        x = self.value(self.ins[0])
+        begin, end, strides = (self.data(i) for i in self.ins[1:4])
+        if begin is None or end is None or strides is None:
+            raise self.err("begin, end and strides must be constants")
+        o = self.options("StridedSliceOptions")
+        _, shape, _, _, _, _ = self.tensor(self.ins[0])
+        nd = len(shape)
+        if o is not None and (o.EllipsisMask() or o.NewAxisMask() or o.ShrinkAxisMask()
+                              or (o.Offset() if hasattr(o, "Offset") else 0)):
+            raise self.err("ellipsis, new-axis, shrink-axis masks and offset are not supported")
+        bm, em = (o.BeginMask(), o.EndMask()) if o is not None else (0, 0)
+        b, e, st = [], [], []
+        for d in range(nd):
+            size, s_ = int(shape[d]), int(strides[d])
+            if s_ < 1:
+                raise self.err("negative or zero strides are not supported")
+            lo = 0 if bm & (1 << d) else int(begin[d])
+            hi = size if em & (1 << d) else int(end[d])
+            lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
+            hi = max(0, min(size, hi + size if hi < 0 else hi))
+            b.append(lo)
+            e.append(hi)
+            st.append(s_)
+        if nd > 1 and int(shape[0]) == 1:  # the batch: the board's values have none
+            if (b[0], e[0]) != (0, 1):
+                raise self.err("a slice of the batch dimension")
+            b, e, st = b[1:], e[1:], st[1:]
+        if any(hi <= lo for lo, hi in zip(b, e)):
+            raise self.err("an empty slice")
+        self.emit("slice", [x], begin=tuple(b), end=tuple(e), stride=tuple(st) if any(v != 1 for v in st) else None)
+
+    def op_TRANSPOSE(self):
+        x = self.value(self.ins[0])
+        perm = self.data(self.ins[1])
+        if perm is None:
+            raise self.err("the permutation must be a constant")
+        perm = [int(v) for v in perm.reshape(-1)]
+        _, shape, _, _, _, _ = self.tensor(self.ins[0])
+        if len(perm) == 4 and int(shape[0]) == 1 and perm[0] == 0:  # the batch stays first
+            perm = [v - 1 for v in perm[1:]]
+        elif len(perm) == 4:
+            raise self.err("a transpose that moves the batch dimension")
+        self.emit("transpose", [x], perm=tuple(perm))
+
+    def op_TRANSPOSE_CONV(self):
+        # inputs: output_shape (int32 [4]: a constant, or a model input: the output tensor's
+        # shape is static, so it is read from there), weights OHWI, input, bias (optional)
+        shape_t, w_t, x_t = self.ins[0], self.ins[1], self.ins[2]
+        x = self.value(x_t)
+        w = self.data(w_t)
+        if w is None:
+            raise self.err("the filter must be a constant")
+        _, _, _, wscales, wzps, _ = self.tensor(w_t)
+        if any(wzps):
+            raise self.err("weights with a non-zero zero point")
+        _check_scales(self, wscales, w)
+        bias = self.data(self.ins[3]) if len(self.ins) > 3 and self.ins[3] >= 0 else None
+        o = self.options("TransposeConvOptions")
+        _, oshape, _, _, _, _ = self.tensor(self.outs[0])
+        if len(oshape) != 4 or oshape[0] != 1:
+            raise self.err("the output must be 1, H, W, C")
+        oh, ow, oc = int(oshape[1]), int(oshape[2]), int(oshape[3])
+        kh, kw = int(w.shape[1]), int(w.shape[2])
+        sh, sw = o.StrideH(), o.StrideW()
+        pads, _, _ = self._padding(o.Padding(), oh, ow, kh, kw, sh, sw, 1, 1)  # TFLM: from the output's size
+        act = self._act(o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0)
+        xq, yq = self.qof(x_t), self.qof(self.outs[0])
+        if yq is None:
+            raise self.err("a float TRANSPOSE_CONV is not supported (int8 and 16x8 are)")
+        if w.dtype != np.int8:
+            raise self.err("quantized model with %s weights (only int8 weights are supported)" % w.dtype)
+        dt = self.dtof(self.outs[0])
+        n = self.emit("tconv", [x], out=oc, k=(kh, kw), stride=(sh, sw) if (sh, sw) != (1, 1) else None,
+                      pad=(pads[0], pads[1]) if any(pads[:2]) else None, size=(oh, ow))
+        scales = list(wscales) if len(wscales) > 1 else list(wscales) * oc
+        n.t["w"] = self.add("weight", w)
+        self.ir.wquant[n.t["w"]] = (np.asarray(scales, np.float32), 0)
+        if bias is not None:
+            if dt == "i8" and bias.dtype != np.int32 or dt == "i16" and bias.dtype not in (np.int64, np.int32):
+                raise self.err("a %s bias (int32 for int8, int64 for 16x8 expected)" % bias.dtype)
+            if np.any(np.abs(bias.astype(np.int64)) > 2 ** 31 - 1):
+                raise self.err("a bias beyond int32: not supported (the container stores int32)")
+            n.t["b"] = self.add("bias", bias.astype(np.int32))
+        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
 
 
 def _check_scales(r, scales, w):

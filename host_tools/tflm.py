@@ -159,9 +159,12 @@ def input_radius(integer_bits, left_shift, total_bits=31):
 
 # --- per-op parameters (what TFLM's Prepare computes) --------------------------------------
 
-def activation_range(act, scale, zp):
-    """CalculateActivationRangeQuantized for int8: (min, max)."""
-    lo, hi = -128, 127
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (INT32_MIN, INT32_MAX)}
+
+
+def activation_range(act, scale, zp, dtype="i8"):
+    """CalculateActivationRangeQuantized for an integer output dtype: (min, max)."""
+    lo, hi = RANGE[dtype]
     if act in ("relu", "relu6", "relu_n1_to_1"):
         lo = max(lo, zp + tf_round(np.float32(0.0) / np.float32(scale)) if act != "relu_n1_to_1"
                  else zp + tf_round(np.float32(-1.0) / np.float32(scale)))
@@ -194,14 +197,36 @@ def conv_multipliers(s_in, w_scales, s_out):
     return [m for m, _ in out], [s for _, s in out]
 
 
-def add_params(s1, s2, s_out):
-    """(m1, s1, m2, s2, m, s) of TFLM's int8 add (left shift 20)."""
+def add_params(s1, s2, s_out, left_shift=20):
+    """(m1, s1, m2, s2, m, s) of TFLM's integer add (left shift 20 for int8, 15 for int16;
+    its Prepare computes in double)."""
     s1, s2, s_out = f32(s1), f32(s2), f32(s_out)
     twice = 2 * max(s1, s2)
     m1 = quantize_multiplier(s1 / twice)
     m2 = quantize_multiplier(s2 / twice)
-    mo = quantize_multiplier(twice / ((1 << 20) * s_out))
+    mo = quantize_multiplier(twice / ((1 << left_shift) * s_out))
     return m1 + m2 + mo
+
+
+def sub_params(s1, s2, s_out, left_shift=20):
+    """(m1, s1, m2, s2, m, s) of TFLM's integer sub: add's (the tflite-micro interpreter
+    computes them in double, as for add; measured on TFLM's own sub models)."""
+    return add_params(s1, s2, s_out, left_shift)
+
+
+def requantize_params(s_in, s_out):
+    """(multiplier, shift) of TFLM's integer QUANTIZE (a requantization; computed in double)."""
+    return quantize_multiplier(float(np.float64(f32(s_in)) / np.float64(f32(s_out))))
+
+
+def leaky_relu_params(s_in, s_out, alpha):
+    """(m_identity, s_identity, m_alpha, s_alpha) of TFLM's LEAKY_RELU, the ratios in double
+    (what the tflite-micro interpreter computes: measured on TFLM's own int16 models); a
+    negative alpha gives a negative multiplier."""
+    s_in, s_out, a = f32(s_in), f32(s_out), f32(alpha)
+    ma, sa = quantize_multiplier(s_in * a / s_out)
+    mi, si = quantize_multiplier(s_in / s_out)
+    return mi, si, ma, sa
 
 
 def mul_params(s1, s2, s_out):
@@ -314,3 +339,14 @@ def mbqm_np(x, m, s):
     right = np.where(s > 0, 0, -s)
     shifted = ((x << left) + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap, as TFLM's C
     return rdbpot_np(srdhm_np(shifted, m), right)
+
+
+def mbqm64_np(x, m, s):
+    """TFLM's MultiplyByQuantizedMultiplier for int64 accumulators (16x8 ops): the multiplier
+    reduced to 16 bits, one rounding shift."""
+    x = np.asarray(x, dtype=object)  # the product may pass 2**63 before the shift
+    m = np.asarray(m, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF).astype(object)
+    total = (15 - s).astype(object)
+    return ((x * reduced + (1 << (total - 1))) >> total).astype(np.int64)

@@ -112,20 +112,24 @@ def dense(E, P, k):
 # add / mul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)
 
 def add(E, P, k):
-    _binary(E, P, k, True)
+    _binary(E, P, k, 0)
+
+
+def sub(E, P, k):
+    _binary(E, P, k, 1)
 
 
 def mul(E, P, k):
-    _binary(E, P, k, False)
+    _binary(E, P, k, 2)
 
 
-def _binary(E, P, k, is_add):
+def _binary(E, P, k, op):
     f = E.af
     ao, bo, yo, n, bc = P[k + 6] // 4, P[k + 7] // 4, P[k + 8] // 4, P[k + 9], P[k + 10]
     lo, hi = ACTS[P[k + 3]] or (None, None)
     j = 0
     for i in range(n):
-        v = f[ao + i] + f[bo + j] if is_add else f[ao + i] * f[bo + j]
+        v = f[ao + i] + f[bo + j] if op == 0 else (f[ao + i] - f[bo + j] if op == 1 else f[ao + i] * f[bo + j])
         if lo is not None and v < lo:
             v = lo
         if hi is not None and v > hi:
@@ -242,22 +246,25 @@ def softmax(E, P, k):
         yo += n
 
 
-# quantize record: 2 XO (f32) 3 YO (int8) 4 N 5 ZY 6 SCALE (f32); dequantize: 2 XO (int8) 3 YO
-# (f32) 4 N 5 ZX 6 SCALE
+# quantize record: 2 XO (f32) 3 YO (integer) 4 N 5 ZY 6 SCALE (f32) 7 ES (bytes per integer: 1,
+# 2, 4); dequantize: 2 XO (integer) 3 YO (f32) 4 N 5 ZX 6 SCALE 7 ES
 
 def quantize(E, P, k):
-    from .ops.quant import to_int8
+    from .ops.quant import to_int
 
-    f, a = E.af, E.i8()
-    xo, yo, n, z = P[k + 2] // 4, P[k + 3], P[k + 4], P[k + 5]
+    es = P[k + 7]
+    f, a = E.af, E.view(es)
+    xo, yo, n, z = P[k + 2] // 4, P[k + 3] // es, P[k + 4], P[k + 5]
     s = E.pf[k + 6]
+    code = (0, 3, 5, 0, 7)[es]
     for i in range(n):
-        a[yo + i] = to_int8(f[xo + i], s, z)
+        a[yo + i] = to_int(f[xo + i], s, z, code)
 
 
 def dequantize(E, P, k):
-    f, a = E.af, E.i8()
-    xo, yo, n, z = P[k + 2], P[k + 3] // 4, P[k + 4], P[k + 5]
+    es = P[k + 7]
+    f, a = E.af, E.view(es)
+    xo, yo, n, z = P[k + 2] // es, P[k + 3] // 4, P[k + 4], P[k + 5]
     s = E.pf[k + 6]
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)

@@ -10,8 +10,11 @@
 # Every int8 record holds the requantization header at words 2..5, which requant() reads (the
 # kernels copy it into E.W, a RAM array, with the block's position: the record may be flash):
 #   W[0] RQ_Y  first output index of the block        W[3] ZY  output zero point
-#   W[1] RQ_N  elements in the block                  W[4] LO  clamp low  (int8)
-#   W[2] OC    channels: element i uses multiplier/shift [i % OC]   W[5] HI  clamp high (int8)
+#   W[1] RQ_N  elements in the block                  W[4] LO  clamp low
+#   W[2] OC    channels: element i uses multiplier/shift [i % OC]   W[5] HI  clamp high
+#   W[6] ES    bytes per output element (1 int8, 2 int16)
+#   W[7] ALT   0; 1: a negative accumulator uses the second OC multipliers and shifts (mq[2 OC:]),
+#              2: the same, negated (TFLM's leaky relu: identity above 0, alpha below)
 # The rest of a record is the kernel's own (indices below; check.py checks every one). Activations
 # are NHWC: element (y, x, c) of an H x W x C value at offset (y * W + x) * C + c. Weights are
 # addressed through element strides (WSO, WSY, WSX, WSC for output channel, kernel row, kernel
@@ -24,9 +27,9 @@ def rec(P, k):
     return [P[k + i] for i in range(P[k + 1])]
 
 
-def head(W, p):
+def head(W, p, es=1, alt=0):
     """Copy the record's requantization header (OC, ZY, LO, HI) into the work array."""
-    W[2], W[3], W[4], W[5] = p[2], p[3], p[4], p[5]
+    W[2], W[3], W[4], W[5], W[6], W[7] = p[2], p[3], p[4], p[5], es, alt
 
 
 # --- TFLite Micro's fixed-point arithmetic (gemmlowp), on Python ints ---------------------
@@ -60,15 +63,22 @@ def mbqm(x, m, s):
 
 def requant(acc, ao, mq, mo, dst, W):
     """dst[RQ_Y + i] = clamp(ZY + mbqm(acc[ao + i], m[c], s[c])) for i < RQ_N, c = i % OC;
-    mq[mo:] holds OC multipliers then OC shifts. dst is the int8 arena, or with OC < 0 an
-    int32 array that gets the bare mbqm() results (channel count -OC; add's tables)."""
-    y, n, oc, zy, lo, hi = W[0], W[1], W[2], W[3], W[4], W[5]
+    mq[mo:] holds OC multipliers then OC shifts (ALT: then OC more of each, for negative
+    accumulators). dst is the arena as int8 or int16 (ES), or with OC < 0 an int32 array that
+    gets the bare mbqm() results (channel count -OC; add's tables)."""
+    y, n, oc, zy, lo, hi, alt = W[0], W[1], W[2], W[3], W[4], W[5], W[7]
     raw = oc < 0
     if raw:
         oc = -oc
     c = 0
     for i in range(n):
-        v = mbqm(acc[ao + i], mq[mo + c], mq[mo + oc + c])
+        x = acc[ao + i]
+        if alt and x < 0:
+            v = mbqm(x, mq[mo + 2 * oc + c], mq[mo + 3 * oc + c])
+            if alt == 2 and v != -2147483648:  # (C's int32 negation leaves INT32_MIN so)
+                v = -v
+        else:
+            v = mbqm(x, mq[mo + c], mq[mo + oc + c])
         c += 1
         if c == oc:
             c = 0
@@ -145,6 +155,60 @@ def depthwise(E, P, k):
     conv(E, P, k)
 
 
+# 16x8 conv / depthwise record (kinds conv16, dw16): the conv record with int16 values (XO, YO
+# in bytes), 27 ACC64 (1: TFLM's int64 accumulator and its int64 MultiplyByQuantizedMultiplier,
+# for int64 biases; 0: int32 ones, for int32 biases; ZX is 0) and ACC holding RP * OC
+# accumulators of 8 bytes.
+
+def mbqm64(x, m, s):
+    """TFLM's MultiplyByQuantizedMultiplier(int64 x, m, s): the multiplier rounded to 16 bits,
+    one rounding shift (its result cast to int32)."""
+    r = (m + 32768) >> 16 if m < 0x7FFF0000 else 0x7FFF
+    t = 15 - s
+    return wrap32((x * r + (1 << (t - 1))) >> t)
+
+
+def conv16(E, P, k):
+    """16x8 conv2d and depthwise: int16 x, int8 w, int64 or int32 accumulators."""
+    p = rec(P, k)
+    a = E.a16
+    w, w0 = E.s8[p[32]], p[33]
+    bias, b0 = E.s32[p[34]], p[35] // 4
+    mq, m0 = E.s32[p[36]], p[37] // 4
+    xo, yo, wd, c = p[6] // 2, p[7] // 2, p[9], p[10]
+    h, oh, ow, oc, zy, lo, hi = p[8], p[11], p[12], p[2], p[3], p[4], p[5]
+    kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
+    wso, wsy, wsx, wsc, cpg, opg, acc64, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
+    q = yo
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                s = 0
+                ci0 = (o // opg) * cpg
+                for ky in range(kh):
+                    iy = oy * sh - pt + ky * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = ox * sw - pl + kx * dw
+                        if ix < 0 or ix >= wd:
+                            continue
+                        wi = w0 + o * wso + ky * wsy + kx * wsx
+                        xi = xo + (iy * wd + ix) * c + ci0
+                        for ci in range(cpg):
+                            s += w[wi] * a[xi + ci]
+                            wi += wsc
+                if hasb:
+                    s += bias[b0 + o]
+                r = mbqm64(s, mq[m0 + o], mq[m0 + oc + o]) if acc64 else mbqm(wrap32(s), mq[m0 + o], mq[m0 + oc + o])
+                r += zy
+                a[q] = lo if r < lo else (hi if r > hi else r)
+                q += 1
+
+
+dw16 = conv16
+
+
 # dense record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 12 ACC (OC int32)
 # 13 COL (NIN int32: the viper dense converts the input into it once) 14 15 weights 16 17 bias
 # 18 19 requantization. ZX is folded into the bias.
@@ -170,39 +234,187 @@ def dense(E, P, k):
     requant(a32, ao, E.s32[p[18]], p[19] // 4, a, W)
 
 
-# add record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements:
-# BC = N, or C for a per-channel x2) 11 BLOCK 12 Z1 13 Z2 14 T (512 int32: the rescaled value
-# of every int8 code of x1 then x2, TFLM's mbqm((q - Z) << 20, m_i, s_i), built at each call)
-# 15 ACC (BLOCK int32) 16 M1 17 S1 18 M2 19 S2 20 M 21 S (inline, each pair a one-channel mq)
+# 16x8 dense record (kind dense16): the dense record with int16 values, 20 ACC64.
+
+def dense16(E, P, k):
+    p = rec(P, k)
+    a = E.a16
+    w, w0 = E.s8[p[14]], p[15]
+    bias, b0 = E.s32[p[16]], p[17] // 4
+    mq, m0 = E.s32[p[18]], p[19] // 4
+    xo, yo, n, oc, zy, lo, hi = p[6] // 2, p[7] // 2, p[8], p[2], p[3], p[4], p[5]
+    wso, wsi, hasb, acc64 = p[9], p[10], p[11], p[20]
+    for o in range(oc):
+        s = bias[b0 + o] if hasb else 0
+        wi = w0 + o * wso
+        for i in range(n):
+            s += w[wi] * a[xo + i]
+            wi += wsi
+        r = mbqm64(s, mq[m0 + o], mq[m0 + oc + o]) if acc64 else mbqm(wrap32(s), mq[m0 + o], mq[m0 + oc + o])
+        r += zy
+        a[yo + o] = lo if r < lo else (hi if r > hi else r)
+
+
+# transpose conv record (kinds tconv: int8; tconv16: 16x8, int64 accumulators): 2 OC 3 ZY 4 LO
+# 5 HI 6 XO 7 YO (bytes) 8 H 9 W 10 C (the input) 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 17 PT
+# 18 PL 19 ZX 20 HASB 21 ACC (OC accumulators of 4 or 8 bytes) 22 23 weights (OHWI: [OC, KH,
+# KW, C]) 24 25 bias 26 27 requantization. TFLM scatters every input pixel over the output;
+# the same sums gathered per output pixel: y(oy, ox, o) = sum over the taps with
+# oy + PT - ky = iy * SH (and the same for x) of (x - ZX) * w.
+
+def tconv(E, P, k):
+    from .check import TCONV16
+
+    p = rec(P, k)
+    wide = (p[0] & 255) == TCONV16
+    es = 2 if wide else 1
+    a = E.a16 if wide else E.a8
+    w, w0 = E.s8[p[22]], p[23]
+    bias, b0 = E.s32[p[24]], p[25] // 4
+    mq, m0 = E.s32[p[26]], p[27] // 4
+    oc, zy, lo, hi, xo, yo = p[2], p[3], p[4], p[5], p[6] // es, p[7] // es
+    h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, zx, hasb = p[8:21]
+    q = yo
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                s = 0
+                for ky in range(kh):
+                    ny = oy + pt - ky
+                    if ny < 0 or ny % sh:
+                        continue
+                    iy = ny // sh
+                    if iy >= h:
+                        continue
+                    for kx in range(kw):
+                        nx = ox + pl - kx
+                        if nx < 0 or nx % sw:
+                            continue
+                        ix = nx // sw
+                        if ix >= wd:
+                            continue
+                        wi = w0 + ((o * kh + ky) * kw + kx) * c
+                        xi = xo + (iy * wd + ix) * c
+                        for ci in range(c):
+                            s += (a[xi + ci] - zx) * w[wi + ci]
+                if hasb:
+                    s += bias[b0 + o]
+                if wide:
+                    r = mbqm64(s, mq[m0 + o], mq[m0 + oc + o])
+                else:
+                    r = mbqm(wrap32(s), mq[m0 + o], mq[m0 + oc + o])
+                r += zy
+                a[q] = lo if r < lo else (hi if r > hi else r)
+                q += 1
+
+
+tconv16 = tconv
+
+
+# add / sub record (kinds add, sub: int8; add16, sub16: int16): 2 OC (1) 3 ZY 4 LO 5 HI 6 X1
+# 7 X2 8 YO (bytes) 9 N 10 BC (x2 repeats every BC elements: BC = N, or C for a per-channel x2)
+# 11 BLOCK (256) 12 Z1 13 Z2 14 T (512 int32) 15 ACC (BLOCK int32) 16 M1 17 S1 18 M2 19 S2
+# 20 M 21 S (inline, each pair a one-channel mq). TFLM's add and sub: each input rescaled,
+# (q - Z) << 20 (int8) or << 15 (int16) through mbqm(., m_i, s_i), then the sum or difference
+# through mbqm(., m, s). int8: T holds the rescaled value of every code of x1, then of x2, built
+# at each call; int16: T holds a block of each.
+
+def wrap32(v):
+    return ((v + 2147483648) & 4294967295) - 2147483648
+
 
 def add(E, P, k):
-    """y = clamp(ZY + mbqm(t1[x1] + t2[x2], m, s)), in blocks of BLOCK elements."""
+    """y = clamp(ZY + mbqm(t1[x1] +- t2[x2], m, s)), in blocks of BLOCK elements."""
+    from .check import ADD16, SUB, SUB16
+
     p = rec(P, k)
-    W, a, a32 = E.W, E.a8, E.a32
-    head(W, p)
-    x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+    kind = p[0] & 255
+    W, a32 = E.W, E.a32
+    wide = kind in (ADD16, SUB16)
+    sign = -1 if kind in (SUB, SUB16) else 1
+    es = 2 if wide else 1
+    a = E.a16 if wide else E.a8
+    head(W, p, es)
+    x1, x2, y, n, bc, block, z1, z2 = p[6] // es, p[7] // es, p[8] // es, p[9], p[10], p[11], p[12], p[13]
     t, ao = p[14] // 4, p[15] // 4
-    W[1] = 256
-    W[2] = -1  # requant() in raw mode: int32 results into the tables
-    for side in (0, 1):
-        z = z1 if side == 0 else z2
-        for i in range(256):
-            a32[ao + i] = (i - 128 - z) << 20
-        W[0] = t + 256 * side
-        requant(a32, ao, p, 16 + 2 * side, a32, W)
-    W[2] = 1
+    if not wide:
+        W[1] = 256
+        W[2] = -1  # requant() in raw mode: int32 results into the tables
+        for side in (0, 1):
+            z = z1 if side == 0 else z2
+            for i in range(256):
+                a32[ao + i] = (i - 128 - z) << 20
+            W[0] = t + 256 * side
+            requant(a32, ao, p, 16 + 2 * side, a32, W)
     i = 0
     j = 0
     while i < n:
         m = n - i if n - i < block else block
-        for q in range(m):
-            a32[ao + q] = a32[t + a[x1 + i + q] + 128] + a32[t + a[x2 + j] + 384]
-            j += 1
-            if j == bc:
-                j = 0
+        if wide:  # both blocks rescaled into T: x1's at T[0:], x2's at T[256:]
+            W[1] = m
+            W[2] = -1
+            for side in (0, 1):
+                jj = j
+                for q in range(m):
+                    if side == 0:
+                        a32[ao + q] = (a[x1 + i + q] - z1) << 15
+                    else:
+                        a32[ao + q] = (a[x2 + jj] - z2) << 15
+                        jj += 1
+                        if jj == bc:
+                            jj = 0
+                W[0] = t + 256 * side
+                requant(a32, ao, p, 16 + 2 * side, a32, W)
+            W[2] = 1
+            for q in range(m):
+                a32[ao + q] = wrap32(a32[t + q] + sign * a32[t + 256 + q])
+                j += 1
+                if j == bc:
+                    j = 0
+        else:
+            W[2] = 1
+            for q in range(m):
+                a32[ao + q] = a32[t + a[x1 + i + q] + 128] + sign * a32[t + a[x2 + j] + 384]
+                j += 1
+                if j == bc:
+                    j = 0
         W[0] = y + i
         W[1] = m
         requant(a32, ao, p, 20, a, W)
+        i += m
+
+
+add16 = sub = sub16 = add  # (one kernel reads the kind)
+
+
+# rescale record: 2 XO 3 YO (bytes) 4 N 5 XES 6 YES (bytes per input / output element: 1, 2, 4)
+# 7 ZI 8 ZO 9 LO 10 HI 11 ACC (BLOCK int32) 12 BLOCK 13 M1 14 S1 15 M2 16 S2 17 ALT: y =
+# clamp(ZO + mbqm(x - ZI, M1, S1)), or for x - ZI < 0 with ALT, +-mbqm(x - ZI, M2, S2): TFLM's
+# integer QUANTIZE (requantize), RELU, RELU6 and LEAKY_RELU of int16 values.
+
+def rescale(E, P, k):
+    p = rec(P, k)
+    W, a32 = E.W, E.a32
+    xes, yes = p[5], p[6]
+    src = E.a8 if xes == 1 else (E.a16 if xes == 2 else a32)
+    dst = E.a8 if yes == 1 else (E.a16 if yes == 2 else a32)
+    xo, yo, n, zi = p[2] // xes, p[3] // yes, p[4], p[7]
+    ao, block = p[11] // 4, p[12]
+    W[2], W[3], W[4], W[5], W[6], W[7] = 1, p[8], p[9], p[10], yes, p[17]
+    if yes == 4:
+        W[2] = -1  # int32 out: raw, then the zero point and the clamp here
+    i = 0
+    while i < n:
+        m = n - i if n - i < block else block
+        for q in range(m):
+            a32[ao + q] = wrap32(src[xo + i + q] - zi)
+        W[0] = yo + i
+        W[1] = m
+        requant(a32, ao, p, 13, dst, W)
+        if yes == 4:
+            for q in range(m):
+                v = wrap32(dst[yo + i + q] + p[8])
+                dst[yo + i + q] = p[9] if v < p[9] else (p[10] if v > p[10] else v)
         i += m
 
 
@@ -367,25 +579,32 @@ def softmax(E, P, k):
         yo += n
 
 
-# --- moves (int8 or f32 elements of the arena) ---------------------------------------------
+# --- moves (elements of 1, 2 or 4 bytes in the arena) --------------------------------------
 # move record: 2 SO 3 DO (bytes) 4 ROWS 5 COLS 6 SS 7 SJ 8 DS 9 DJ (element strides) 10 ES
-# (bytes per element: 1, or 4 for f32). fill record: 2 DO 3 N 4 V (the int8 code, or the f32
-# bits) 5 ES.
+# (bytes per element: 1, 2 or 4) 11 PLANES 12 PSS 13 PDS (plane strides). fill record: 2 DO 3 N
+# 4 V (an int8 or int16 code, or 32 bits) 5 ES.
 
 def move(E, P, k):
-    """dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ] for i < ROWS, j < COLS, element
-    by element: copies, concatenation, padding and layout transposes."""
+    """dst[DO + p * PDS + i * DS + j * DJ] = src[SO + p * PSS + i * SS + j * SJ] for p < PLANES,
+    i < ROWS, j < COLS, element by element (ES bytes each): copies, concatenation, padding,
+    slices and transposes."""
     p = rec(P, k)
-    es = p[10]
-    a = E.a8 if es == 1 else E.a32
-    W = E.W
-    W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7] = p[2] // es, p[3] // es, p[4], p[5], p[6], p[7], p[8], p[9]
-    put(a, a, W)
+    a = E.view(1)
+    so, do, rows, cols, ss, sj, ds, dj, es, planes, pss, pds = p[2:14]
+    for q in range(planes):
+        for i in range(rows):
+            si = so + es * (q * pss + i * ss)
+            di = do + es * (q * pds + i * ds)
+            for _ in range(cols):
+                for b in range(es):
+                    a[di + b] = a[si + b]
+                si += es * sj
+                di += es * dj
 
 
 def put(s, d, p):
     """dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ]; p = [SO, DO, ROWS, COLS, SS, SJ,
-    DS, DJ] (elements): a move with the buffers as arguments (an input copied in per call)."""
+    DS, DJ] (elements): a move between two buffers (an input copied in per call)."""
     so, do, rows, cols, ss, sj, ds, dj = p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
     for i in range(rows):
         si = so + i * ss
@@ -397,12 +616,16 @@ def put(s, d, p):
 
 
 def fill(E, P, k):
+    """dst[DO + i] = V for i < N, ES bytes each (little-endian): padding."""
     p = rec(P, k)
-    es = p[5]
-    a = E.a8 if es == 1 else E.a32
-    do, v = p[2] // es, p[4]
-    for i in range(p[3]):
-        a[do + i] = v
+    a = E.view(1)
+    do, n, v, es = p[2], p[3], p[4], p[5]
+    for b in range(es):
+        c = (v >> (8 * b)) & 255
+        if c > 127:
+            c -= 256
+        for i in range(do + b, do + es * n, es):
+            a[i] = c
 
 
 # --- checks at load (mpy_lazy/check.py) ------------------------------------------------------

@@ -29,7 +29,9 @@ NO_RO = None  # rq_flush's ro for requant() (a global: viper gives a local None 
 
 @micropython.viper
 def requant(acc, mq, dst, p):
-    # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])); OC < 0: raw int32 into dst (see _pure)
+    # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])): int8 or int16 (ES = p[6]); ALT
+    # (p[7]): negative accumulators use the second multipliers (negated for ALT 2); OC < 0: raw
+    # int32 into dst (see _pure)
     pa = ptr32(acc)
     pm = ptr32(mq)
     pp = ptr32(p)
@@ -41,6 +43,8 @@ def requant(acc, mq, dst, p):
     zy = int((pp[3] ^ sg) - sg)
     lo = int((pp[4] ^ sg) - sg)
     hi = int((pp[5] ^ sg) - sg)
+    es = int(pp[6])
+    alt = int(pp[7])
     lo -= zy
     hi -= zy
     raw = 0
@@ -54,13 +58,21 @@ def requant(acc, mq, dst, p):
     one30 <<= 30
     m32 = (sg << 1) - 1  # 0xFFFFFFFF: 2**32 - 1 on 64-bit words, all ones (-1) on 32-bit ones
     d8 = ptr8(dst)
+    d16 = ptr16(dst)
     d32 = ptr32(dst)
     c = 0
     i = 0
     while i < n:
         x = int((pa[i] ^ sg) - sg)
-        m = int(pm[c])
-        s = int((pm[oc + c] ^ sg) - sg)
+        flip = 0
+        if alt and x < 0:
+            m = int(pm[2 * oc + c])
+            s = int((pm[3 * oc + c] ^ sg) - sg)
+            if alt == 2:
+                flip = 1
+        else:
+            m = int(pm[c])
+            s = int((pm[oc + c] ^ sg) - sg)
         rs = 0
         if s > 0:
             x = (((x << s) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
@@ -96,6 +108,8 @@ def requant(acc, mq, dst, p):
             r = r >> rs
             if rem > th:
                 r += 1
+        if flip and r != 0 - sg:  # (C's int32 negation leaves INT32_MIN so)
+            r = 0 - r
         if raw:
             d32[y + i] = r
         else:  # clamp before adding zy: r + zy could wrap around on 32-bit words
@@ -103,7 +117,10 @@ def requant(acc, mq, dst, p):
                 r = lo
             elif r > hi:
                 r = hi
-            d8[y + i] = r + zy
+            if es == 1:
+                d8[y + i] = r + zy
+            else:
+                d16[y + i] = r + zy
         c += 1
         if c == oc:
             c = 0
@@ -112,13 +129,16 @@ def requant(acc, mq, dst, p):
 
 @micropython.viper
 def rq_head(W, rec: uint):
-    # the record's requantization header (OC, ZY, LO, HI: words 2..5) into the work array
+    # the record's requantization header (OC, ZY, LO, HI: words 2..5) into the work array, int8
+    # output, one set of multipliers
     wk = ptr32(W)
     pp = ptr32(rec)
     wk[2] = pp[2]
     wk[3] = pp[3]
     wk[4] = pp[4]
     wk[5] = pp[5]
+    wk[6] = 1
+    wk[7] = 0
 
 
 @micropython.viper
@@ -647,7 +667,8 @@ def dense(E, P, k: int):
 
 @micropython.viper
 def add(E, P, k: int):
-    # see _pure.add: the tables T and the accumulators in the arena, the multipliers inline
+    # see _pure.add: the tables T and the accumulators in the arena, the multipliers inline;
+    # kinds add and sub (int8; int16 ones: add16)
     a = ptr8(E.A)
     arena = uint(a)
     W = E.W
@@ -661,6 +682,9 @@ def add(E, P, k: int):
     rq_head(W, rec)
     sg = 1
     sg <<= 31
+    neg = 0
+    if int(pp[0]) & 255 == 28:  # check.SUB: the second input's table subtracted
+        neg = 1
     x1 = int(pp[6])
     x2 = int(pp[7])
     y = int(pp[8])
@@ -693,8 +717,10 @@ def add(E, P, k: int):
             m = n - i
         q = 0
         while q < m:
-            acc[q] = int((t[((a[x1 + i + q] ^ 0x80) - 0x80) + 128] ^ sg) - sg) \
-                + int((t[((a[x2 + j] ^ 0x80) - 0x80) + 384] ^ sg) - sg)
+            v2 = int((t[((a[x2 + j] ^ 0x80) - 0x80) + 384] ^ sg) - sg)
+            if neg:
+                v2 = 0 - v2
+            acc[q] = int((t[((a[x1 + i + q] ^ 0x80) - 0x80) + 128] ^ sg) - sg) + v2
             j += 1
             if j == bc:
                 j = 0
@@ -703,6 +729,497 @@ def add(E, P, k: int):
         wk[1] = m
         rq_flush(ro, accb, mq, arena, W)
         i += m
+
+
+sub = add  # (the kernel reads the kind)
+
+
+@micropython.viper
+def add16(E, P, k: int):
+    # int16 add and sub (kinds add16, sub16; see _pure.add): per block, each input's
+    # (x - Z) << 15 rescaled into T (x1's at T[0:], x2's at T[256:]), then the sum or the
+    # difference requantized to int16
+    arena = uint(ptr8(E.A))
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    tb = arena + pp[14]
+    t = ptr32(tb)
+    accb = arena + pp[15]
+    acc = ptr32(accb)
+    rq_head(W, rec)
+    sg = 1
+    sg <<= 31
+    neg = 0
+    if int(pp[0]) & 255 == 29:  # check.SUB16
+        neg = 1
+    x1 = ptr16(arena + pp[6])
+    x2 = ptr16(arena + pp[7])
+    y = int(pp[8]) >> 1
+    n = int(pp[9])
+    bc = int(pp[10])
+    block = int(pp[11])
+    z1 = int((pp[12] ^ sg) - sg)
+    z2 = int((pp[13] ^ sg) - sg)
+    i = 0
+    j = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        wk[1] = m
+        wk[2] = -1  # raw: the rescaled inputs into T
+        q = 0
+        while q < m:
+            acc[q] = (((x1[i + q] ^ 0x8000) - 0x8000) - z1) << 15
+            q += 1
+        wk[0] = 0
+        requant(accb, rec + 64, tb, W)
+        jj = j
+        q = 0
+        while q < m:
+            acc[q] = (((x2[jj] ^ 0x8000) - 0x8000) - z2) << 15
+            jj += 1
+            if jj == bc:
+                jj = 0
+            q += 1
+        wk[0] = 256
+        requant(accb, rec + 72, tb, W)
+        q = 0
+        while q < m:
+            v2 = int((t[256 + q] ^ sg) - sg)
+            if neg:
+                v2 = 0 - v2
+            acc[q] = int((t[q] ^ sg) - sg) + v2  # (the store wraps to int32, as TFLM's C does)
+            j += 1
+            if j == bc:
+                j = 0
+            q += 1
+        wk[2] = 1
+        wk[6] = 2
+        wk[0] = y + i
+        requant(accb, rec + 80, arena, W)
+        i += m
+
+
+sub16 = add16
+
+
+@micropython.viper
+def rescale(E, P, k: int):
+    # see _pure.rescale: a block of x - ZI into ACC, requantized with one or two multipliers
+    arena = uint(ptr8(E.A))
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    sg = 1
+    sg <<= 31
+    m32 = (sg << 1) - 1
+    xes = int(pp[5])
+    yes = int(pp[6])
+    x8 = ptr8(arena + pp[2])
+    x16 = ptr16(arena + pp[2])
+    x32 = ptr32(arena + pp[2])
+    y = int(pp[3]) // yes
+    n = int(pp[4])
+    zi = int((pp[7] ^ sg) - sg)
+    zo = int((pp[8] ^ sg) - sg)
+    lo = int((pp[9] ^ sg) - sg)
+    hi = int((pp[10] ^ sg) - sg)
+    accb = arena + pp[11]
+    acc = ptr32(accb)
+    block = int(pp[12])
+    wk[2] = 1
+    wk[3] = zo
+    wk[4] = lo
+    wk[5] = hi
+    wk[6] = yes
+    wk[7] = pp[17]
+    y32 = ptr32(arena + pp[3])
+    if yes == 4:
+        wk[2] = -1  # int32 out: raw, then the zero point and the clamp below
+    i = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        q = 0
+        while q < m:
+            if xes == 1:
+                v = ((x8[i + q] ^ 0x80) - 0x80)
+            elif xes == 2:
+                v = ((x16[i + q] ^ 0x8000) - 0x8000)
+            else:
+                v = int((x32[i + q] ^ sg) - sg)
+            acc[q] = v - zi  # (the store wraps to int32, as TFLM's C does)
+            q += 1
+        wk[0] = y + i
+        wk[1] = m
+        requant(accb, rec + 52, arena, W)
+        if yes == 4:
+            q = 0
+            while q < m:
+                v = int((((y32[i + q] + zo) & m32) ^ sg) - sg)
+                if v < lo:
+                    v = lo
+                elif v > hi:
+                    v = hi
+                y32[i + q] = v
+                q += 1
+        i += m
+
+
+@micropython.viper
+def _mbqm64(t):
+    # t[5] = TFLM's MultiplyByQuantizedMultiplier(int64 acc, m = t[3], s = t[4]), the
+    # accumulator given as 16-bit limbs t[0], t[1] (>= 0) and t[2] (signed): acc = t[2] 2**32 +
+    # t[1] 2**16 + t[0]. The multiplier rounded to 15 bits, so every partial product fits 31
+    # bits: the same integers on 32- and 64-bit words.
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    m32 = (sg << 1) - 1
+    a0 = int(pt[0])
+    a1 = int(pt[1])
+    a2 = int((pt[2] ^ sg) - sg)
+    m = int(pt[3])
+    s = int((pt[4] ^ sg) - sg)
+    top = 0x7FFF
+    top <<= 16
+    r = 0x7FFF
+    if m < top:
+        r = (m + 32768) >> 16
+    ts = 15 - s
+    c0 = a0 * r
+    c1 = a1 * r + (c0 >> 16)
+    c0 = c0 & 0xFFFF
+    c2 = a2 * r + (c1 >> 16)
+    c1 = c1 & 0xFFFF
+    b = ts - 1
+    if b < 16:
+        c0 += 1 << b
+    elif b < 32:
+        c1 += 1 << (b - 16)
+    else:
+        c2 += 1 << (b - 32)
+    c1 += c0 >> 16
+    c0 = c0 & 0xFFFF
+    c2 += c1 >> 16
+    c1 = c1 & 0xFFFF
+    if ts >= 32:
+        res = c2 >> (ts - 32)
+    elif ts >= 16:
+        res = (c2 << (32 - ts)) | (c1 >> (ts - 16))
+    else:
+        res = (c2 << (32 - ts)) | (c1 << (16 - ts)) | (c0 >> ts)
+    pt[5] = ((res & m32) ^ sg) - sg
+
+
+@micropython.viper
+def _acc64(t, v: int):
+    # t[0], t[1] (the accumulator's low 16-bit limbs, before normalising) += the low and the
+    # high (signed) halves of the int32 v
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    pt[0] = int(pt[0]) + (v & 0xFFFF)
+    pt[1] = int((pt[1] ^ sg) - sg) + (v >> 16)
+
+
+@micropython.viper
+def _out16(E, t, acc64: int, acc: int, m: int, s: int, dst: uint, lo: int, hi: int, zy: int):
+    # one 16x8 output: the accumulator (int64: the limbs in t[0], t[1]; int32: acc) through
+    # TFLM's MultiplyByQuantizedMultiplier, plus zy, clamped, stored at the int16 at dst
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    if acc64:
+        a0 = int(pt[0])
+        a1 = int((pt[1] ^ sg) - sg)
+        a1 += a0 >> 16  # normalise: 16-bit limbs, the top one signed
+        pt[0] = a0 & 0xFFFF
+        pt[1] = a1 & 0xFFFF
+        pt[2] = a1 >> 16
+        pt[3] = m
+        pt[4] = s
+        _mbqm64(t)
+        r = int((pt[5] ^ sg) - sg)
+    else:
+        pw = ptr32(E.W)
+        pw[8] = acc
+        pw[9] = m
+        pw[10] = s
+        _mbqm32(E.W)
+        r = int((pw[11] ^ sg) - sg)
+    r += zy
+    if r < lo:
+        r = lo
+    elif r > hi:
+        r = hi
+    d = ptr16(dst)
+    d[0] = r
+
+
+@micropython.viper
+def _mbqm32(W):
+    # W[11] = TFLM's MultiplyByQuantizedMultiplier(int32 W[8], W[9], W[10]) (double rounding)
+    pw = ptr32(W)
+    pw[0] = 0
+    pw[1] = 1
+    pw[2] = -1  # raw: one int32 result
+    pw[3] = 0
+    pw[7] = 0
+    requant(uint(pw) + 32, uint(pw) + 36, uint(pw) + 44, W)
+
+
+@micropython.viper
+def conv16(E, P, k: int):
+    # 16x8 conv2d and depthwise (see _pure.conv16): per output, the products summed in int32
+    # chunks of at most 511 (|w x| <= 2**22), each added into a 64-bit accumulator (TFLM's
+    # int64) as 16-bit limbs; or summed in int32 with wrap-around (TFLM's int32 accumulator)
+    a = uint(ptr8(E.A))
+    B = E.B
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    sg = 1
+    sg <<= 31
+    w = ptr8(uint(ptr8(B[pp[32]])) + pp[33])
+    bias = ptr32(uint(ptr8(B[pp[34]])) + pp[35])
+    mq = ptr32(uint(ptr8(B[pp[36]])) + pp[37])
+    x = ptr16(a + pp[6])
+    yb = a + pp[7]
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    oc = int(pp[2])
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    dh = int(pp[17])
+    dw = int(pp[18])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    wso = int(pp[21])
+    wsy = int(pp[22])
+    wsx = int(pp[23])
+    wsc = int(pp[24])
+    cpg = int(pp[25])
+    opg = int(pp[26])
+    acc64 = int(pp[27])
+    hasb = int(pp[28])
+    t = E.W  # W[0..5]: the accumulator's limbs and _mbqm64's arguments (W[8..11]: _mbqm32's)
+    tw = ptr32(t)
+    q = 0
+    oy = 0
+    while oy < oh:
+        ox = 0
+        while ox < ow:
+            o = 0
+            while o < oc:
+                tw[0] = 0
+                tw[1] = 0
+                s32 = 0
+                if hasb:
+                    s32 = int((bias[o] ^ sg) - sg)
+                if acc64:
+                    _acc64(t, s32)
+                    s32 = 0
+                ci0 = (o // opg) * cpg
+                ky = 0
+                while ky < kh:
+                    iy = oy * sh - pt + ky * dh
+                    if 0 <= iy and iy < h:
+                        kx = 0
+                        while kx < kw:
+                            ix = ox * sw - pl + kx * dw
+                            if 0 <= ix and ix < wd:
+                                wi = o * wso + ky * wsy + kx * wsx
+                                xi = (iy * wd + ix) * c + ci0
+                                ci = 0
+                                while ci < cpg:
+                                    s32 += ((w[wi] ^ 0x80) - 0x80) * ((x[xi + ci] ^ 0x8000) - 0x8000)
+                                    wi += wsc
+                                    ci += 1
+                                    if acc64 and (ci & 255) == 0:  # a chunk of 256 products
+                                        _acc64(t, s32)
+                                        s32 = 0
+                                if acc64:
+                                    _acc64(t, s32)
+                                    s32 = 0
+                            kx += 1
+                    ky += 1
+                _out16(E, t, acc64, s32, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * q, lo, hi, zy)
+                q += 1
+                o += 1
+            ox += 1
+        oy += 1
+
+
+dw16 = conv16
+
+
+@micropython.viper
+def dense16(E, P, k: int):
+    # 16x8 fully connected (see _pure.dense16), accumulated as conv16 does
+    a = uint(ptr8(E.A))
+    B = E.B
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    sg = 1
+    sg <<= 31
+    w = ptr8(uint(ptr8(B[pp[14]])) + pp[15])
+    bias = ptr32(uint(ptr8(B[pp[16]])) + pp[17])
+    mq = ptr32(uint(ptr8(B[pp[18]])) + pp[19])
+    x = ptr16(a + pp[6])
+    yb = a + pp[7]
+    n = int(pp[8])
+    oc = int(pp[2])
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    wso = int(pp[9])
+    wsi = int(pp[10])
+    hasb = int(pp[11])
+    acc64 = int(pp[20])
+    t = E.W
+    tw = ptr32(t)
+    o = 0
+    while o < oc:
+        tw[0] = 0
+        tw[1] = 0
+        s32 = 0
+        if hasb:
+            s32 = int((bias[o] ^ sg) - sg)
+        if acc64:
+            _acc64(t, s32)
+            s32 = 0
+        wi = o * wso
+        i = 0
+        while i < n:
+            s32 += ((w[wi] ^ 0x80) - 0x80) * ((x[i] ^ 0x8000) - 0x8000)
+            wi += wsi
+            i += 1
+            if acc64 and (i & 255) == 0:
+                _acc64(t, s32)
+                s32 = 0
+        if acc64:
+            _acc64(t, s32)
+            s32 = 0
+        _out16(E, t, acc64, s32, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * o, lo, hi, zy)
+        o += 1
+
+
+@micropython.viper
+def tconv(E, P, k: int):
+    # transpose conv, int8 and 16x8 (see _pure.tconv): each output gathered from the taps that
+    # reach it; int8: (x - ZX) w summed in int32 (wrapping, as TFLM's), requantized one output at
+    # a time; 16x8: summed as conv16 does (int64 limbs)
+    a = uint(ptr8(E.A))
+    B = E.B
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    sg = 1
+    sg <<= 31
+    wide = 0
+    if int(pp[0]) & 255 == 34:  # check.TCONV16
+        wide = 1
+    w = ptr8(uint(ptr8(B[pp[22]])) + pp[23])
+    bias = ptr32(uint(ptr8(B[pp[24]])) + pp[25])
+    mqa = uint(ptr8(B[pp[26]])) + pp[27]
+    mq = ptr32(mqa)
+    x8 = ptr8(a + pp[6])
+    x16 = ptr16(a + pp[6])
+    yb = a + pp[7]
+    oc = int(pp[2])
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    pt = int(pp[17])
+    pl = int(pp[18])
+    zx = int((pp[19] ^ sg) - sg)
+    hasb = int(pp[20])
+    accb = a + pp[21]
+    acc = ptr32(accb)
+    q = 0
+    oy = 0
+    while oy < oh:
+        ox = 0
+        while ox < ow:
+            o = 0
+            while o < oc:
+                wk[0] = 0
+                wk[1] = 0
+                s32 = 0
+                if hasb:
+                    s32 = int((bias[o] ^ sg) - sg)
+                if wide:
+                    _acc64(W, s32)
+                    s32 = 0
+                ky = 0
+                while ky < kh:
+                    ny = oy + pt - ky
+                    if ny >= 0 and ny % sh == 0 and ny // sh < h:
+                        iy = ny // sh
+                        kx = 0
+                        while kx < kw:
+                            nx = ox + pl - kx
+                            if nx >= 0 and nx % sw == 0 and nx // sw < wd:
+                                ix = nx // sw
+                                wi = ((o * kh + ky) * kw + kx) * c
+                                xi = (iy * wd + ix) * c
+                                ci = 0
+                                while ci < c:
+                                    if wide:
+                                        s32 += ((w[wi + ci] ^ 0x80) - 0x80) * ((x16[xi + ci] ^ 0x8000) - 0x8000)
+                                        if (ci & 255) == 255:
+                                            _acc64(W, s32)
+                                            s32 = 0
+                                    else:
+                                        s32 += ((w[wi + ci] ^ 0x80) - 0x80) * (((x8[xi + ci] ^ 0x80) - 0x80) - zx)
+                                    ci += 1
+                                if wide:
+                                    _acc64(W, s32)
+                                    s32 = 0
+                            kx += 1
+                    ky += 1
+                if wide:
+                    _out16(E, W, 1, 0, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * q, lo, hi, zy)
+                else:
+                    acc[o] = s32
+                q += 1
+                o += 1
+            if not wide:  # the pixel's OC accumulators requantized to int8
+                wk[0] = q - oc
+                wk[1] = oc
+                wk[2] = oc
+                wk[3] = zy
+                wk[4] = lo
+                wk[5] = hi
+                wk[6] = 1
+                wk[7] = 0
+                requant(accb, mqa, yb, W)
+            ox += 1
+        oy += 1
+
+
+tconv16 = tconv
 
 
 @micropython.viper
@@ -1028,41 +1545,55 @@ def _rdbpot(t, e: int):
 
 @micropython.viper
 def move(E, P, k: int):
-    # the arena's elements dst[DO + i * DS + j * DJ] = src[SO + i * SS + j * SJ], i < ROWS,
-    # j < COLS (see _pure.move): bytes, or 4-byte words (f32 values)
+    # the arena's elements dst[DO + p PDS + i DS + j DJ] = src[SO + p PSS + i SS + j SJ] (see
+    # _pure.move): bytes, 2-byte or 4-byte elements
     pp = ptr32(uint(ptr32(P)) + 4 * k)
-    if int(pp[10]) == 1:
-        wk = ptr32(E.W)
-        wk[0] = pp[2]
-        wk[1] = pp[3]
-        wk[2] = pp[4]
-        wk[3] = pp[5]
-        wk[4] = pp[6]
-        wk[5] = pp[7]
-        wk[6] = pp[8]
-        wk[7] = pp[9]
-        put(E.A, E.A, E.W)
-        return
     a = uint(ptr8(E.A))
-    s = ptr32(a + pp[2])
-    d = ptr32(a + pp[3])
+    so = a + pp[2]
+    do = a + pp[3]
     rows = int(pp[4])
     cols = int(pp[5])
     ss = int(pp[6])
     sj = int(pp[7])
     ds = int(pp[8])
     dj = int(pp[9])
-    i = 0
-    while i < rows:
-        si = i * ss
-        di = i * ds
-        j = 0
-        while j < cols:
-            d[di] = s[si]
-            si += sj
-            di += dj
-            j += 1
-        i += 1
+    es = int(pp[10])
+    planes = int(pp[11])
+    pss = int(pp[12])
+    pds = int(pp[13])
+    q = 0
+    while q < planes:
+        i = 0
+        while i < rows:
+            si = q * pss + i * ss
+            di = q * pds + i * ds
+            j = 0
+            if es == 1:
+                s8 = ptr8(so)
+                d8 = ptr8(do)
+                while j < cols:
+                    d8[di] = s8[si]
+                    si += sj
+                    di += dj
+                    j += 1
+            elif es == 2:
+                s16 = ptr16(so)
+                d16 = ptr16(do)
+                while j < cols:
+                    d16[di] = s16[si]
+                    si += sj
+                    di += dj
+                    j += 1
+            else:
+                s32 = ptr32(so)
+                d32 = ptr32(do)
+                while j < cols:
+                    d32[di] = s32[si]
+                    si += sj
+                    di += dj
+                    j += 1
+            i += 1
+        q += 1
 
 
 @micropython.viper
@@ -1094,22 +1625,28 @@ def put(src, dst, p):
 
 @micropython.viper
 def fill(E, P, k: int):
-    # N elements of the arena from byte DO set to V (an int8 code, or f32 bits)
+    # N elements of ES bytes of the arena from byte DO set to V (an int8 or int16 code, or 32 bits)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A)) + pp[2]
     n = int(pp[3])
     v = int(pp[4])
+    es = int(pp[5])
     i = 0
-    if int(pp[5]) == 1:
+    if es == 1:
         d = ptr8(a)
         while i < n:
             d[i] = v
             i += 1
-        return
-    d4 = ptr32(a)
-    while i < n:
-        d4[i] = v
-        i += 1
+    elif es == 2:
+        d16 = ptr16(a)
+        while i < n:
+            d16[i] = v
+            i += 1
+    else:
+        d4 = ptr32(a)
+        while i < n:
+            d4[i] = v
+            i += 1
 
 
 @micropython.viper

@@ -13,12 +13,15 @@ from .container import ContainerError
 CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
-KINDS = 26  # kinds are 1..KINDS-1
+RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
+KINDS = 36  # kinds are 1..KINDS-1
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
-         "avgpool", "mean", "act", "softmax")
-LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 11, 6, 7, 7, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7)
+         "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
+         "tconv", "tconv", "sub")
+LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -90,10 +93,11 @@ def _nbytes(b):
     return len(b) * (b.itemsize if isinstance(b, memoryview) and hasattr(b, "itemsize") else 1)
 
 
-def _clamp(r):
-    zy = r.range(3, "zero_point", -128, 127)
-    lo = r.range(4, "clamp", -128, 127)
-    hi = r.range(5, "clamp", lo, 127)
+def _clamp(r, es=1):
+    top = (1 << (8 * es - 1)) - 1
+    zy = r.range(3, "zero_point", -top - 1, top)
+    lo = r.range(4, "clamp", -top - 1, top)
+    hi = r.range(5, "clamp", lo, top)
     return zy, lo, hi
 
 
@@ -105,20 +109,21 @@ def _mq(r, i, n, field, left=True):
             r.fail(field, "multiplier %d, shift %d: TFLM takes 0..2**31-1 and -31..%d" % (m, s, 30 if left else 0))
 
 
-def _mq_tensor(r, i, oc, E):
+def _mq_tensor(r, i, oc, E, top=30):
     """Per-channel requantization tensor [2, OC] at fields i: multipliers 0..2**31-1, shifts
-    -31..30 (values from a file: trust nothing)."""
+    -31..top (30; 7 for TFLM's int64 MultiplyByQuantizedMultiplier): values from a file."""
     r.tensor(i, "requant", ("i32",), 8 * oc)
     mq = E.words(r[i], r[i + 1], 2 * oc)
     for c in range(oc):
-        if mq[c] < 0 or not -31 <= mq[oc + c] <= 30:
-            r.fail("requant", "channel %d: multiplier %d, shift %d (TFLM takes 0..2**31-1 and -31..30)"
-                   % (c, mq[c], mq[oc + c]))
+        if mq[c] < 0 or not -31 <= mq[oc + c] <= top:
+            r.fail("requant", "channel %d: multiplier %d, shift %d (TFLM takes 0..2**31-1 and -31..%d)"
+                   % (c, mq[c], mq[oc + c], top))
 
 
 def _conv(r, E):
-    fl = r.kind >= FCONV
-    dw = r.kind in (DEPTHWISE, FDEPTHWISE)
+    fl = r.kind in (FCONV, FDEPTHWISE)
+    wide = r.kind in (CONV16, DW16)
+    dw = r.kind in (DEPTHWISE, FDEPTHWISE, DW16)
     h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
     oc = r.range(2, "out", 1, MAX_DIM)
     kh, kw, sh, sw, dh, dwd = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"), (17, "dil"), (18, "dil"))
@@ -138,7 +143,7 @@ def _conv(r, E):
     n = oc * kh * kw * cpg
     if ext > n:
         r.fail("wl", "weight strides reach element %d of %d" % (ext, n))
-    size = 4 if fl else 1
+    size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
     if fl:
@@ -150,33 +155,46 @@ def _conv(r, E):
         if wdt == 2:
             r.region(31, "scratch", 4 * kh * kw * cpg, 4)
         return
-    _clamp(r)
-    r.range(27, "zero_point", -128, 127)
+    _clamp(r, size)
+    acc64 = r.range(27, "acc", 0, 1) if wide else 0
+    if not wide:
+        r.range(27, "zero_point", -128, 127)
     hasb = r.range(28, "b", 0, 1)
     rp = r.range(29, "scratch", 1, ow)
-    r.region(30, "scratch", 4 * rp * oc, 4)
+    r.region(30, "scratch", (8 if wide else 4) * rp * oc, 4)
     r.region(31, "scratch", 4 * (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg), 4)
     r.tensor(32, "weight", ("i8",), n)
-    _mq_tensor(r, 36, oc, E)
+    _mq_tensor(r, 36, oc, E, 7 if acc64 else 30)
     bias = None
     if hasb:
         r.tensor(34, "bias", ("i32",), 4 * oc)
         bias = E.words(r[34], r[35], oc)
-    # every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x| <= 128)
+    # int8: every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x|
+    # <= 128, the input zero point folded into the bias); 16x8 with int64 accumulators: within
+    # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
+    if wide and not acc64:
+        return
     sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc)
+    _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
+
+
+def _bound(r, bias, sums, oc, xmax, limit):
+    """Every output channel's accumulator within +-limit: |bias| + xmax x sum |w|."""
     for o in range(oc):
         b = bias[o] if bias is not None else 0
-        if (b if b >= 0 else -b) + 128 * sums[o] > INT32_MAX:
-            r.fail("bias", "channel %d: bias %d + 128 x %d (the weights' sum) can leave int32" % (o, b, sums[o]))
+        if (b if b >= 0 else -b) + xmax * sums[o] > limit:
+            r.fail("bias", "channel %d: bias %d + %d x %d (the weights' sum) can leave the accumulator's range"
+                   % (o, b, xmax, sums[o]))
 
 
 def _dense(r, E):
     fl = r.kind == FDENSE
+    wide = r.kind == DENSE16
     n, oc = r.range(8, "x", 1, 1 << 24), r.range(2, "out", 1, MAX_DIM)
     wso, wsi = r.range(9, "wl", 0, 1 << 24), r.range(10, "wl", 0, 1 << 24)
     if wso * (oc - 1) + wsi * (n - 1) + 1 > n * oc:
         r.fail("wl", "weight strides reach past %d elements" % (n * oc))
-    size = 4 if fl else 1
+    size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
     r.region(7, "y", oc * size, size)
     if fl:
@@ -188,42 +206,44 @@ def _dense(r, E):
         if wdt == 2:
             r.region(13, "scratch", 4 * (oc if wsi != 1 else n), 4)
         return
-    _clamp(r)
+    _clamp(r, size)
+    acc64 = r.range(20, "acc", 0, 1) if wide else 0
     hasb = r.range(11, "b", 0, 1)
-    r.region(12, "scratch", 4 * oc, 4)
+    r.region(12, "scratch", (8 if wide else 4) * oc, 4)
     r.region(13, "scratch", 4 * n, 4)
     r.tensor(14, "weight", ("i8",), n * oc)
-    _mq_tensor(r, 18, oc, E)
+    _mq_tensor(r, 18, oc, E, 7 if acc64 else 30)
     bias = None
     if hasb:
         r.tensor(16, "bias", ("i32",), 4 * oc)
         bias = E.words(r[16], r[17], oc)
+    if wide and not acc64:
+        return
     sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi)
-    for o in range(oc):
-        b = bias[o] if bias is not None else 0
-        if (b if b >= 0 else -b) + 128 * sums[o] > INT32_MAX:
-            r.fail("bias", "channel %d: bias %d + 128 x %d (the weights' sum) can leave int32" % (o, b, sums[o]))
+    _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
 def _binary(r, E):
-    fl = r.kind in (FADD, FMUL)
+    fl = r.kind in (FADD, FMUL, FSUB)
+    wide = r.kind in (ADD16, SUB16)
     n = r.range(9, "x", 1, 1 << 24)
     bc = r.range(10, "x", 1, n)
     if n % bc:
         r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-    size = 4 if fl else 1
+    size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
     r.region(7, "x", bc * size, size)
     r.region(8, "y", n * size, size)
     if fl:
         r.range(3, "act", 0, 2)
         return
-    _clamp(r)
+    top = (1 << (8 * size - 1)) - 1
+    _clamp(r, size)
     r.range(2, "out", 1, 1)
-    block = r.range(11, "scratch", 1, 1 << 16)
-    r.range(12, "zero_point", -128, 127)
-    r.range(13, "zero_point", -128, 127)
-    if r.kind == ADD:
+    block = r.range(11, "scratch", 256 if r.kind != MUL else 1, 256 if r.kind != MUL else 1 << 16)
+    r.range(12, "zero_point", -top - 1, top)
+    r.range(13, "zero_point", -top - 1, top)
+    if r.kind != MUL:
         r.region(14, "scratch", 4 * 512, 4)
         r.region(15, "scratch", 4 * block, 4)
         _mq(r, 16, 3, "m", left=False)
@@ -288,32 +308,35 @@ def _softmax(r, E):
 
 def _move(r, E):
     es = r[10]
-    if es not in (1, 4):
-        r.fail("size", "%d bytes per element (1 or 4)" % es)
-    rows, cols = r.range(4, "shape", 0, 1 << 24), r.range(5, "shape", 0, 1 << 24)
-    if rows and cols:
-        for o, first, s_row, s_col, field in ((2, 2, 6, 7, "x"), (3, 3, 8, 9, "y")):
-            ss, sj = r.range(s_row, field, 0, 1 << 24), r.range(s_col, field, 0, 1 << 24)
-            last = (rows - 1) * ss + (cols - 1) * sj + 1
+    if es not in (1, 2, 4):
+        r.fail("size", "%d bytes per element (1, 2 or 4)" % es)
+    planes, rows, cols = (r.range(i, "shape", 0, 1 << 24) for i in (11, 4, 5))
+    if planes and rows and cols:
+        for o, s_plane, s_row, s_col, field in ((2, 12, 6, 7, "x"), (3, 13, 8, 9, "y")):
+            sp, ss, sj = (r.range(i, field, 0, 1 << 24) for i in (s_plane, s_row, s_col))
+            last = (planes - 1) * sp + (rows - 1) * ss + (cols - 1) * sj + 1
             r.region(o, field, last * es, es)
 
 
 def _fill(r, E):
     es = r[5]
-    if es not in (1, 4):
-        r.fail("size", "%d bytes per element (1 or 4)" % es)
+    if es not in (1, 2, 4):
+        r.fail("size", "%d bytes per element (1, 2 or 4)" % es)
     n = r.range(3, "shape", 0, 1 << 24)
     r.region(2, "y", n * es, es)
-    if es == 1:
-        r.range(4, "zero_point", -128, 127)
+    if es < 4:
+        r.range(4, "zero_point", -(1 << (8 * es - 1)), (1 << (8 * es - 1)) - 1)
 
 
 def _quant(r, E):
     n = r.range(4, "x", 1, 1 << 24)
     q = r.kind == QUANTIZE
-    r.region(2, "x", n * (4 if q else 1), 4 if q else 1)
-    r.region(3, "y", n * (1 if q else 4), 1 if q else 4)
-    r.range(5, "zero_point", -128, 127)
+    es = r[7]
+    if es not in (1, 2, 4):
+        r.fail("dtype", "%d bytes per integer (1, 2 or 4)" % es)
+    r.region(2, "x", n * (4 if q else es), 4 if q else es)
+    r.region(3, "y", n * (es if q else 4), es if q else 4)
+    r.range(5, "zero_point", -(1 << (8 * es - 1)), (1 << (8 * es - 1)) - 1)
     from .program import bits_f32
 
     s = bits_f32(r[6])
@@ -344,8 +367,55 @@ def _fsoftmax(r, E):
         r.fail("beta", "%r is not finite" % b)
 
 
+def _rescale(r, E):
+    xes, yes = r[5], r[6]
+    if xes not in (1, 2, 4) or yes not in (1, 2, 4):
+        r.fail("dtype", "%d and %d bytes per element (1, 2 or 4)" % (xes, yes))
+    n = r.range(4, "x", 1, 1 << 24)
+    r.region(2, "x", n * xes, xes)
+    r.region(3, "y", n * yes, yes)
+    xtop, ytop = (1 << (8 * xes - 1)) - 1, (1 << (8 * yes - 1)) - 1
+    r.range(7, "zero_point", -xtop - 1, xtop)
+    r.range(8, "zero_point", -ytop - 1, ytop)
+    lo = r.range(9, "clamp", -ytop - 1, ytop)
+    r.range(10, "clamp", lo, ytop)
+    block = r.range(12, "scratch", 1, 1 << 16)
+    r.region(11, "scratch", 4 * block, 4)
+    _mq(r, 13, 2, "m")
+    r.range(17, "alt", 0, 2)
+
+
+def _tconv(r, E):
+    wide = r.kind == TCONV16
+    size = 2 if wide else 1
+    h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
+    oc = r.range(2, "out", 1, MAX_DIM)
+    kh, kw, sh, sw = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"))
+    r.range(17, "pad", 0, kh - 1)
+    r.range(18, "pad", 0, kw - 1)
+    if h * w * c > 1 << 24 or oh * ow * oc > 1 << 24:
+        r.fail("oh", "more than 2**24 elements")
+    r.region(6, "x", h * w * c * size, size)
+    r.region(7, "y", oh * ow * oc * size, size)
+    _clamp(r, size)
+    top = (1 << (8 * size - 1)) - 1
+    r.range(19, "zero_point", -top - 1, top)
+    hasb = r.range(20, "b", 0, 1)
+    r.region(21, "scratch", (8 if wide else 4) * oc, 4)
+    r.tensor(22, "weight", ("i8",), oc * kh * kw * c)
+    _mq_tensor(r, 26, oc, E, 7 if wide else 30)
+    bias = None
+    if hasb:
+        r.tensor(24, "bias", ("i32",), 4 * oc)
+        bias = E.words(r[24], r[25], oc)
+    if wide:  # int64 accumulators: within TFLM's +-2**47
+        sums = E.abs_sums(r[22], r[23], oc, kh, kw, c, kh * kw * c, kw * c, c, 1)
+        _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
+
+
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
-          _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax)
+          _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
+          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary)
 
 
 class _Env:
@@ -371,26 +441,36 @@ class _Env:
         return out
 
 
+def _bad(msg, field="program"):
+    raise ContainerError("program: %s" % msg, field, "program")
+
+
+def arena_size(P, total):
+    """The arena size in bytes of a program of `total` words, from its checked header (so
+    the arena can be allocated before anything else)."""
+    from .program import H_ARENA, H_MAGIC, H_VERSION, HEADER, MAGIC, MAX_ARENA, VERSION
+
+    if total < HEADER or P[H_MAGIC] != MAGIC:
+        _bad("not a program (magic)")
+    if P[H_VERSION] != VERSION:
+        _bad("version %d, this runtime reads %d: repack the model" % (P[H_VERSION], VERSION), "version")
+    arena = P[H_ARENA]
+    if not 0 <= arena <= MAX_ARENA:
+        _bad("arena of %d bytes (at most %d)" % (arena, MAX_ARENA), "arena")
+    return arena
+
+
 def program(P, B, verify=None, total=None):
     """Check a whole program of `total` words (header, inputs/outputs, every record);
     returns its arena size in bytes. verify: see Program."""
-    from .program import (H_ARENA, H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H_VERSION, HEADER, IO,
-                          IO_DIMS, IO_DTYPE, IO_LAYOUT, IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, MAGIC,
-                          MAX_ARENA, MAX_RECORDS, VERSION, bits_f32)
+    from .program import (H_FIRST, H_INPUTS, H_OUTPUTS, H_RECORDS, HEADER, IO, IO_DIMS, IO_DTYPE, IO_LAYOUT,
+                          IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, MAX_RECORDS, bits_f32)
 
     if total is None:
         total = len(P)
-
-    def bad(msg, field="program"):
-        raise ContainerError("program: %s" % msg, field, "program")
-
-    if total < HEADER or P[H_MAGIC] != MAGIC:
-        bad("not a program (magic)")
-    if P[H_VERSION] != VERSION:
-        bad("version %d, this runtime reads %d: repack the model" % (P[H_VERSION], VERSION), "version")
-    arena, n, nin, nout = P[H_ARENA], P[H_RECORDS], P[H_INPUTS], P[H_OUTPUTS]
-    if not 0 <= arena <= MAX_ARENA:
-        bad("arena of %d bytes (at most %d)" % (arena, MAX_ARENA), "arena")
+    bad = _bad
+    arena = arena_size(P, total)
+    n, nin, nout = P[H_RECORDS], P[H_INPUTS], P[H_OUTPUTS]
     if not 0 <= n <= MAX_RECORDS or not 1 <= nin <= 16 or not 1 <= nout <= 16:
         bad("%d records, %d inputs, %d outputs" % (n, nin, nout), "records")
     first = HEADER + IO * (nin + nout)
@@ -399,7 +479,7 @@ def program(P, B, verify=None, total=None):
     for i in range(nin + nout):
         e = HEADER + IO * i
         dt, off, size, nd = P[e + IO_DTYPE], P[e + IO_OFF], P[e + IO_SIZE], P[e + IO_NDIM]
-        if dt not in (1, 3) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
+        if dt not in (1, 3, 5, 7) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
             bad("input/output %d: dtype %d, %d dimensions, layout %d" % (i, dt, nd, P[e + IO_LAYOUT]), "io")
         count = 1
         for j in range(nd):
@@ -407,14 +487,15 @@ def program(P, B, verify=None, total=None):
             if not 1 <= d <= MAX_DIM:
                 bad("input/output %d: dimension %d" % (i, d), "io")
             count *= d
-        item = 4 if dt == 1 else 1
+        item = (0, 4, 0, 1, 0, 2, 0, 4)[dt]
         if count != size or off < 0 or off % item or off + size * item > arena:
             bad("input/output %d: %d elements at %d do not fit the %d-byte arena" % (i, size, off, arena), "io")
         if P[e + IO_LAYOUT] == 1 and nd != 3:
             bad("input/output %d: layout chw needs H, W, C" % i, "io")
-        if dt == 3:
+        if dt != 1:
             s = bits_f32(P[e + IO_SCALE])
-            if not (s - s == 0 and s > 0) or not -128 <= P[e + IO_ZP] <= 127:
+            top = (1 << (8 * item - 1)) - 1
+            if not (s - s == 0 and s > 0) or not -top - 1 <= P[e + IO_ZP] <= top:
                 bad("input/output %d: q=%r,%d" % (i, s, P[e + IO_ZP]), "io")
     E = _Env(B)
     k = first
@@ -448,10 +529,12 @@ def records(P):
 def record_macs(P, k):
     """Multiply-accumulates of the record at k."""
     kind = P[k] & 255
-    if kind in (CONV, DEPTHWISE, FCONV, FDEPTHWISE):
+    if kind in (CONV, DEPTHWISE, FCONV, FDEPTHWISE, CONV16, DW16):
         return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
-    if kind in (DENSE, FDENSE):
+    if kind in (DENSE, FDENSE, DENSE16):
         return P[k + 8] * P[k + 2]
+    if kind in (TCONV, TCONV16):  # every input pixel's channels over every tap
+        return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
     return 0
 
 
@@ -467,7 +550,6 @@ def has_floats(P):
     """Whether any record computes on or moves f32 values (the float kernels' views are made
     only then)."""
     for kind, k in records(P):
-        if kind >= FCONV or kind in (QUANTIZE, DEQUANTIZE) or kind == MOVE and P[k + 10] == 4 or \
-                kind == FILL and P[k + 5] == 4:
+        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB):
             return True
     return False

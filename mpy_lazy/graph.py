@@ -8,6 +8,9 @@
 # the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
 from .container import ContainerError
 
+ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4}
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647)}
+
 MAX_DIM = 65535  # one dimension of a value
 MAX_SIZE = 1 << 24  # elements of one value
 MAX_LINES = 4096
@@ -19,16 +22,19 @@ _KINDS = {
     "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
     "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
-    "dtype": "e:f32|i8", "layout": "e:hwc|chw", "order": "e:hwc|chw",
+    "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
+    "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
 }
-_CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp")
+_CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
     "output": (("x",), ("layout",)),
     "conv2d": (("x", "y", "w", "out", "k"), _CONV + ("groups", "wl")),
     "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl")),
-    "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp")),
+    "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp", "acc")),
+    "tconv": (("x", "y", "w", "out", "k", "size"), ("b", "stride", "pad", "act", "q", "m", "clamp", "acc")),
     "add": (("x", "y"), ("act", "q", "m", "clamp")),
+    "sub": (("x", "y"), ("act", "q", "m", "clamp")),
     "mul": (("x", "y"), ("act", "q", "m", "clamp")),
     "maxpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
     "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
@@ -36,22 +42,24 @@ OPS = {
     "relu": (("x", "y"), ()),
     "relu6": (("x", "y"), ()),
     "clip": (("x", "y", "lo", "hi"), ()),
-    "leakyrelu": (("x", "y", "alpha"), ()),
+    "leakyrelu": (("x", "y", "alpha"), ("q", "m")),
     "sigmoid": (("x", "y"), ()),
     "tanh": (("x", "y"), ()),
     "lut": (("x", "y", "t", "q"), ()),
     "reshape": (("x", "y", "shape"), ("order", "q")),
     "concat": (("x", "y"), ("q",)),
     "pad": (("x", "y", "pad"), ("q",)),
+    "slice": (("x", "y", "begin", "end"), ("stride", "q")),
+    "transpose": (("x", "y", "perm"), ("q",)),
     "softmax": (("x", "y"), ("beta", "q", "m", "t")),
-    "quantize": (("x", "y", "q"), ()),
+    "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "mul", "concat")
-_WL = {"conv2d": "e:ohwi|oihw", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io"}
+_MULTI_X = ("add", "sub", "mul", "concat")
+_WL = {"conv2d": "e:ohwi|oihw", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io", "tconv": "e:ohwi"}
 
 
 def fail(n, msg, key=None):
@@ -101,9 +109,9 @@ def _value(kind, key, val, n):
     for v in nums:
         if v - v != 0:  # nan, inf
             raise fail(n, "%s=%s: not finite" % (key, val), key)
-    if kind == "q":
-        if not nums[0] > 0 or not -128 <= nums[1] <= 127:
-            raise fail(n, "q=%s: needs scale > 0 and zero point in -128..127" % val, key)
+    if kind == "q":  # (the zero point's range is its value's dtype's: checked with the dtype)
+        if not nums[0] > 0 or not -2147483648 <= nums[1] <= 2147483647:
+            raise fail(n, "q=%s: needs scale > 0 and an int32 zero point" % val, key)
         return (nums[0], nums[1])
     if kind in ("i", "f"):
         if len(nums) != 1:
@@ -158,12 +166,10 @@ def parse(text):
 
 
 class Value:
-    """An activation: shape (N,) or (H, W, C), dtype 'f32' or 'i8', q = (scale, zero point)
-    for i8. The planner sets `offset` (in the arena of its dtype); `alias` is the value whose
-    buffer it shares (a reshape, an in-place op). Six attributes, no more (heap is scarce; the
-    lifetimes live in the model until it is planned). dtype and size stay instance attributes:
-    ops read them on every run, where a class default costs about 1,500 cycles on the Pico and
-    a property 6,000."""
+    """An activation: shape (N,) or (H, W, C), dtype 'f32', or an integer dtype ('i8', 'i16',
+    'i32') with q = (scale, zero point). The planner sets `offset` (bytes into the arena);
+    `alias` is the value whose buffer it shares (a reshape, an in-place op). Six attributes,
+    no more (the lifetimes live in the model until it is planned)."""
 
     offset = 0
     alias = None
@@ -179,7 +185,7 @@ class Value:
         self.size = n
 
     def nbytes(self):
-        return self.size if self.dtype == "i8" else 4 * self.size
+        return self.size * ITEMSIZE[self.dtype]
 
     def root(self):
         v = self
@@ -219,12 +225,21 @@ def pairs(kv, key, default, n, count=2, low=1):
     return v
 
 
-def clamp(kv, n):
-    """int8 clamp (lo, hi), default the whole int8 range."""
-    v = kv.get("clamp", (-128, 127))
-    if len(v) != 2 or not -128 <= v[0] <= v[1] <= 127:
-        raise fail(n, "clamp=%s: expected lo,hi with -128 <= lo <= hi <= 127" % (v,), "clamp")
+def clamp(kv, n, dtype="i8"):
+    """The integer clamp (lo, hi) of an op's output, default the whole range of its dtype."""
+    r = RANGE[dtype]
+    v = kv.get("clamp", r)
+    if len(v) != 2 or not r[0] <= v[0] <= v[1] <= r[1]:
+        raise fail(n, "clamp=%s: expected lo,hi with %d <= lo <= hi <= %d" % (v, r[0], r[1]), "clamp")
     return v
+
+
+def zero_point(q, dtype, n, key="q"):
+    """q's zero point, checked against dtype's range."""
+    r = RANGE[dtype]
+    if not r[0] <= q[1] <= r[1]:
+        raise fail(n, "q=%r,%d: the zero point of an %s value is %d..%d" % (q[0], q[1], dtype, r[0], r[1]), key)
+    return q[1]
 
 
 def plan(values, life, align=4, pairs=None):

@@ -32,9 +32,18 @@ i8 = _pure
 _path = None
 _tables = [None, None]  # the kernel tables of the current path: int8 only, and with floats
 
-_INT8 = ("conv", "depthwise", "dense", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax", "move",
-         "fill")
-_FLOAT = ("conv", "depthwise", "dense", "add", "mul", "maxpool", "avgpool", "mean", "act", "softmax")
+# the integer kernels by record kind (mpy_lazy/check.py), and the float ones
+_INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "dense"), (check.ADD, "add"),
+        (check.MUL, "mul"), (check.MAXPOOL, "maxpool"), (check.AVGPOOL, "avgpool"), (check.MEAN, "mean"),
+        (check.LUT, "lut"), (check.SOFTMAX, "softmax"), (check.MOVE, "move"), (check.FILL, "fill"),
+        (check.RESCALE, "rescale"), (check.ADD16, "add16"), (check.SUB, "sub"), (check.SUB16, "sub16"),
+        (check.CONV16, "conv16"), (check.DW16, "dw16"), (check.DENSE16, "dense16"), (check.TCONV, "tconv"),
+        (check.TCONV16, "tconv16"))
+_FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
+          (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
+          (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
+          (check.DEQUANTIZE, "dequantize"))
+_pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
 
 
 def available():
@@ -61,6 +70,7 @@ def use(name=None):
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
     _tables[0] = _tables[1] = None
+    _pure_kinds[0] = None
     return name
 
 
@@ -70,25 +80,37 @@ def path():
 
 def table(floats=True):
     """The kernels of the current path by record kind (a tuple; None for no kind). Without
-    floats, the float kinds are None (their module is not imported: heap on a board)."""
+    floats, the float kinds are None (their module is not imported: heap on a board). An
+    integer kind the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
     path()
     t = _tables[1 if floats else 0]
     if t is None:
         t = [None] * check.KINDS
-        for i, name in enumerate(_INT8):
-            t[check.CONV + i] = getattr(i8, name)
+        pure = []
+        for kind, name in _INT:
+            f = getattr(i8, name, None)
+            if f is None:
+                f = getattr(_pure, name)
+            if i8 is _pure or f is getattr(_pure, name):
+                pure.append(kind)
+            t[kind] = f
+        _pure_kinds[0] = tuple(pure)
         if floats:
             from . import _float
 
-            t[check.QUANTIZE] = _float.quantize
-            t[check.DEQUANTIZE] = _float.dequantize
             fl = _float
             if _path == "ulab":
                 from . import _nd as fl
-            for i, name in enumerate(_FLOAT):
-                t[check.FCONV + i] = getattr(fl, name, None) or getattr(_float, name)
+            for kind, name in _FLOAT:
+                t[kind] = getattr(fl, name, None) or getattr(_float, name)
         t = _tables[1 if floats else 0] = tuple(t)
     return t
+
+
+def pure_kinds():
+    """The integer kinds table() serves with _pure's kernels (they read typed views)."""
+    table(False)
+    return _pure_kinds[0]
 
 
 def f16(E, slot, first, fs, n):

@@ -28,6 +28,7 @@ from . import ops as _ops
 from . import program as _program
 
 _PARAMS = ("bias", "requant", "table", "weight")  # the Param attributes an op may have
+_DTYPE_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
 
 
 class Model(Module):
@@ -87,8 +88,10 @@ class Model(Module):
     def _input(self, n, kv):
         shape = graph.check_shape(kv["shape"], n)
         dtype = kv.get("dtype", "f32")
-        if (dtype == "i8") != ("q" in kv):
-            raise fail(n, "input: an i8 input needs q=scale,zero_point, an f32 one has none", "q")
+        if (dtype != "f32") != ("q" in kv):
+            raise fail(n, "input: an integer input needs q=scale,zero_point, an f32 one has none", "q")
+        if dtype != "f32":
+            graph.zero_point(kv["q"], dtype, n)
         if kv.get("layout") == "chw" and len(shape) != 3:
             raise fail(n, "input: layout=chw needs an H,W,C shape", "layout")
         return Value(kv["y"], shape, dtype, kv.get("q"))
@@ -224,7 +227,7 @@ class Model(Module):
         P = [MAGIC, VERSION, 0, n, len(self.inputs), len(self.outputs), 0]
         for v, layout in zip(self.inputs + self.outputs, self.layouts + self.out_layouts):
             dims = list(v.shape) + [0] * (3 - len(v.shape))
-            P += [3 if v.dtype == "i8" else 1, v.root().offset, v.size, v.q[1] if v.q else 0,
+            P += [_DTYPE_CODE[v.dtype], v.root().offset, v.size, v.q[1] if v.q else 0,
                   f32_bits(v.q[0]) if v.q else 0, 1 if layout == "chw" else 0, len(v.shape)] + dims
         P[6] = len(P)
         count = 0

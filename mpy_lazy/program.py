@@ -25,7 +25,7 @@ from .container import ContainerError
 from .graph import Value
 
 MAGIC = 0x4D504C50  # "PLPM": a program
-VERSION = 1
+VERSION = 2  # 2: int16 values, sub, slice, transpose, tconv (3-level moves, 8-word quantize)
 # header words
 H_MAGIC, H_VERSION, H_RECORDS, H_ARENA, H_INPUTS, H_OUTPUTS, H_FIRST = 0, 1, 2, 3, 4, 5, 6
 HEADER = 7
@@ -71,7 +71,7 @@ class Program:
     _in = None  # the inputs' views, when there are several
     Pmv = None  # the program's bytes, when P is a typed view of them (made for float models)
     # typed views the pure and float kernels read (made by _env for the path that needs them)
-    a8 = a32 = af = pf = s8 = s32 = sf = None
+    a8 = a16 = a32 = af = pf = s8 = s32 = sf = None
     cache = None  # the ndarray kernels' matrices, per record
 
     def __init__(self, P, B, arena=None, verify=None, io=None, words=None, raw=None):
@@ -87,16 +87,18 @@ class Program:
 
         self.P = P
         self.B = B
-        n = check.program(P, B, verify, len(P) if words is None else words)  # ContainerError: record, line, field
-        if raw is not None and check.has_floats(P):
-            self.Pmv = raw
-        if io is not None:
-            self._io = io
-        if arena is None:
+        words = len(P) if words is None else words
+        n = check.arena_size(P, words)
+        if arena is None:  # first, while the heap still has its largest hole
             _room(n)
             arena = bytearray(n or 4)
         elif len(arena) < n:
             raise ValueError("arena of %d bytes, the program needs %d" % (len(arena), n))
+        check.program(P, B, verify, words)  # ContainerError: record, line, field
+        if raw is not None and check.has_floats(P):
+            self.Pmv = raw
+        if io is not None:
+            self._io = io
         self.A = arena
         self._views()
         self._env()  # now: a forward pass allocates nothing, the first one included
@@ -167,8 +169,8 @@ class Program:
         need_f = self._floats()
         K = kernels.table(need_f)  # the float kernels' module is imported only for a model with floats
         self._path = None
-        pure = kernels.i8 is not kernels._viper or kernels._viper is None
-        for name in ("a8", "a32", "af", "pf", "s8", "s32", "sf", "cache"):
+        pure = kernels.i8 is not kernels._viper or kernels._viper is None or self._uses(kernels.pure_kinds())
+        for name in ("a8", "a16", "a32", "af", "pf", "s8", "s32", "sf", "cache"):
             if name in self.__dict__:  # (the class's None: no instance slot for what a path lacks)
                 delattr(self, name)
         if path == "ulab":
@@ -177,6 +179,7 @@ class Program:
         words = len(self.A) // 4
         if pure:
             self.a8 = backend.typed_view(mv, "i8", len(self.A))
+            self.a16 = backend.typed_view(mv, "i16", len(self.A) // 2)
             self.a32 = backend.typed_view(mv, "i32", words)
             self.s8 = tuple([_slot_view(b, "i8") for b in self.B])
             self.s32 = tuple([_slot_view(b, "i32") for b in self.B])
@@ -192,19 +195,33 @@ class Program:
 
         return check.has_floats(self.P)
 
-    def __call__(self, x=None, *more):
+    def _uses(self, kinds):
+        """Whether a record of one of `kinds` is in the program."""
+        from . import check
+
+        for kind, _ in check.records(self.P):
+            if kind in kinds:
+                return True
+        return False
+
+    def __call__(self, x=None, x2=None, x3=None, *more):
         """One forward pass. x (and one more argument per further input): the input's values
-        in its layout order: int8 codes (bytes, bytearray, array('b'): copied by one kernel
-        call; a list), or floats (quantized with the input's q), or `input` filled in place,
-        or None to run on what the inputs hold. Returns the output view (a tuple for several
-        outputs). The arena is reused: give the input again for every call."""
+        in its layout order: integer codes (bytes, bytearray, array('b') for int8: copied by
+        one kernel call; a list), or floats (quantized with the input's q), or `input` filled
+        in place, or None to run on what the inputs hold. Returns the output view (a tuple for
+        several outputs). The arena is reused: give the input again for every call. (Up to
+        three inputs are named parameters: a call allocates no tuple for them.)"""
         if self._path != kernels.path():
             self._env()
         if x is not None and x is not self.input:
             self._set(0, x)
+        if x2 is not None and x2 is not self._in[1]:
+            self._set(1, x2)
+        if x3 is not None and x3 is not self._in[2]:
+            self._set(2, x3)
         for i in range(len(more)):
-            if more[i] is not None and more[i] is not self._in[i + 1]:
-                self._set(i + 1, more[i])
+            if more[i] is not None and more[i] is not self._in[i + 3]:
+                self._set(i + 3, more[i])
         K = self._K
         P = self.P
         k = P[H_FIRST]
@@ -239,22 +256,25 @@ class Program:
             if k is not kernels._viper or k is None:  # the pure kernel reads items: signed
                 x = backend.typed_view(memoryview(x), "i8", n)
                 k = kernels._pure
-            k.put(x, self.A if k is not kernels._pure else self.i8(), W)
+            k.put(x, self.A if k is not kernels._pure else self.view(1), W)
             return
         dst = self.input if i == 0 else self._in[i]
         for j in range(n):
             val = x[j]
-            if dt != 1 and not isinstance(val, int):
+            if dt != 1 and isinstance(val, float):
                 from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
                 val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
             dst[(j % hw) * c + j // hw if chw else j] = val
 
-    def i8(self):
-        """The arena as signed bytes (a typed view, made once)."""
-        if self.a8 is None:
-            self.a8 = backend.typed_view(memoryview(self.A), "i8", len(self.A))
-        return self.a8
+    def view(self, es):
+        """The arena as signed integers of es bytes (1, 2 or 4): a typed view, made once."""
+        name = ("a8", "a16", "", "a32")[es - 1]
+        v = getattr(self, name)
+        if v is None:
+            v = backend.typed_view(memoryview(self.A), ("i8", "i16", "", "i32")[es - 1], len(self.A) // es)
+            setattr(self, name, v)
+        return v
 
     def quantize(self, values, i=0):
         """An integer input filled from floats: returns the input's view (pass it to the call)."""
@@ -284,7 +304,7 @@ class Program:
 
     def predict(self, x=None, *more):
         """Index of the largest element of the (first) output, in the caller's order."""
-        y = self(x, *more)
+        y = self(x, *more) if more else self(x)
         if self.P[H_OUTPUTS] > 1:
             y = y[0]
         P = self.P

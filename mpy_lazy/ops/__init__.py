@@ -24,7 +24,8 @@ from ..param import Param
 
 # op name -> module of this package holding class Op (imported on first use)
 _MODULES = {
-    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "mul": "binary",
+    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
+    "tconv": "tconv", "slice": "slice", "transpose": "slice",
     "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
     "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
     "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
@@ -69,18 +70,41 @@ class Op(Module):
         return p
 
     def int8(self):
-        """True when the op runs on int8 values: its inputs are i8, and then it needs q=."""
+        """True when the op runs on int8 values (its only integer dtype: other integer inputs
+        are refused): int8() is quantized() for ops that have int8 kernels only."""
+        return self.quantized(("i8",)) == "i8"
+
+    def quantized(self, dtypes):
+        """The dtype the op runs on: 'f32', or one of the integer `dtypes` it has kernels for
+        (then it needs q= for its output, whose zero point fits that dtype); every input has
+        it (quantize/dequantize cross)."""
+        from ..graph import zero_point
+
         dt = self.x[0].dtype
         for v in self.x:
             if v.dtype != dt:
                 raise self.fail("inputs mix %s and %s (add quantize/dequantize)" % (dt, v.dtype))
-        if dt == "i8" and "q" not in self.kv:
-            raise self.fail("int8 op needs q=scale,zero_point for its output", "q")
         if dt == "f32":
             for key in ("q", "m", "clamp"):
                 if key in self.kv:
-                    raise self.fail("%s= is for int8 ops; the input is f32" % key, key)
-        return dt == "i8"
+                    raise self.fail("%s= is for integer ops; the input is f32" % key, key)
+            return dt
+        if dt not in dtypes:
+            raise self.fail("takes %s values, not %s" % (" or ".join(("f32",) + tuple(dtypes)), dt), "x")
+        if "q" not in self.kv:
+            raise self.fail("%s op needs q=scale,zero_point for its output" % dt, "q")
+        zero_point(self.kv["q"], dt, self.n)
+        return dt
+
+    def keeps_q(self):
+        """A data-moving op: its output has the input's q (q= optional, and then equal)."""
+        x = self.x[0]
+        for v in self.x:
+            if v.dtype != x.dtype or tuple(v.q or ()) != tuple(x.q or ()):
+                raise self.fail("inputs of one dtype and q (%s %s, %s %s)" % (x.dtype, x.q, v.dtype, v.q), "x")
+        q = self.kv.get("q")
+        if q is not None and (x.q is None or tuple(q) != tuple(x.q)):
+            raise self.fail("q= must be the input's quantization (%s)" % (x.q,), "q")
 
     def needs(self, *keys):
         for key in keys:

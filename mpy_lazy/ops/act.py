@@ -19,6 +19,16 @@ class Op(Base):
             if x.dtype != "i8":
                 raise self.fail("lut takes an i8 value", "x")
             self.param("table", "t", (256,), "i8", init)
+        elif name == "leakyrelu" and x.dtype == "i16":
+            # TFLM's int16 LEAKY_RELU: m=m_identity,s_identity,m_alpha,s_alpha (m_alpha < 0 for
+            # alpha < 0); an int8 one is a lut
+            self.quantized(("i16",))
+            m = kv.get("m")
+            if m is None or len(m) != 4 or not 0 <= m[0] < 2 ** 31 or not -2 ** 31 < m[2] < 2 ** 31 or \
+                    not -31 <= m[1] <= 30 or not -31 <= m[3] <= 30:
+                raise self.fail("an int16 leakyrelu needs m=m_identity,s_identity,m_alpha,s_alpha", "m")
+            self.mult = tuple(m)
+            self.scratch = 256
         else:
             self.float_only()
             if name == "clip" and not kv["lo"] <= kv["hi"]:
@@ -30,6 +40,10 @@ class Op(Base):
         x, y = self.x[0], self.y
         if self.name == "lut":
             return [c.record(check.LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
+        if x.dtype == "i16":  # leakyrelu
+            m1, s1, m2, s2 = self.mult
+            return [c.record(check.RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
+                                              c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
         from ..program import f32_bits
 
         return [c.record(check.FACT, [_FN[self.name], c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),

@@ -68,16 +68,20 @@ class Op(Base):
                 wshape, ws = (oc, cpg, kh, kw), (cpg * kh * kw, kw, 1, kh * kw)
         out_shape = check_shape((oh, ow, oc) if len(x.shape) == 3 else (oc,), n, "output")
         hasb = "b" in kv
-        q8 = self.int8()
+        dt = self.quantized(("i8", "i16"))
+        q8 = dt != "f32"
         # the kernels' record from word 2 (mpy_lazy/_pure.py, "conv / depthwise record"):
         # OC ZY LO HI XO YO H W C OH OW KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG ZX HASB RP;
-        # record() fills XO, YO (arena offsets) and the float fields
+        # record() fills XO, YO (arena offsets) and the float fields. 16x8: ZX is ACC64
         if q8:
             self.needs("m")
-            lo, hi = clamp(kv, n)
+            lo, hi = clamp(kv, n, dt)
             rp = max(1, min(ow, ACC // oc))
+            if dt == "i16" and x.q[1] != 0:
+                raise self.fail("an int16 input has zero point 0 (TFLM's 16x8 kernels)", "x")
+            zx = (1 if kv.get("acc", "64") == "64" else 0) if dt == "i16" else x.q[1]
             self.p = ints((oc, kv["q"][1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, dh, dwid, pad[0], pad[1])
-                          + ws + (cpg, opg, x.q[1], 1 if hasb else 0, rp))
+                          + ws + (cpg, opg, zx, 1 if hasb else 0, rp))
             self.param("weight", "w", wshape, "i8", init)
             self.param("requant", "m", (2, oc), "i32", init)
             if hasb:
@@ -88,7 +92,7 @@ class Op(Base):
             self.param("weight", "w", wshape, "f32", init)
             if hasb:
                 self.param("bias", "b", (oc,), "f32", init)
-        self.out = (out_shape, "i8" if q8 else "f32", kv.get("q"))
+        self.out = (out_shape, dt, kv.get("q"))
 
     @property
     def macs(self):
@@ -103,13 +107,13 @@ class Op(Base):
         contiguous)."""
         p = self.p
         n = p[11] * p[12] * p[23]  # KH KW CPG
-        if self.y.dtype != "i8":
+        if self.y.dtype == "f32":
             v = self.weight.view
             if v is None or v.dtype != "f16":
                 return 0
             return n if p[19] == n else n * p[0]
         window = max(p[11] * p[12], (p[8] + 3) // 4) if self.name == "depthwise" else n
-        return p[27] * p[0] + window
+        return p[27] * p[0] * (2 if self.y.dtype == "i16" else 1) + window
 
     def lag(self):
         """int8: the kernels (every path) compute output pixels in raster order and write
@@ -120,7 +124,7 @@ class Op(Base):
         j*OC - that, over j. Each term is concave in the row and the column (separable), so
         its maximum is at an end or beside the kink where padding stops: a few candidates."""
         if self.y.dtype != "i8":
-            return None
+            return None  # (16x8: the planner gives the output its own bytes)
         p = self.p
         c, oh, ow, oc, sh, sw, pt, pl = p[8], p[9], p[10], p[0], p[13], p[14], p[17], p[18]
         wc = p[7] * c
@@ -139,10 +143,14 @@ class Op(Base):
         p[4], p[5] = c.off(self.x[0]), c.off(self.y)
         s = c.scratch
         dw = self.name == "depthwise"
-        w, b = c.ref(self.weight, self.y.dtype != "i8"), c.ref(getattr(self, "bias", None))
+        w, b = c.ref(self.weight, self.y.dtype == "f32"), c.ref(getattr(self, "bias", None))
         if self.y.dtype == "i8":
             acc = 4 * p[27] * p[0]
             return [c.record(check.DEPTHWISE if dw else check.CONV,
+                             p + [s, s + acc] + w + b + c.ref(self.requant))]
+        if self.y.dtype == "i16":
+            acc = 8 * p[27] * p[0]
+            return [c.record(check.DW16 if dw else check.CONV16,
                              p + [s, s + acc] + w + b + c.ref(self.requant))]
         p[2] = wdtype(self.weight)
         return [c.record(check.FDEPTHWISE if dw else check.FCONV, p + [0, s] + w + b + [0, 0])]

@@ -15,12 +15,16 @@ class Op(Base):
         t = kv.get("wl", "oi") == "io"
         hasb = "b" in kv
         wshape = (n_in, n_out) if t else (n_out, n_in)
-        q8 = self.int8()
+        dt = self.quantized(("i8", "i16"))
+        q8 = dt != "f32"
         # the kernels' record from word 2 (mpy_lazy/_pure.py, "dense record"): OC ZY LO HI XO YO
         # NIN WSO WSI HASB; record() fills XO, YO
         if q8:
             self.needs("m")
-            lo, hi = clamp(kv, n)
+            lo, hi = clamp(kv, n, dt)
+            if dt == "i16" and ins[0].q[1] != 0:
+                raise self.fail("an int16 input has zero point 0 (TFLM's 16x8 kernels)", "x")
+            self.acc64 = 1 if kv.get("acc", "64") == "64" and dt == "i16" else 0
             self.p = ints((n_out, kv["q"][1], lo, hi, 0, 0, n_in, 1 if t else n_in, n_out if t else 1,
                            1 if hasb else 0))
             self.param("weight", "w", wshape, "i8", init)
@@ -33,7 +37,7 @@ class Op(Base):
             self.param("weight", "w", wshape, "f32", init)
             if hasb:
                 self.param("bias", "b", (n_out,), "f32", init)
-        self.out = ((n_out,), "i8" if q8 else "f32", kv.get("q"))
+        self.out = ((n_out,), dt, kv.get("q"))
 
     @property
     def macs(self):
@@ -44,8 +48,8 @@ class Op(Base):
         """int32 words. int8: the accumulators, then the input as int32. float with f16
         weights: one decoded row."""
         p = self.p
-        if self.y.dtype == "i8":
-            return p[0] + p[6]
+        if self.y.dtype != "f32":
+            return p[0] * (2 if self.y.dtype == "i16" else 1) + p[6]
         v = self.weight.view
         if v is None or v.dtype != "f16":
             return 0
@@ -60,8 +64,10 @@ class Op(Base):
         p = list(self.p)
         p[4], p[5] = c.off(self.x[0]), c.off(self.y)
         s = c.scratch
-        w, b = c.ref(self.weight, self.y.dtype != "i8"), c.ref(getattr(self, "bias", None))
+        w, b = c.ref(self.weight, self.y.dtype == "f32"), c.ref(getattr(self, "bias", None))
         if self.y.dtype == "i8":
             return [c.record(check.DENSE, p + [s, s + 4 * p[0]] + w + b + c.ref(self.requant))]
+        if self.y.dtype == "i16":
+            return [c.record(check.DENSE16, p + [s, s + 8 * p[0]] + w + b + c.ref(self.requant) + [self.acc64])]
         p[2] = wdtype(self.weight)
         return [c.record(check.FDENSE, p + [0, s] + w + b + [0, 0])]

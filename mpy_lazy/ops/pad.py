@@ -1,7 +1,7 @@
 # pad an H, W, C value with pad=top,left,bottom,right rows/columns of zeros (int8: the zero
 # point, so padded elements are real zeros).
 from .. import check
-from ..graph import check_shape
+from ..graph import ITEMSIZE, check_shape
 from . import Op as Base
 
 
@@ -14,8 +14,7 @@ class Op(Base):
         p = kv["pad"]
         if len(p) != 4 or min(p) < 0 or max(p) > 4096:
             raise self.fail("pad= needs top,left,bottom,right, each 0..4096", "pad")
-        if self.int8() and tuple(kv["q"]) != tuple(x.q):
-            raise self.fail("int8 pad keeps the input's q", "q")
+        self.keeps_q()
         h, w, c = x.shape
         self.pad = p
         self.out = (check_shape((h + p[0] + p[2], w + p[1] + p[3], c), n, "output"), x.dtype, x.q)
@@ -26,6 +25,7 @@ class Op(Base):
         h, w, ch = x.shape
         t, l = self.pad[0], self.pad[1]
         ow = y.shape[1]
-        es = 1 if y.dtype == "i8" else 4
-        return [c.record(check.FILL, [c.off(y), y.size, y.q[1] if es == 1 else 0, es]),
-                c.record(check.MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1, es])]
+        es = ITEMSIZE[y.dtype]
+        return [c.record(check.FILL, [c.off(y), y.size, y.q[1] if y.q else 0, es]),
+                c.record(check.MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1,
+                                      es, 1, 0, 0])]

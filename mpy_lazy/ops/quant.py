@@ -1,6 +1,7 @@
-# quantize (f32 -> i8: round(x / scale) + zero point, half away from zero, saturated) and
-# dequantize (i8 -> f32: scale * (q - zero point)), as TFLite Micro's QUANTIZE/DEQUANTIZE: the
-# edges of an int8 model that takes or gives floats. (int8 -> int8 requantization is a lut.)
+# quantize (f32 -> an integer dtype: round(x / scale) + zero point, half away from zero,
+# saturated; or integer -> integer, a requantization) and dequantize (integer -> f32: scale *
+# (q - zero point)), as TFLite Micro's QUANTIZE/DEQUANTIZE: the edges of an integer model that
+# takes or gives floats, and the int8 <-> int16 crossings of mixed models.
 import array
 
 from .. import check
@@ -36,23 +37,51 @@ def to_int8(f, s, z):
     return to_int(f, s, z, 3)
 
 
+BLOCK = 256  # int32 scratch of an integer requantization (rescale record)
+
+
 class Op(Base):
+    """quantize: f32 -> an integer dtype (`dtype`, default i8) with q=; or an integer value
+    -> another integer dtype or scale (TFLM's requantizing QUANTIZE), with m=multiplier,shift
+    computed at pack time. dequantize: an integer value -> f32."""
+
     def __init__(self, name, kv, ins, n, init=None):
         Base.__init__(self, name, kv, ins, n)
+        from ..graph import zero_point
+
         x = ins[0]
         if name == "quantize":
-            if x.dtype != "f32":
-                raise self.fail("quantize takes an f32 value (int8 -> int8 is a lut)", "x")
-            self.out = (x.shape, "i8", kv["q"])
+            dt = kv.get("dtype", "i8")
+            if dt == "f32":
+                raise self.fail("quantize makes an integer value (dtype=i8, i16 or i32)", "dtype")
+            zero_point(kv["q"], dt, n)
+            if x.dtype == "f32":
+                if "m" in kv:
+                    raise self.fail("m= is for an integer input (a requantization)", "m")
+            else:
+                m = kv.get("m")
+                if m is None or len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                    raise self.fail("an integer input needs m=multiplier,shift (0..2**31-1, -31..30)", "m")
+                self.scratch = BLOCK
+                self.mult = tuple(m)
+            self.out = (x.shape, dt, kv["q"])
         else:
-            if x.dtype != "i8":
-                raise self.fail("dequantize takes an i8 value", "x")
+            if x.dtype == "f32":
+                raise self.fail("dequantize takes an integer value", "x")
             self.out = (x.shape, "f32", None)
 
     def records(self, c):
+        from ..graph import ITEMSIZE, RANGE
         from ..program import f32_bits
 
         x, y = self.x[0], self.y
-        if self.name == "quantize":
-            return [c.record(check.QUANTIZE, [c.off(x), c.off(y), y.size, y.q[1], f32_bits(y.q[0])])]
-        return [c.record(check.DEQUANTIZE, [c.off(x), c.off(y), y.size, x.q[1], f32_bits(x.q[0])])]
+        if self.name == "dequantize":
+            return [c.record(check.DEQUANTIZE, [c.off(x), c.off(y), y.size, x.q[1], f32_bits(x.q[0]),
+                                                 ITEMSIZE[x.dtype]])]
+        if x.dtype == "f32":
+            return [c.record(check.QUANTIZE, [c.off(x), c.off(y), y.size, y.q[1], f32_bits(y.q[0]),
+                                               ITEMSIZE[y.dtype]])]
+        lo, hi = RANGE[y.dtype]
+        m, s = self.mult
+        return [c.record(check.RESCALE, [c.off(x), c.off(y), y.size, ITEMSIZE[x.dtype], ITEMSIZE[y.dtype], x.q[1],
+                                          y.q[1], lo, hi, c.scratch, BLOCK, m, s, m, s, 0])]

@@ -2,7 +2,7 @@
 # where they are and shares its input's buffer (no copy) - except order=chw: a flatten of an
 # H, W, C value in C, H, W order (what torch's Flatten of an NCHW tensor computes), a copy.
 from .. import check
-from ..graph import check_shape
+from ..graph import ITEMSIZE, check_shape
 from . import Op as Base
 
 
@@ -35,6 +35,5 @@ class Op(Base):
         x = self.x[0]
         ch = x.shape[2]
         hw = x.size // ch
-        es = 1 if x.dtype == "i8" else 4
         # dst[ch * HW + i] = src[i * C + ch]: rows = channels, cols = pixels
-        return [c.record(check.MOVE, [c.off(x), c.off(self.y), ch, hw, 1, ch, hw, 1, es])]
+        return [c.record(check.MOVE, [c.off(x), c.off(self.y), ch, hw, 1, ch, hw, 1, ITEMSIZE[x.dtype], 1, 0, 0])]

@@ -116,7 +116,8 @@ def tensors_of(c):
 
 
 # One MicroPython process runs a list of jobs ({name, xs: a JSON file of inputs, alloc: measure
-# the heap one inference allocates, predict: m.predict instead}) on containers in a ROMFS image.
+# the heap one inference allocates, predict: m.predict instead, multi: each x is the list of the
+# model's inputs and each y the list of its outputs}) on containers in a ROMFS image.
 BOARD = r"""
 import gc, json, sys, vfs, mpy_lazy
 from mpy_lazy import kernels, model
@@ -125,6 +126,8 @@ if %(path)r:
 f = open(%(image)r, 'rb'); img = f.read(); f.close()
 vfs.mount(vfs.VfsRom(img), '/rom')
 f = open(%(jobs)r); jobs = json.load(f); f.close()
+a = b = 0
+one = two = None  # every global made before measuring: a new one grows the globals dict
 for job in jobs:
     name = job['name']
     c = m = xs = None
@@ -134,19 +137,23 @@ for job in jobs:
         f = open(job['xs']); xs = json.load(f); f.close()
         out = {'name': name, 'path': kernels.path(), 'ys': [], 'alloc': [], 'pred': []}
         for x in xs:
+            args = x if job.get('multi') else [x]  # multi: x is a list of the inputs
             if job.get('predict'):
-                out['pred'].append(m.predict(x))
+                out['pred'].append(m.predict(*args))
                 continue
-            m(x)
-            if job.get('alloc'):
+            m(*args)
+            if job.get('alloc'):  # (arguments named, not unpacked: m(*args) allocates a tuple)
+                one = args[0]
+                two = args[1] if len(args) > 1 else None
                 gc.collect()
                 gc.disable()
                 a = gc.mem_alloc()
-                m(x)
+                m(one, two)
                 b = gc.mem_alloc()
                 gc.enable()
                 out['alloc'].append(b - a)
-            out['ys'].append(m.tolist())
+            n = len(m.outputs)
+            out['ys'].append([m.tolist(i) for i in range(n)] if job.get('multi') else m.tolist())
         print('RESULT ' + json.dumps(out))
     except Exception as e:
         print('ERROR ' + name + ' ' + repr(e))

@@ -46,7 +46,7 @@ def test_syntax_errors():
     refused([V, "leakyrelu x=a y=b alpha=1,2"], 2, "one number")
     refused([F, "conv2d x=a y=b w=w out=2.0 k=1"], 2, "out=")
     refused([F, "conv2d x=a y=b w=w out=2 k=1 act=gelu"], 2, "act=gelu", "relu6")
-    refused(["input y=a shape=4 dtype=i16"], 1, "dtype=i16")
+    refused(["input y=a shape=4 dtype=i64"], 1, "dtype=i64")
     refused(["input y=a shape=4,4,2 layout=nchw"], 1, "layout=nchw")
     refused([F, "conv2d x=a y=b w=w out=2 k=1 wl=hwio"], 2, "wl=hwio", "ohwi")
     refused([F, "depthwise x=a y=b w=w k=1 wl=ohwi"], 2, "wl=ohwi", "1hwo")
@@ -59,8 +59,11 @@ def test_non_finite_numbers_and_bad_q():
         refused([V, "clip x=a y=b lo=%s hi=1" % bad], 2, "not finite")
         refused(["input y=a shape=4 dtype=i8 q=%s,0" % bad], 1, "not finite")
     refused([V, "softmax x=a y=b beta=nan"], 2, "not finite")
-    for q in ("0,0", "-0.1,0", "0.1,128", "0.1,-129"):
-        refused(["input y=a shape=4 dtype=i8 q=" + q], 1, "scale > 0", "zero point")
+    for q in ("0,0", "-0.1,0"):
+        refused(["input y=a shape=4 dtype=i8 q=" + q], 1, "scale > 0")
+    for q in ("0.1,128", "0.1,-129"):
+        refused(["input y=a shape=4 dtype=i8 q=" + q], 1, "zero point", "-128..127")
+    refused(["input y=a shape=4 dtype=i16 q=0.1,32768"], 1, "zero point", "-32768..32767")
     for q in ("0.1", "0.1,2.5", "0.1,1,2", "x,1", "0.1,"):
         refused(["input y=a shape=4 dtype=i8 q=" + q], 1, "scale,zero_point")
 
@@ -145,8 +148,9 @@ def test_dtype_rules():
     refused([Q, "relu x=a y=b"], 2, "f32")  # float activations take f32 values (int8: lut)
     refused([Q, "sigmoid x=a y=b"], 2, "f32")
     refused([F, "lut x=a y=b t=t q=0.1,0"], 2, "i8")
-    refused([Q, "quantize x=a y=b q=0.1,0"], 2, "f32")
-    refused([F, "dequantize x=a y=b"], 2, "i8")
+    refused([Q, "quantize x=a y=b q=0.1,0"], 2, "m=")  # int8 -> int8 rescales
+    refused([F, "quantize x=a y=b q=0.1,0 dtype=f32"], 2, "integer", "i16")
+    refused([F, "dequantize x=a y=b"], 2, "integer")
     refused([Q, "softmax x=a y=b q=0.1,-128 t=t"], 2, "1/256")  # int8 softmax output q
     refused([Q, "softmax x=a y=b q=0.00390625,0 t=t"], 2, "1/256")
     refused([Q, "softmax x=a y=b q=0.00390625,-128"], 2, "t=")

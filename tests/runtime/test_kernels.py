@@ -168,9 +168,14 @@ class Env:
         self.B = tuple(slots) or (bytearray(4),)
         self.W = array.array("i", bytes(4 * WORK))
         self.a8 = _slot_view(arena, "i8")
+        self.a16 = _slot_view(arena, "i16")
         self.a32 = _slot_view(arena, "i32")
         self.s8 = tuple([_slot_view(b, "i8") for b in self.B])
         self.s32 = tuple([_slot_view(b, "i32") for b in self.B])
+
+
+    def view(self, es):
+        return (self.a8, self.a16, None, self.a32)[es - 1]
 
 
 def record(kind, fields):
@@ -310,7 +315,7 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
 
     def raw(mod):
         out = array.array("i", bytes(4 * (n + 3)))
-        p = array.array("i", (2, n, -n, 99, -128, 127))
+        p = array.array("i", (2, n, -n, 99, -128, 127, 1, 0))
         return (lambda: requant(mod, acc, mq, out, p)), out
 
     run_each(raw, want, "requant raw")
@@ -321,7 +326,7 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
 
         def int8(mod):
             out = array.array("b", bytes(n + 1))
-            p = array.array("i", (1, n, n, zy, lo, hi))  # OC = n: one channel per element
+            p = array.array("i", (1, n, n, zy, lo, hi, 1, 0))  # OC = n: one channel per element
             return (lambda: requant(mod, acc, mq, out, p)), out
 
         run_each(int8, want, "requant int8 %d %d %d" % (zy, lo, hi))
@@ -348,7 +353,7 @@ def test_requant_paths_agree_when_the_shift_overflows():
     outs = []
     for _, mod in IMPLS:
         d = array.array("b", bytes(n))
-        requant(mod, acc, mq, d, array.array("i", (0, n, n, 0, -128, 127)))
+        requant(mod, acc, mq, d, array.array("i", (0, n, n, 0, -128, 127, 1, 0)))
         outs.append(d)
     for k in range(1, len(outs)):
         bad = [(acc[i], mq[i], mq[n + i], outs[0][i], outs[k][i]) for i in range(n) if outs[0][i] != outs[k][i]]
@@ -375,7 +380,7 @@ def test_requant_channels_cycle_and_header():
 
         def build(mod):
             a = ar.fresh()
-            p = array.array("i", (y, n, oc, zy, lo, hi))
+            p = array.array("i", (y, n, oc, zy, lo, hi, 1, 0))
             a = array.array("b", ar.init)
             return (lambda: requant(mod, array.array("i", acc), array.array("i", mq), a, p)), a
 
@@ -847,31 +852,34 @@ def test_softmax_sums_to_one():
 # --- move, fill ---------------------------------------------------------------------------------
 
 def test_move_and_fill():
-    """move records: strided copies inside the arena (transposes, concatenation, padding) of
-    bytes or of 4-byte elements (f32 values); put(): the same between two buffers (a model's
-    input); fill records: a run of one value. Nothing outside the destination changes."""
+    """move records: strided copies inside the arena (transposes, concatenation, padding,
+    slices) of 1-, 2- or 4-byte elements over up to three levels (planes, rows, columns);
+    put(): the same between two buffers (a model's input); fill records: a run of one value.
+    Nothing outside the destination changes."""
     r = Lcg(80)
     for case in range(CASES):
-        rows, cols = r.int(1, 6), r.int(1, 6)
+        planes, rows, cols = r.int(1, 3), r.int(1, 6), r.int(1, 6)
         ss, sj = r.pick((cols, cols + 2, 1)), r.pick((1, rows, 2))
         if ss == 1 and sj == 1:
             sj = rows
         ds, dj = r.pick((cols, cols + 1)), 1
         if r.chance(2):
             ds, dj = 1, rows  # transposed destination
-        n_src = (rows - 1) * ss + (cols - 1) * sj + 1
-        n_dst = (rows - 1) * ds + (cols - 1) * dj + 1
-        for es in (1, 4):
-            ar = Arena(r, [es * n_src, es * n_dst + 3])
-            so, do = ar.offsets
-            if es == 4:  # word-aligned regions for f32 values
-                so, do = (so + 3) // 4 * 4, (do + 3) // 4 * 4
+        pss = r.pick((0, (rows - 1) * ss + (cols - 1) * sj + 1 + r.int(0, 3)))
+        pds = (rows - 1) * ds + (cols - 1) * dj + 1 + r.int(0, 3)
+        n_src = (planes - 1) * pss + (rows - 1) * ss + (cols - 1) * sj + 1
+        n_dst = (planes - 1) * pds + (rows - 1) * ds + (cols - 1) * dj + 1
+        for es in (1, 2, 4):
+            ar = Arena(r, [es * n_src + 3, es * n_dst + 3])
+            so, do = ((o + es - 1) // es * es for o in ar.offsets)  # element-aligned
             want = list(ar.init)
-            for i in range(rows):
-                for j in range(cols):
-                    for b in range(es):
-                        want[do + es * (i * ds + j * dj) + b] = ar.init[so + es * (i * ss + j * sj) + b]
-            fields = [so, do, rows, cols, ss, sj, ds, dj, es]
+            for q in range(planes):
+                for i in range(rows):
+                    for j in range(cols):
+                        for b in range(es):
+                            d = do + es * (q * pds + i * ds + j * dj) + b
+                            want[d] = ar.init[so + es * (q * pss + i * ss + j * sj) + b]
+            fields = [so, do, rows, cols, ss, sj, ds, dj, es, planes, pss, pds]
 
             def build(mod):
                 a = ar.fresh()
@@ -894,14 +902,16 @@ def test_move_and_fill():
 
         run_each(build_put, want, "put case %d %s" % (case, p))
         # fill: bytes and words
-        for es in (1, 4):
+        for es in (1, 2, 4):
             n = r.int(0, 12)
             ar = Arena(r, [es * n + 3])
-            off = (ar.offsets[0] + 3) // 4 * 4 if es == 4 else ar.offsets[0]
-            v = r.pick((-128, 127, 0, r.int(-128, 127)))
+            off = (ar.offsets[0] + es - 1) // es * es
+            top = 1 << (8 * es - 1)
+            v = r.pick((-top, top - 1, 0, r.int(-top, top - 1)))
             want = list(ar.init)
+            code = signed(struct.pack("<i", v))
             for i in range(es * n):
-                want[off + i] = v if es == 1 else signed(struct.pack("<i", v))[i % 4]
+                want[off + i] = code[i % es]
 
             def fill(mod):
                 a = ar.fresh()
