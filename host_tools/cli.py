@@ -1,4 +1,4 @@
-"""`mpy-lazy` command line: pack, inspect, verify, romfs, freeze.
+"""`mpy-lazy` command line: pack, inspect, verify, romfs, run, freeze.
 
 Expected failures exit with status 1 and one line `mpy-lazy: error: <reason>` on stderr."""
 import argparse
@@ -182,6 +182,20 @@ def cmd_freeze(args):
     return 0
 
 
+def cmd_run(args):
+    from .readers import check_input
+    from .run import run_model, run_script
+
+    check_input(args.file)
+    if args.script:
+        if args.input or args.output:
+            raise PackError("--script runs your own board script: --input and --output go without it")
+        return run_script(args.file, args.script[0], args.script[1:], binary=args.micropython)
+    for path in args.input or ():
+        check_input(path)
+    return run_model(args.file, args.input or (), args.output, args.repeat, binary=args.micropython)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="mpy-lazy", description="Pack model weights for MicroPython "
                                 "(mpy-lazy container, docs/FORMAT.md).")
@@ -238,6 +252,23 @@ def parser():
     s.add_argument("--dir", help="put the files under this subdirectory of the image")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     s.set_defaults(fn=cmd_romfs)
+
+    s = sub.add_parser("run", help="run a container on the MicroPython unix port as a board runs it "
+                       "(the container mounted at /rom): its model on an input, or your board script")
+    s.add_argument("file", metavar="MODEL.mpyl", help="the container (mounted as /rom/MODEL.mpyl in a ROMFS image)")
+    s.add_argument("--input", action="append", metavar="X.npy", help="the input, in the model's own order "
+                   "(C, H, W for an ONNX model from torch; batch dimension optional): int8 codes (dtype int8) "
+                   "or real values; once per input. Default: a seeded random input of the right shape")
+    s.add_argument("--output", metavar="Y.npy", help="save the outputs' real (dequantized) values, in the "
+                   "caller's order and shape (a .npz for several outputs)")
+    s.add_argument("--repeat", type=int, default=10, help="inferences to time (the median is printed; "
+                   "default 10)")
+    s.add_argument("--script", nargs="+", metavar=("SCRIPT.py", "ARG"), help="run this board script "
+                   "instead (`mpremote run SCRIPT.py` without a board): /rom mounted, mpy_lazy importable; "
+                   "words after it are its sys.argv[1:]")
+    s.add_argument("--micropython", metavar="PATH", help="the unix port binary (default: $MPY_LAZY_MICROPYTHON, "
+                   "else the `micropython` of the extra mpy-lazy[unix], next to this Python or on PATH)")
+    s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("freeze", help="write a Python module holding the container as bytes")
     s.add_argument("file", metavar="FILE", help="a container (.mpyl)")

@@ -139,6 +139,7 @@ def quantize(graph, ranges):
     out = Graph()
     out.inputs = list(graph.inputs)
     out.outputs = list(graph.outputs)
+    out.out_layouts = dict(graph.out_layouts)
     out.shapes = dict(graph.shapes)
     q = out.q
     for name, _, _ in graph.inputs:
