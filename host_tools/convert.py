@@ -29,10 +29,12 @@ def graph_of(path, quantize="none", calibrate=None, quiet=False):
         raise PackError("%s holds weights only (%s, no graph): add --weights-only to pack them for a "
                         "model declared in code, or --graph FILE with a graph description, or pack "
                         "an ONNX or .tflite export to run it with model.from_container()" % (path, kind))
+    if g.int8() and (quantize != "none" or calibrate is not None):
+        raise PackError("%s is int8 already (its own scales, run as TFLite Micro runs it): pack it without "
+                        "%s" % (path, " and ".join(([] if quantize == "none" else ["--quantize " + quantize])
+                                                    + ([] if calibrate is None else ["--calibrate"]))))
     if quantize in ("int8", "int8-channel"):
-        if g.int8():
-            pass  # a quantized TFLite model: its own scales, TFLM's arithmetic
-        elif calibrate is None:
+        if calibrate is None:
             raise PackError("--quantize %s needs --calibrate INPUTS.npy: representative inputs (a few "
                             "dozen to a few hundred, shape (N, *input shape)) to choose the activations' "
                             "int8 scales" % quantize)
@@ -40,8 +42,6 @@ def graph_of(path, quantize="none", calibrate=None, quiet=False):
             g = _int8(path, g, calibrate, quiet)
     elif calibrate is not None:
         raise PackError("--calibrate is for --quantize int8")
-    elif g.int8() and quantize != "none":
-        raise PackError("%s is an int8 model already: pack it with --quantize none (the default)" % path)
     elif quantize == "f16":
         for name, arr in list(g.tensors.items()):
             if arr.dtype == np.float32 and arr.ndim >= 2:
@@ -54,6 +54,9 @@ def graph_of(path, quantize="none", calibrate=None, quiet=False):
 
 
 def _int8(path, g, calibrate, quiet):
+    """The int8 graph of float graph g: calibrated on the samples by running the float model
+    (onnxruntime on an ONNX file; the host reference interpreter on a float .tflite's graph),
+    then quantized as TFLite's converter does (host_tools/int8.py)."""
     from . import int8
 
     samples = int8.load_samples(calibrate, g)
@@ -63,7 +66,10 @@ def _int8(path, g, calibrate, quiet):
 
         bar = tqdm(total=len(samples), desc="calibrating", unit="sample", file=sys.stderr, leave=False)
     try:
-        ranges = int8.calibrate(path, g, samples, bar)
+        if detect(path) == "tflite":
+            ranges = int8.calibrate_graph(g, samples, bar)
+        else:
+            ranges = int8.calibrate(path, g, samples, bar)
     finally:
         if bar is not None:
             bar.close()

@@ -3,7 +3,8 @@ TensorFlow Lite's full-integer scheme, so the board runs int8 in, int8 out, int3
 and fixed-point requantization, with no float between the input and the output.
 
 1. calibrate(): run the float model over representative inputs (onnxruntime, on the ONNX file
-   the graph came from) and record each graph value's range;
+   the graph came from; calibrate_graph(): the host reference interpreter on the graph itself,
+   for a float .tflite) and record each graph value's range;
 2. quantize(): per value an asymmetric int8 scale and zero point (0.0 exactly representable);
    per-channel symmetric int8 weights; int32 biases (scale = input scale x weight scale); per
    op the fixed-point multipliers and shifts TFLite Micro computes (host_tools.tflm), the
@@ -97,6 +98,79 @@ def calibrate(onnx_model, graph, samples, progress=None):
     for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
         if n.y not in ranges and n.x[0] in ranges:
             ranges[n.y] = ranges[n.x[0]]
+    return ranges
+
+
+def calibrate_graph(graph, samples, progress=None):
+    """{value: (min, max)} of every graph value over the samples, by the host reference
+    interpreter (host_tools/reference.py) running the float graph itself: how a float .tflite
+    is calibrated (no onnxruntime, no TensorFlow). Every value is made an output to be seen."""
+    import copy
+
+    from . import reference
+
+    g = copy.copy(graph)
+    g.outputs = list(graph.outputs) + [n.y for n in graph.nodes if n.y not in graph.outputs]
+    g.out_layouts = {}  # every value in its stored (H, W, C) order: a range does not care
+    text = g.text()
+    tensors = {k: np.asarray(v, np.float32) for k, v in graph.tensors.items()}
+    name = graph.inputs[0][0]
+    ranges = {name: (float(np.min(samples)), float(np.max(samples)))}
+    for i in range(len(samples)):
+        try:
+            outs = reference.run(text, tensors, samples[i])
+        except (KeyError, ValueError) as e:
+            raise PackError("calibration: the reference interpreter cannot run the float graph: %s" % e)
+        for k, v in zip(g.outputs, outs):
+            lo, hi = float(np.min(v)), float(np.max(v))
+            if k in ranges:
+                lo, hi = min(lo, ranges[k][0]), max(hi, ranges[k][1])
+            ranges[k] = (lo, hi)
+        if progress:
+            progress.update(1)
+    return converter_ranges(graph, ranges)
+
+
+# Ops TFLite's interpreter may run in place (an output written over a dying input of the same
+# size: tflite/arena_planner.cc IdentifyInPlaceTensors, the kernels' inplace_operator flags), with
+# the inputs that may be shared, in the order they are tried.
+_INPLACE = {"add": (0, 1), "mul": (0, 1), "softmax": (0,)}
+
+
+def converter_ranges(graph, ranges):
+    """The ranges TFLite's converter records for the same float graph: its calibrator
+    (tflite/tools/optimize/calibration/calibrator.cc, LoggingEval) logs every op's inputs again
+    after the op ran, so an input the interpreter shared with the op's output (in place) is also
+    given the output's values. Its recorded range is then the union of both, and so is its int8
+    quantization (a conv feeding a residual ADD gets the ADD's range). Emulated here so that a
+    float .tflite quantized by `pack --quantize int8` equals the converter's int8 model; the rule
+    is the arena planner's: the input is not a model input, has no reader but this op (and is no
+    model output), has the output's size (more than 2 elements), the output is no model output."""
+    ranges = dict(ranges)
+    graph_in = {i[0] for i in graph.inputs}
+    refs = {}
+    for n in graph.nodes:
+        for x in n.x:
+            refs[x] = refs.get(x, 0) + 1
+    for v in list(graph.outputs) + list(graph_in):
+        refs[v] = refs.get(v, 0) + 1
+    size = {k: int(np.prod(s)) for k, s in graph.shapes.items()}
+    shared = {}  # value -> the value whose buffer it uses
+    for n in graph.nodes:
+        if n.op not in _INPLACE or n.y in graph.outputs:
+            continue
+        for i in _INPLACE[n.op]:
+            if i >= len(n.x):
+                continue
+            x = n.x[i]
+            if x in graph_in or refs.get(x, 0) > 1 or size.get(x) != size.get(n.y) or size.get(x, 0) <= 2:
+                continue
+            if refs.get(shared.get(x, x), 0) > 1:
+                continue
+            shared[n.y] = shared.get(x, x)
+            lo, hi = ranges[x]
+            ranges[x] = (min(lo, ranges[n.y][0]), max(hi, ranges[n.y][1]))
+            break
     return ranges
 
 
