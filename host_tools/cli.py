@@ -75,7 +75,7 @@ def cmd_pack(args):
             raise PackError("--include/--exclude/--rename select tensors: they go with --weights-only")
         if len(args.inputs) != 1:
             raise PackError("pack one model file at a time (or add --weights-only to merge weights)")
-        g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet)
+        g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet, verbose=args.verbose)
         model = g.check()  # checked once already: the model for the summary
         meta.append(("graph", g.text()))
         (entries, layout), _ = convert.pack_graph(
@@ -89,6 +89,9 @@ def cmd_pack(args):
         mem = model.memory()
         print("graph: %d ops, %d MACs per inference, %s; arena %d bytes + scratch %d bytes"
               % (len(model.ops), model.macs(), "int8" if g.int8() else "float", mem["arena"], mem["scratch"]))
+        if args.verbose:
+            for line in convert.calibration_summary(g):
+                print(line)
     quantized = [e for e in entries if getattr(e, "error", None) is not None]
     if quantized:
         width = max(len(e.name) for e in quantized)
@@ -229,6 +232,8 @@ def parser():
                    "SIZE bytes (K/M/G suffixes; default 512M): a small compressed file cannot fill the memory")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (no summary, no "
                    "progress bar)")
+    s.add_argument("-v", "--verbose", action="store_true", help="with --calibrate: print the calibration "
+                   "summary (per value: float range, int8 scale and zero point, saturated calibration values)")
     s.set_defaults(fn=cmd_pack)
 
     s = sub.add_parser("inspect", help="print a container's tensor table")

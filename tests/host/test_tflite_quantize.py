@@ -117,3 +117,9 @@ def test_int8_tflite_refuses_quantize_and_calibrate(cli, tmp_path):
 def test_float_tflite_without_calibration_is_refused(cli, tmp_path):
     line = cli.fails("pack", FLOAT, "-o", tmp_path / "m.mpyl", "--quantize", "int8")
     assert "--calibrate" in line and not (tmp_path / "m.mpyl").exists()
+
+
+def test_samples_in_torchs_order_for_a_tflite_are_named(cli, tmp_path):
+    np.save(tmp_path / "nchw.npy", np.load(SAMPLES).transpose(0, 3, 1, 2))
+    line = cli.fails("pack", FLOAT, "-o", tmp_path / "m.mpyl", "--quantize", "int8", "--calibrate", tmp_path / "nchw.npy")
+    assert "other order" in line and "N, H, W, C" in line and "transpose(0, 2, 3, 1)" in line, line
