@@ -247,3 +247,50 @@ def test_run_real_cli_missing_binary_and_closed_pipe(image_model):
         p.stdout.close()
         err = p.stderr.read().decode()
         assert p.wait(timeout=300) == 0 and err == "", (args, p.returncode, err)
+
+
+ALLOC_PY = """\
+import array, gc
+import mpy_lazy
+from mpy_lazy import kernels, model
+
+m = model.from_container(mpy_lazy.open("/rom/%s"))
+n = m.inputs[0].size
+xs = {"bytes": bytes(range(n)), "bytearray": bytearray(n), "array('b')": array.array("b", [-3] * n),
+      "list": [(7 * i) %% 256 - 128 for i in range(n)]}
+print("path", kernels.path())
+for k in xs:
+    x = xs[k]
+    m(x)  # the first call with this object reads its type (that allocates)
+    got = []
+    for t in range(3):
+        gc.collect()
+        gc.disable()
+        a = gc.mem_alloc()
+        m(x)
+        b = gc.mem_alloc()
+        gc.enable()
+        got.append(b - a)
+    print("alloc", k, got)
+"""
+
+
+@pytest.mark.parametrize("which", ["onnx-chw", "tflite-hwc"])
+def test_int8_inputs_of_every_type_allocate_nothing(cli, image_model, tmp_path, which):
+    """An int8 input as bytes, bytearray, array('b') or a list of ints: 0 B per inference on the
+    viper path (measured on the unix port with gc.disable() and gc.mem_alloc() around one call),
+    after the first call with that object; for a C, H, W input (transposed as it is copied in)
+    and an H, W, C one."""
+    if which == "onnx-chw":
+        path = image_model[3]
+    else:
+        pytest.importorskip("tflite")
+        path = str(tmp_path / "t.mpyl")
+        cli.ok("pack", os.path.join(TFLITE, "digits_cnn_int8.tflite"), "-o", path, "-q")
+    name = os.path.basename(path)
+    (tmp_path / "alloc.py").write_text(ALLOC_PY % name)
+    out = cli.ok("run", path, "--script", tmp_path / "alloc.py")
+    assert "path viper" in out, out
+    got = {ln.split(" ", 1)[1].rsplit(" [", 1)[0]: ln.rsplit(" [", 1)[1] for ln in out.splitlines()
+           if ln.startswith("alloc ")}
+    assert got == {k: "0, 0, 0]" for k in ("bytes", "bytearray", "array('b')", "list")}, out
