@@ -82,9 +82,7 @@ def load_samples(path, graph):
     if bad.any():
         raise PackError("--calibrate %s: %d NaN or Inf values in the samples (the first in sample %d)"
                         % (path, int(bad.sum()), int(np.argmax(bad.reshape(len(data), -1).any(1)))))
-    if data.shape[1:] != want:
-        data = data.reshape((len(data),) + want)
-    return data
+    return data  # (N, C, L) for a conv1d input stays so: onnxruntime takes it as it is
 
 
 def _onnx_values(onnx_model, graph, samples):

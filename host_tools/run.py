@@ -100,6 +100,14 @@ def check_input(path, value, layout, k=0):
     return a, "f32"
 
 
+def quantize(x, q):
+    """Real values -> the int8 codes the runtime makes of them (mpy_lazy/ops/quant.py to_int8:
+    the quotient rounded to float32, then half away from zero, saturated)."""
+    r = np.clip(np.asarray(x, np.float64) / q[0], -256.0, 256.0).astype(np.float32).astype(np.float64)
+    r = np.where(r >= 0, np.floor(r + 0.5), -np.floor(0.5 - r)) + q[1]
+    return np.clip(r, -128, 127).astype(np.int8)
+
+
 def random_input(value, layout):
     """A seeded random input of the right shape, and what it is (for the printout)."""
     rng = np.random.default_rng(SEED)
@@ -145,10 +153,6 @@ for i in range(len(m.outputs)):
     b = bytes(bytearray([q & 255 for q in vals])) if v.dtype == "i8" else bytes(array.array("f", vals))
     print("OUT", i, binascii.hexlify(b).decode())
 vals = None
-# what a board feeds an int8 model: its codes (floats quantized once with the input's q)
-for i in range(len(xs)):
-    if m.inputs[i].dtype == "i8" and not isinstance(xs[i], bytes):
-        xs[i] = bytes(m.quantize(xs[i], i))
 n = {repeat}
 ts = array.array("i", [0] * n)
 for r in range(n):
@@ -280,8 +284,15 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     xs, said = [], []
     for k, (v, layout) in enumerate(zip(m.inputs, m.layouts)):
         if inputs:
-            xs.append(check_input(inputs[k], v, layout, k))
-            said.append("%s, shape %s (%s)" % (inputs[k], _shape_text(caller_shape(v, layout)), _order(layout)))
+            x, kind = check_input(inputs[k], v, layout, k)
+            what = "%s, shape %s (%s)" % (inputs[k], _shape_text(caller_shape(v, layout)), _order(layout))
+            if v.dtype == "i8" and kind == "f32":  # the codes the board would make (m.quantize)
+                x, kind = quantize(x, v.q), "i8"
+                what += ", real values quantized with the input's q=(%.9g, %d)" % v.q
+            elif v.dtype == "i8":
+                what += ", int8 codes"
+            xs.append((x, kind))
+            said.append(what)
         else:
             x, kind, what = random_input(v, layout)
             xs.append((x, kind))
