@@ -1,4 +1,4 @@
-"""`mpy-lazy` command line: pack, inspect, verify, romfs, freeze.
+"""`mpy-lazy` command line: pack, inspect, verify, romfs, run, freeze.
 
 Expected failures exit with status 1 and one line `mpy-lazy: error: <reason>` on stderr."""
 import argparse
@@ -75,7 +75,7 @@ def cmd_pack(args):
             raise PackError("--include/--exclude/--rename select tensors: they go with --weights-only")
         if len(args.inputs) != 1:
             raise PackError("pack one model file at a time (or add --weights-only to merge weights)")
-        g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet)
+        g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet, verbose=args.verbose)
         model = g.check()  # checked once already: the model for the summary
         meta.append(("graph", g.text()))
         (entries, layout), _ = convert.pack_graph(
@@ -89,6 +89,9 @@ def cmd_pack(args):
         mem = model.memory()
         print("graph: %d ops, %d MACs per inference, %s; arena %d bytes + scratch %d bytes"
               % (len(model.ops), model.macs(), "int8" if g.int8() else "float", mem["arena"], mem["scratch"]))
+        if args.verbose:
+            for line in convert.calibration_summary(g):
+                print(line)
     quantized = [e for e in entries if getattr(e, "error", None) is not None]
     if quantized:
         width = max(len(e.name) for e in quantized)
@@ -182,6 +185,20 @@ def cmd_freeze(args):
     return 0
 
 
+def cmd_run(args):
+    from .readers import check_input
+    from .run import run_model, run_script
+
+    check_input(args.file)
+    if args.script:
+        if args.input or args.output:
+            raise PackError("--script runs your own board script: --input and --output go without it")
+        return run_script(args.file, args.script[0], args.script[1:], binary=args.micropython)
+    for path in args.input or ():
+        check_input(path)
+    return run_model(args.file, args.input or (), args.output, args.repeat, binary=args.micropython)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="mpy-lazy", description="Pack model weights for MicroPython "
                                 "(mpy-lazy container, docs/FORMAT.md).")
@@ -215,6 +232,8 @@ def parser():
                    "SIZE bytes (K/M/G suffixes; default 512M): a small compressed file cannot fill the memory")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (no summary, no "
                    "progress bar)")
+    s.add_argument("-v", "--verbose", action="store_true", help="with --calibrate: print the calibration "
+                   "summary (per value: float range, int8 scale and zero point, saturated calibration values)")
     s.set_defaults(fn=cmd_pack)
 
     s = sub.add_parser("inspect", help="print a container's tensor table")
@@ -238,6 +257,23 @@ def parser():
     s.add_argument("--dir", help="put the files under this subdirectory of the image")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     s.set_defaults(fn=cmd_romfs)
+
+    s = sub.add_parser("run", help="run a container on the MicroPython unix port as a board runs it "
+                       "(the container mounted at /rom): its model on an input, or your board script")
+    s.add_argument("file", metavar="MODEL.mpyl", help="the container (mounted as /rom/MODEL.mpyl in a ROMFS image)")
+    s.add_argument("--input", action="append", metavar="X.npy", help="the input, in the model's own order "
+                   "(C, H, W for an ONNX model from torch; batch dimension optional): int8 codes (dtype int8) "
+                   "or real values; once per input. Default: a seeded random input of the right shape")
+    s.add_argument("--output", metavar="Y.npy", help="save the outputs' real (dequantized) values, in the "
+                   "caller's order and shape (a .npz for several outputs)")
+    s.add_argument("--repeat", type=int, default=10, help="inferences to time (the median is printed; "
+                   "default 10)")
+    s.add_argument("--script", nargs="+", metavar=("SCRIPT.py", "ARG"), help="run this board script "
+                   "instead (`mpremote run SCRIPT.py` without a board): /rom mounted, mpy_lazy importable; "
+                   "words after it are its sys.argv[1:]")
+    s.add_argument("--micropython", metavar="PATH", help="the unix port binary (default: $MPY_LAZY_MICROPYTHON, "
+                   "else the `micropython` of the extra mpy-lazy[unix], next to this Python or on PATH)")
+    s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("freeze", help="write a Python module holding the container as bytes")
     s.add_argument("file", metavar="FILE", help="a container (.mpyl)")

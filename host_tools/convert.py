@@ -10,8 +10,9 @@ from .container import PackError
 from .readers import Source, detect
 
 
-def graph_of(path, quantize="none", calibrate=None, quiet=False):
-    """The ir.Graph to pack for a model file: checked, with tensors in their stored form."""
+def graph_of(path, quantize="none", calibrate=None, quiet=False, verbose=False):
+    """The ir.Graph to pack for a model file: checked, with tensors in their stored form.
+    verbose: an int8 graph made here carries `calibration` (see _int8) for the summary."""
     kind = detect(path)
     if kind in ("onnx", "tflite"):
         try:
@@ -29,19 +30,19 @@ def graph_of(path, quantize="none", calibrate=None, quiet=False):
         raise PackError("%s holds weights only (%s, no graph): add --weights-only to pack them for a "
                         "model declared in code, or --graph FILE with a graph description, or pack "
                         "an ONNX or .tflite export to run it with model.from_container()" % (path, kind))
+    if g.int8() and (quantize != "none" or calibrate is not None):
+        raise PackError("%s is int8 already (its own scales, run as TFLite Micro runs it): pack it without "
+                        "%s" % (path, " and ".join(([] if quantize == "none" else ["--quantize " + quantize])
+                                                    + ([] if calibrate is None else ["--calibrate"]))))
     if quantize in ("int8", "int8-channel"):
-        if g.int8():
-            pass  # a quantized TFLite model: its own scales, TFLM's arithmetic
-        elif calibrate is None:
+        if calibrate is None:
             raise PackError("--quantize %s needs --calibrate INPUTS.npy: representative inputs (a few "
                             "dozen to a few hundred, shape (N, *input shape)) to choose the activations' "
                             "int8 scales" % quantize)
         else:
-            g = _int8(path, g, calibrate, quiet)
+            g = _int8(path, g, calibrate, quiet, verbose)
     elif calibrate is not None:
         raise PackError("--calibrate is for --quantize int8")
-    elif g.int8() and quantize != "none":
-        raise PackError("%s is an int8 model already: pack it with --quantize none (the default)" % path)
     elif quantize == "f16":
         for name, arr in list(g.tensors.items()):
             if arr.dtype == np.float32 and arr.ndim >= 2:
@@ -53,21 +54,68 @@ def graph_of(path, quantize="none", calibrate=None, quiet=False):
     return g
 
 
-def _int8(path, g, calibrate, quiet):
+def _int8(path, g, calibrate, quiet, verbose=False):
+    """The int8 graph of float graph g: calibrated on the samples by running the float model
+    (onnxruntime on an ONNX file; the host reference interpreter on a float .tflite's graph),
+    then quantized as TFLite's converter does (host_tools/int8.py). verbose: the result carries
+    `calibration`: {'samples': N, 'ranges': {value: (min, max)}, 'saturated': {value:
+    (count, total)}} (a second pass over the samples counts the values the chosen int8
+    quantization saturates)."""
     from . import int8
 
     samples = int8.load_samples(calibrate, g)
+    source = None if detect(path) == "tflite" else path
     bar = None
     if not quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=len(samples), desc="calibrating", unit="sample", file=sys.stderr, leave=False)
+        bar = tqdm(total=len(samples) * (2 if verbose else 1), desc="calibrating", unit="sample",
+                   file=sys.stderr, leave=False)
     try:
-        ranges = int8.calibrate(path, g, samples, bar)
+        if source is None:
+            ranges = int8.calibrate_graph(g, samples, bar)
+        else:
+            ranges = int8.calibrate(path, g, samples, bar)
+        out = int8.quantize(g, ranges)
+        if verbose:
+            def counted():
+                for vals in int8.values(source, g, samples):
+                    yield vals
+                    if bar is not None:
+                        bar.update(1)
+            out.calibration = {"samples": len(samples), "ranges": ranges,
+                               "saturated": int8.saturation(counted(), out.q)}
     finally:
         if bar is not None:
             bar.close()
-    return int8.quantize(g, ranges)
+    return out
+
+
+def calibration_summary(g):
+    """Lines of the -v summary of an int8 graph made by calibration: per value (as `inspect`
+    names it) its op, source, calibrated range, chosen scale and zero point, and how many
+    calibration values fall outside its int8 range."""
+    cal = getattr(g, "calibration", None)
+    if not cal:
+        return []
+    _, names = g._text()
+    rows = [(i[0], "input", "the model's input") for i in g.inputs]
+    rows += [(n.y, n.op, n.src.split(": ")[-1] if n.src else "") for n in g.nodes]
+    table = []
+    for value, op, src in rows:
+        lo, hi = cal["ranges"].get(value, (float("nan"), float("nan")))
+        s, z = g.q[value]
+        sat, total = cal["saturated"].get(value, (0, 0))
+        table.append((names.get(value, value), op, src[:40], "%.6g" % lo, "%.6g" % hi, "%.6g" % s, str(z),
+                      "%d of %d%s" % (sat, total, " (%.2f%%)" % (100.0 * sat / total) if sat and total else "")))
+    head = ("value", "op", "from", "min", "max", "scale", "zp", "saturated")
+    widths = [max(len(r[k]) for r in table + [head]) for k in range(len(head))]
+    fmt = "  ".join("%%-%ds" % w for w in widths)
+    lines = ["calibration: %d samples; per value its float range, the int8 scale and zero point chosen, and "
+             "the calibration values outside that int8 range (saturated on the board)" % cal["samples"],
+             (fmt % head).rstrip()]
+    lines += [(fmt % r).rstrip() for r in table]
+    return lines
 
 
 def sources(g, origin):

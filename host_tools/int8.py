@@ -3,7 +3,8 @@ TensorFlow Lite's full-integer scheme, so the board runs int8 in, int8 out, int3
 and fixed-point requantization, with no float between the input and the output.
 
 1. calibrate(): run the float model over representative inputs (onnxruntime, on the ONNX file
-   the graph came from) and record each graph value's range;
+   the graph came from; calibrate_graph(): the host reference interpreter on the graph itself,
+   for a float .tflite) and record each graph value's range;
 2. quantize(): per value an asymmetric int8 scale and zero point (0.0 exactly representable);
    per-channel symmetric int8 weights; int32 biases (scale = input scale x weight scale); per
    op the fixed-point multipliers and shifts TFLite Micro computes (host_tools.tflm), the
@@ -27,9 +28,18 @@ _FLOAT_FN = {
 }
 
 
+MIN_SAMPLES = 10  # fewer cannot stand for the inputs a model will see
+
+
+def _shape(shape):
+    return "(%s)" % ", ".join(str(int(d)) for d in shape)
+
+
 def load_samples(path, graph):
     """Representative inputs from a .npy (N, *input shape) or a .npz (its first array), in the
-    model's own input layout (N, C, H, W for an ONNX image model)."""
+    model's own input layout (N, C, H, W for an ONNX image model; N, H, W, C for a .tflite),
+    checked: the order (samples in the other order are named as such), the batch dimension,
+    finite values, at least MIN_SAMPLES of them. PackError with one line otherwise."""
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as e:
@@ -38,28 +48,45 @@ def load_samples(path, graph):
         if not data.files:
             raise PackError("--calibrate %s: empty .npz" % path)
         data = data[data.files[0]]
+    if data.dtype.kind not in "biuf":
+        raise PackError("--calibrate %s: values of dtype %s (numbers expected)" % (path, data.dtype))
     data = np.asarray(data, dtype=np.float32)
     name, shape, layout = graph.inputs[0]
-    want = (shape[2], shape[0], shape[1]) if layout == "chw" else tuple(shape)
-    if layout == "chw" and shape[0] == 1:  # a conv1d input (C, L)
-        want2 = (shape[2], shape[1])
-    else:
-        want2 = None
-    if data.shape[1:] != want and data.shape[1:] != want2:
-        if int(np.prod(data.shape[1:])) == int(np.prod(want)):
-            data = data.reshape((len(data),) + want)
+    shape = tuple(int(d) for d in shape)
+    if layout == "chw":
+        want, order, other, fix = (shape[2], shape[0], shape[1]), "N, C, H, W (torch's order)", shape, \
+            "samples.transpose(0, 3, 1, 2)"
+        if shape[0] == 1:  # a conv1d input (C, L) may come without its H of 1
+            alt = (shape[2], shape[1])
         else:
-            raise PackError("--calibrate %s: samples of shape %s, the model's input %r takes %s"
-                            % (path, data.shape[1:], name, want))
-    if not np.all(np.isfinite(data)):
-        raise PackError("--calibrate %s: NaN or Inf in the samples" % path)
-    if len(data) < 1:
-        raise PackError("--calibrate %s: no samples" % path)
-    return data
+            alt = None
+    else:
+        want, order, other, fix, alt = shape, "N, %s" % ("H, W, C" if len(shape) == 3 else "features"), \
+            ((shape[2], shape[0], shape[1]) if len(shape) == 3 else None), "samples.transpose(0, 2, 3, 1)", None
+    expected = "(N, %s)" % _shape(want)[1:-1]
+    got = tuple(data.shape)
+    if got[1:] not in (want, alt):
+        if got in (want, alt):
+            raise PackError("--calibrate %s: one sample of shape %s without the batch dimension: the model's "
+                            "input %r takes %s, %s, with N >= %d (e.g. numpy.stack of your samples)"
+                            % (path, _shape(got), name, expected, order, MIN_SAMPLES))
+        if other is not None and other != want and got[1:] == tuple(other):
+            raise PackError("--calibrate %s: samples of shape %s are in the other order: the model's input %r "
+                            "takes %s, %s: %s gives it" % (path, _shape(got), name, expected, order, fix))
+        raise PackError("--calibrate %s: samples of shape %s, the model's input %r takes %s, %s"
+                        % (path, _shape(got), name, expected, order))
+    if len(data) < MIN_SAMPLES:
+        raise PackError("--calibrate %s: %d sample%s: give at least %d typical inputs (a few dozen to a few "
+                        "hundred), shape %s" % (path, len(data), "" if len(data) == 1 else "s", MIN_SAMPLES, expected))
+    bad = ~np.isfinite(data)
+    if bad.any():
+        raise PackError("--calibrate %s: %d NaN or Inf values in the samples (the first in sample %d)"
+                        % (path, int(bad.sum()), int(np.argmax(bad.reshape(len(data), -1).any(1)))))
+    return data  # (N, C, L) for a conv1d input stays so: onnxruntime takes it as it is
 
 
-def calibrate(onnx_model, graph, samples, progress=None):
-    """{value: (min, max)} of every graph value over the samples, by onnxruntime."""
+def _onnx_values(onnx_model, graph, samples):
+    """Per sample, {graph value: its float values} by onnxruntime on the ONNX model."""
     import onnx
     import onnxruntime as ort
 
@@ -80,23 +107,126 @@ def calibrate(onnx_model, graph, samples, progress=None):
         raise PackError("calibration: onnxruntime cannot load the model: %s" % str(e).splitlines()[0])
     names = [o.name for o in sess.get_outputs()]
     inp = sess.get_inputs()[0].name
-    ranges = {}
     for i in range(len(samples)):
         outs = sess.run(names, {inp: samples[i: i + 1]})
-        vals = dict(zip(names, outs))
+        vals = {k: v for k, v in zip(names, outs) if k in wanted}
         vals[graph.inputs[0][0]] = samples[i]
+        for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
+            if n.y not in vals and n.x[0] in vals:
+                vals[n.y] = vals[n.x[0]]
+        yield vals
+
+
+def _graph_values(graph, samples):
+    """Per sample, {graph value: its float values} by the host reference interpreter running
+    the float graph itself (every value made an output to be seen)."""
+    import copy
+
+    from . import reference
+
+    g = copy.copy(graph)
+    g.outputs = list(graph.outputs) + [n.y for n in graph.nodes if n.y not in graph.outputs]
+    g.out_layouts = {}  # every value in its stored (H, W, C) order: a range does not care
+    text = g.text()
+    tensors = {k: np.asarray(v, np.float32) for k, v in graph.tensors.items()}
+    for i in range(len(samples)):
+        try:
+            outs = reference.run(text, tensors, samples[i])
+        except (KeyError, ValueError) as e:
+            raise PackError("calibration: the reference interpreter cannot run the float graph: %s" % e)
+        vals = dict(zip(g.outputs, outs))
+        vals[graph.inputs[0][0]] = samples[i]
+        yield vals
+
+
+def _ranges(values, progress=None):
+    ranges = {}
+    for vals in values:
         for k, v in vals.items():
-            if k not in wanted:
-                continue
             lo, hi = float(np.min(v)), float(np.max(v))
             if k in ranges:
                 lo, hi = min(lo, ranges[k][0]), max(hi, ranges[k][1])
             ranges[k] = (lo, hi)
         if progress:
             progress.update(1)
-    for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
-        if n.y not in ranges and n.x[0] in ranges:
-            ranges[n.y] = ranges[n.x[0]]
+    return ranges
+
+
+def calibrate(onnx_model, graph, samples, progress=None):
+    """{value: (min, max)} of every graph value over the samples, by onnxruntime."""
+    return _ranges(_onnx_values(onnx_model, graph, samples), progress)
+
+
+def calibrate_graph(graph, samples, progress=None):
+    """{value: (min, max)} of every graph value over the samples, by the host reference
+    interpreter (host_tools/reference.py) running the float graph itself: how a float .tflite
+    is calibrated (no onnxruntime, no TensorFlow), with the ranges TFLite's converter records
+    (converter_ranges)."""
+    return converter_ranges(graph, _ranges(_graph_values(graph, samples), progress))
+
+
+def values(source, graph, samples):
+    """The per-sample value iterator of a calibration: source is an ONNX file (onnxruntime) or
+    None (the reference interpreter on the graph)."""
+    return _onnx_values(source, graph, samples) if source is not None else _graph_values(graph, samples)
+
+
+def saturation(vals, q):
+    """{value: (saturated, total)}: how many of the calibration values of each int8 value
+    quantize outside -128..127 with its chosen (scale, zero point) (they saturate on the board)."""
+    out = {}
+    for sample in vals:
+        for k, v in sample.items():
+            if k not in q:
+                continue
+            s, z = q[k]
+            codes = np.floor(np.asarray(v, np.float64) / s + 0.5) + z
+            n = int(np.count_nonzero((codes < -128) | (codes > 127)))
+            a, b = out.get(k, (0, 0))
+            out[k] = (a + n, b + int(np.size(v)))
+    return out
+
+
+# Ops TFLite's interpreter may run in place (an output written over a dying input of the same
+# size: tflite/arena_planner.cc IdentifyInPlaceTensors, the kernels' inplace_operator flags), with
+# the inputs that may be shared, in the order they are tried.
+_INPLACE = {"add": (0, 1), "mul": (0, 1), "softmax": (0,)}
+
+
+def converter_ranges(graph, ranges):
+    """The ranges TFLite's converter records for the same float graph: its calibrator
+    (tflite/tools/optimize/calibration/calibrator.cc, LoggingEval) logs every op's inputs again
+    after the op ran, so an input the interpreter shared with the op's output (in place) is also
+    given the output's values. Its recorded range is then the union of both, and so is its int8
+    quantization (a conv feeding a residual ADD gets the ADD's range). Emulated here so that a
+    float .tflite quantized by `pack --quantize int8` equals the converter's int8 model; the rule
+    is the arena planner's: the input is not a model input, has no reader but this op (and is no
+    model output), has the output's size (more than 2 elements), the output is no model output."""
+    ranges = dict(ranges)
+    graph_in = {i[0] for i in graph.inputs}
+    refs = {}
+    for n in graph.nodes:
+        for x in n.x:
+            refs[x] = refs.get(x, 0) + 1
+    for v in list(graph.outputs) + list(graph_in):
+        refs[v] = refs.get(v, 0) + 1
+    size = {k: int(np.prod(s)) for k, s in graph.shapes.items()}
+    shared = {}  # value -> the value whose buffer it uses
+    for n in graph.nodes:
+        if n.op not in _INPLACE or n.y in graph.outputs:
+            continue
+        for i in _INPLACE[n.op]:
+            if i >= len(n.x):
+                continue
+            x = n.x[i]
+            if x in graph_in or refs.get(x, 0) > 1 or size.get(x) != size.get(n.y) or size.get(x, 0) <= 2:
+                continue
+            if refs.get(shared.get(x, x), 0) > 1:
+                continue
+            shared[n.y] = shared.get(x, x)
+            lo, hi = ranges[x]
+            ranges[x] = (min(lo, ranges[n.y][0]), max(hi, ranges[n.y][1]))
+            break
     return ranges
 
 
@@ -139,6 +269,7 @@ def quantize(graph, ranges):
     out = Graph()
     out.inputs = list(graph.inputs)
     out.outputs = list(graph.outputs)
+    out.out_layouts = dict(graph.out_layouts)
     out.shapes = dict(graph.shapes)
     q = out.q
     for name, _, _ in graph.inputs:

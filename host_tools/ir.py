@@ -27,6 +27,7 @@ class Graph:
     def __init__(self):
         self.inputs = []  # [(name, shape, layout)]
         self.outputs = []  # [name]
+        self.out_layouts = {}  # output name -> 'chw' (an H,W,C value the caller reads C, H, W); default hwc
         self.nodes = []
         self.tensors = {}  # name -> numpy array (as stored)
         self.wquant = {}  # name -> per-channel scales (float32) of an int8 weight, axis 0
@@ -59,8 +60,11 @@ class Graph:
             if n.y == old:
                 n.y = new
         self.outputs = [new if v == old else v for v in self.outputs]
-        if old in self.shapes:
-            self.shapes[new] = self.shapes.pop(old)
+        if old in self.out_layouts:
+            self.out_layouts[new] = self.out_layouts.pop(old)
+        for table in (self.shapes, self.q, self.dtypes):
+            if old in table:
+                table[new] = table.pop(old)
 
     def int8(self):
         return bool(self.q)
@@ -106,7 +110,8 @@ class Graph:
                 parts.append("q=" + _q(self.q[n.y]))
             lines.append(" ".join(parts))
         for name in self.outputs:
-            lines.append("output x=" + name)
+            layout = self.out_layouts.get(name, "hwc")
+            lines.append("output x=" + name + ("" if layout == "hwc" else " layout=" + layout))
         for line in lines:
             for tok in line.split()[1:]:
                 if tok.count("=") != 1 and not tok.startswith(("x=", "y=")):

@@ -123,6 +123,8 @@ class _Importer:
             if name in self.pending_pad:
                 self._emit_pad(name)
             self.ir.outputs.append(name)
+            if self.kind.get(name) in ("nchw", "ncl") and len(self.ir.shapes[name]) == 3:
+                self.ir.out_layouts[name] = "chw"  # H,W,C here; torch's caller reads C,H,W (C,L)
         return self.ir
 
     def err(self, msg):

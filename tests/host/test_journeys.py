@@ -1,11 +1,12 @@
 """The README's journeys (tests/journeys.py), host part: the user's Python step (torch export /
 state_dict save), then every README command that runs on the host, as written, through the
-shell with this venv's `mpy-lazy`; then the journey's board script on the MicroPython unix port
-with the ROMFS image mounted at /rom (what `mpremote romfs deploy` + `mpremote run` do on the
-Pico; the Pico itself: tests/test_mpremote_rp2.py under `make emulate-test`). The script runs as
-written, and once more with its `x = ...` line giving a real input; both printouts are checked
-against the peer: torch, onnxruntime, TFLite Micro, and for int8 the reference interpreter's
-exact integers."""
+shell with this venv's `mpy-lazy`, the last one `mpy-lazy run model.mpyl --script SCRIPT` (the
+journey's board script on the MicroPython unix port, the container at /rom); and the board
+script once more on the ROMFS image the Pico gets, mounted at /rom on the unix port (what
+`mpremote romfs deploy` + `mpremote run` do on the Pico; the Pico itself:
+tests/test_mpremote_rp2.py under `make emulate-test`). The script runs as written, and again
+with its `x = ...` line giving a real input; every printout is checked against the peer: torch,
+onnxruntime, TFLite Micro, and for int8 the reference interpreter's exact integers."""
 import os
 
 import pytest
@@ -29,13 +30,27 @@ def test_journey_on_the_host(key, tmp_path):
                 "tflite": ("tflite", "tflm_ref"), "weights": ("torch", "safetensors")}[key]:
         pytest.importorskip(mod)
     case = journeys.Case(key, str(tmp_path))
-    for command in j.host_commands():
-        journeys.run(command, str(tmp_path))
+    script = tmp_path / j.script_name
+    script.write_text(j.script)
+    outs = {command: journeys.run(command, str(tmp_path)) for command in j.host_commands()}
+    # the laptop step as written: the board script on the unix port, via `mpy-lazy run`
+    case.check(journeys.parse_output(outs[j.laptop_run()]), case.default_x(), rel=1e-5)
+    # the image the Pico gets, mounted at /rom on the unix port as `mpremote romfs deploy` does
     image = str(tmp_path / "weights.romfs")
     assert os.path.exists(image)
     case.check(_board(j.script, image), case.default_x(), rel=1e-5)
+    # the script with a real input, both ways
     x = case.real_x()
+    script.write_text(journeys.with_input(j.script, x))
+    case.check(journeys.parse_output(journeys.run(j.laptop_run(), str(tmp_path))), x, rel=1e-5)
     case.check(_board(journeys.with_input(j.script, x), image), x, rel=1e-5)
+
+
+def test_every_journey_ends_with_the_board_script_on_the_pico_and_on_the_unix_port():
+    for j in journeys.JOURNEYS:
+        assert j.commands[-2:] == [j.board_run(), j.laptop_run()], j.key
+        assert j.laptop_run().startswith("mpy-lazy run model.mpyl --script %s " % j.script_name), j.key
+        assert "unix" in j.install, j.key  # the extra that brings the `micropython` binary
 
 
 def _code_blocks(text):

@@ -92,14 +92,10 @@ def graph_lines(text, op=None):
     return [kv for _, o, kv in mgraph.parse(text) if op is None or o == op]
 
 
-def nhwc(y):
-    """An onnxruntime output (batch 1, channels first) in the board's layout, flat."""
-    y = np.asarray(y)
-    if y.ndim == 4:
-        y = y.transpose(0, 2, 3, 1)
-    elif y.ndim == 3:
-        y = y.transpose(0, 2, 1)
-    return y.reshape(-1).astype(np.float64)
+def flat(y):
+    """An onnxruntime output (batch 1) flat, in its own (torch's) order: the order tolist() gives
+    (an image output is marked `output ... layout=chw`)."""
+    return np.asarray(y).reshape(-1).astype(np.float64)
 
 
 def quantize(x, q):
@@ -156,7 +152,7 @@ class Entry:
         rng = np.random.default_rng(seed)
         self.xs = rng.standard_normal((n_inputs,) + self.shape).astype(np.float32)
         sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
-        self.ort = [nhwc(sess.run(None, {"x": x[None]})[0]) for x in self.xs]
+        self.ort = [flat(sess.run(None, {"x": x[None]})[0]) for x in self.xs]
         self.packs = {}
         self._xi = self._ref = None
 
@@ -633,7 +629,7 @@ def test_f16_weights(zoo):
     assert {d for n, d in dt.items() if len(p.c.view(n).shape) >= 2} == {"f16"}
     sess = ort.InferenceSession(_rounded_f16(e.onnx, os.path.join(zoo.dir, "kws-f16w.onnx")),
                                 providers=["CPUExecutionProvider"])
-    rounded = [nhwc(sess.run(None, {"x": x[None]})[0]) for x in e.xs]
+    rounded = [flat(sess.run(None, {"x": x[None]})[0]) for x in e.xs]
     m = p.model()
     ys = []
     for x in e.xs:

