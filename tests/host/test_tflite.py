@@ -400,7 +400,7 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "variable_weight": ("digits_cnn_int8", _variable_weight, ("operator 0 (CONV_2D)", "is_variable")),
     "other_options": ("digits_cnn_int8", _other_options, ("operator 0 (CONV_2D)", "builtin_options_type", "Pool2D")),
     "negative_dim": ("digits_cnn_int8", _negative_dim, ("operator 0 (CONV_2D)", "dimension")),
-    "no_batch": ("digits_cnn_int8", _no_batch, ("operator 0 (CONV_2D)", "output shape", "1, H, W, C")),
+    "no_batch": ("digits_cnn_int8", _no_batch, ("operator 0 (CONV_2D)", "output [8, 8, 8]", "rank")),
     "no_zero_points": ("digits_cnn_int8", _scales_without_zero_points, ("operator 0 (CONV_2D)", "zero points")),
     "huge_weight_scale": ("digits_cnn_int8", _huge_weight_scale, ("CONV_2D", "multiplier")),
     "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
