@@ -128,7 +128,7 @@ class Graph:
         try:
             m = Model(text)
         except ContainerError as e:
-            raise PackError(str(e))
+            raise PackError(self._source(str(e)))
         declared = {vnames[k]: v for k, v in self.shapes.items() if k in vnames}
         for v in m.values:  # a model file's own shapes must be what its ops compute
             want = declared.get(v.name)
@@ -144,6 +144,18 @@ class Graph:
                 raise PackError("graph: tensor %r has shape %s, the op needs %s"
                                 % (t, tuple(self.tensors[t].shape), tuple(p.shape)))
         return m
+
+
+    def _source(self, msg):
+        """A graph error as its source node's (`graph line N: ...` -> that node's `src: ...`):
+        the refusal names the model's op, not a line of a description the user never saw."""
+        import re
+
+        m = re.match(r"graph line (\d+): (.*)", msg)
+        i = int(m.group(1)) - 1 - len(self.inputs) if m else -1
+        if 0 <= i < len(self.nodes) and self.nodes[i].src:
+            return "%s: %s" % (self.nodes[i].src, m.group(2))
+        return msg
 
 
 def _ints(v):

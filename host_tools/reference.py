@@ -319,7 +319,7 @@ def tconv(ins, kv, qin, tensors):
 
 
 def concat(ins, kv, qin, tensors):
-    return np.concatenate(ins, axis=-1)
+    return np.concatenate(ins, axis=kv.get("axis", -1))
 
 
 def pad(ins, kv, qin, tensors):

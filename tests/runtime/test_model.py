@@ -251,13 +251,17 @@ def ref_run(text, T, *inputs):
                 c, hw = shape[2], shape[0] * shape[1]
                 y = [x[(i % hw) * c + i // hw] for i in range(len(x))]
             shape = tuple(new)
-        elif op == "concat":
-            rows = len(x) // shape[-1]
+        elif op == "concat":  # each input's runs from the axis on, in turn, per outer index
+            ax = int(kv.get("axis", len(shape) - 1))
+            outer = 1
+            for d in shape[:ax]:
+                outer *= d
             y = []
-            for r in range(rows):
+            for r in range(outer):
                 for v, s, _ in ins:
-                    y += v[r * s[-1]:(r + 1) * s[-1]]
-            shape = shape[:-1] + (sum(s[-1] for _, s, _ in ins),)
+                    run = len(v) // outer
+                    y += v[r * run:(r + 1) * run]
+            shape = tuple(sum(s[ax] for _, s, _ in ins) if i == ax else d for i, d in enumerate(shape))
         elif op == "pad":
             t, l, b, r = nums(kv["pad"])
             h, w, c = shape
@@ -486,6 +490,32 @@ def test_int8_models_all_paths():
             assert y[1] == want[1]
         else:  # not degenerate: outputs vary and are not all saturated
             assert len(set(y[0])) > 3, y
+
+
+CONCAT_AXES = """input y=x shape=3,4,2
+conv2d x=x y=a w=c.w out=2 k=2 pad=0,0,1,1
+concat x=a,x,a y=h axis=0
+concat x=a,x y=w axis=1
+reshape x=w y=v shape=48
+concat x=v,v y=z axis=0
+output x=z
+output x=h"""
+
+INT8_CONCAT_AXES = """input y=x shape=3,4,2 dtype=i8 q=0.1,3
+pad x=x y=p pad=1,0,0,0
+concat x=p,x y=h axis=0 q=0.1,3
+concat x=x,x,x y=w axis=1 q=0.1,3
+concat x=w,w y=c q=0.1,3
+output x=h
+output x=c"""
+
+
+def test_concat_along_h_w_and_vectors():
+    for seed, text in ((5, CONCAT_AXES), (6, INT8_CONCAT_AXES)):
+        T = make_tensors(text, seed)
+        m = owned(text, T)
+        assert [v.shape for v in m.outputs] == ([(96,), (9, 4, 2)] if seed == 5 else [(7, 4, 2), (3, 12, 4)])
+        check_paths(m, text, T, lcg_inputs(m, seed + 10), exact=seed == 6)
 
 
 def test_macs_and_names():
