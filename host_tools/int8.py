@@ -329,6 +329,20 @@ def _node(n, src, g):
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "tconv":  # TFLite's TRANSPOSE_CONV: per-channel weights, an int32 bias, z_x in the kernel
+        s_in = q[n.x[0]][0]
+        wq, scales = _weights(src.tensors[n.t["w"]], 0)
+        g.tensors[n.t["w"]] = wq
+        g.wquant[n.t["w"]] = (scales, 0)
+        new.t = dict(n.t)
+        if "b" in n.t:
+            bq = np.rint(src.tensors[n.t["b"]].astype(np.float64) / (float(s_in) * scales.astype(np.float64)))
+            if np.any(np.abs(bq) > 2 ** 31 - 1):
+                raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+            g.tensors[n.t["b"]] = bq.astype(np.int32)
+        mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
+        new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
     elif n.op == "add":
         new.attrs["m"] = tflm.add_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)

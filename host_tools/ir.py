@@ -130,11 +130,12 @@ class Graph:
         except ContainerError as e:
             raise PackError(self._source(str(e)))
         declared = {vnames[k]: v for k, v in self.shapes.items() if k in vnames}
+        src = {vnames[n.y]: n.src for n in self.nodes if n.src}
         for v in m.values:  # a model file's own shapes must be what its ops compute
             want = declared.get(v.name)
             if want is not None and tuple(want) != tuple(v.shape):
-                raise PackError("graph: value %s is declared %s but its op computes %s"
-                                % (v.name, tuple(want), tuple(v.shape)))
+                raise PackError("%s: its output is declared %s but the op computes %s"
+                                % (src.get(v.name, "graph: value " + v.name), tuple(want), tuple(v.shape)))
         names = m.names()
         for pname, p in m.named_params():
             t = names[pname]

@@ -21,7 +21,7 @@ from .ir import Graph, Node
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
              "Identity", "Flatten", "Expand", "Equal", "Where", "ReduceProd", "Neg", "Sqrt"}
-_ACT_FUSE = ("conv2d", "depthwise", "linear", "add")
+_ACT_FUSE = ("conv2d", "depthwise", "linear", "add", "sub", "tconv")
 
 
 def _first_line(e):
@@ -327,7 +327,7 @@ class _Importer:
     def _affine(self, x, scale, shift, y):
         """y = x * scale + shift per channel: folded into the producing conv/linear when it
         can be, else a 1x1 depthwise conv (the per-channel affine op)."""
-        p = self.fusable(x, ("conv2d", "depthwise", "linear"))
+        p = self.fusable(x, ("conv2d", "depthwise", "linear", "tconv"))
         c = self.ir.shapes[x][-1]
         scale = np.broadcast_to(np.asarray(scale, np.float64).reshape(-1), (c,))
         shift = np.broadcast_to(np.asarray(shift, np.float64).reshape(-1), (c,))
@@ -844,6 +844,48 @@ class _Importer:
                 return (big, tiled) if big == a else (tiled, big)
         raise self.err("shapes %s and %s: equal, or one per channel or per pixel of the other"
                        % (self._torch_shape(a), self._torch_shape(b)))
+
+    def op_ConvTranspose(self, a):
+        """ConvTranspose (torch's ConvTranspose1d/2d, groups 1, no dilation) as tconv: input
+        pixel (iy, ix) adds into output pixel (iy s + ky - pad_top, ...); the end pads and
+        output_padding only set the output size."""
+        x = self.x()
+        w = self.const(1, "the weight")
+        b = self.const(2, "the bias")
+        if w is None or w.ndim not in (3, 4):
+            raise self.err("needs a 3-D or 4-D weight initializer")
+        one_d = w.ndim == 3
+        if one_d:
+            w = w[:, :, None, :]
+        cin, o, kh, kw = w.shape
+        h, wd, c = self.ir.shapes[x]
+        if a.get("group", 1) != 1:
+            raise self.err("grouped transposed convolution (group=%d) is not supported" % a.get("group"))
+        if cin != c:
+            raise self.err("weight for %d input channels, the input has %d" % (cin, c))
+        n = 1 if one_d else 2
+        if any(d != 1 for d in a.get("dilations", [1] * n)):
+            raise self.err("dilated transposed convolution is not supported")
+        auto = a.get("auto_pad", b"NOTSET")
+        if (auto.decode() if isinstance(auto, bytes) else auto) != "NOTSET" or "output_shape" in a:
+            raise self.err("auto_pad and output_shape are not supported (pads and output_padding are)")
+        strides = list(a.get("strides", [1] * n))
+        pads = list(a.get("pads", [0] * (2 * n)))
+        opad = list(a.get("output_padding", [0] * n))
+        if one_d:
+            strides, pads, opad = [1] + strides, [0, pads[0], 0, pads[1]], [0] + opad
+        if pads[0] >= kh or pads[1] >= kw:
+            raise self.err("padding %s as large as the kernel %dx%d is not supported" % (pads, kh, kw))
+        oh = (h - 1) * strides[0] - pads[0] - pads[2] + kh + opad[0]
+        ow = (wd - 1) * strides[1] - pads[1] - pads[3] + kw + opad[1]
+        if oh < 1 or ow < 1:
+            raise self.err("an empty output (%d x %d)" % (oh, ow))
+        tensors = {"w": (self.node.input[1], w.transpose(1, 2, 3, 0).astype(np.float32))}  # -> OHWI
+        if b is not None:
+            tensors["b"] = (self.node.input[2], b.astype(np.float32))
+        self.emit("tconv", [x], self.out(), (oh, ow, o), self.kind[x], tensors, out=o, k=(kh, kw),
+                  size=(oh, ow), stride=strides if strides != [1, 1] else None,
+                  pad=(pads[0], pads[1]) if pads[0] or pads[1] else None)
 
 
 _KIND = {1: "nf", 2: "ncl", 3: "nchw"}
