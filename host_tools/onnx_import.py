@@ -474,11 +474,9 @@ class _Importer:
         if op not in ("Add", "Mul", "Sub"):
             raise self.err("%s of two activations is not supported" % op)
         a, b = self.x(0), self.x(1)
-        sa, sb = self.ir.shapes[a], self.ir.shapes[b]
-        if sa != sb:
+        if self._torch_shape(a) != self._torch_shape(b):
             a, b = self._broadcast(op, a, b)
-            sa, sb = self.ir.shapes[a], self.ir.shapes[b]
-        big = a if _size(sa) >= _size(sb) else b
+        big = a if _size(self.ir.shapes[a]) >= _size(self.ir.shapes[b]) else b
         self.emit(op.lower(), [a, b], self.out(), self.ir.shapes[big], self.kind[big])
 
     def op_Add(self, a):
@@ -556,7 +554,7 @@ class _Importer:
     def op_Flatten(self, a):
         x = self.x()
         dims = (1,) + self._torch_shape(x)
-        axis = a.get("axis", 1) % len(dims) if a.get("axis", 1) else 0
+        axis = a.get("axis", 1) % len(dims)
         if int(np.prod(dims[:axis])) != 1:
             raise self.err("flattening into %d rows: only a flatten after the batch dimension is supported"
                            % int(np.prod(dims[:axis])))
@@ -730,7 +728,6 @@ class _Importer:
         sperm = tuple(axis[perm[out_axes[j]]] if j in out_axes else j for j in range(len(store)))
         if sperm == tuple(range(len(store))):
             self.alias[self.out()] = x
-            self.kind[self.out()] = self.kind[x]
             return
         self.emit("transpose", [x], self.out(), store, _KIND[len(target)], perm=sperm)
 
@@ -825,25 +822,28 @@ class _Importer:
             self.emit("maxpool", [x], y, (1, 1, store[2]), self.kind[x], k=(store[0], store[1]))
 
     def _broadcast(self, op, a, b):
-        """Two activations of different shapes as the board's binary ops take them: one with C
-        elements ((C,) or (1, 1, C)) broadcast over the channels of the other; one with one
-        channel ((H, W, 1): a spatial gate) made C channels first (a concat of C copies: the
-        kernels broadcast per channel only)."""
-        sa, sb = self.ir.shapes[a], self.ir.shapes[b]
+        """Two activations of different shapes (ONNX's broadcasting: shapes aligned from the
+        right) as the board's binary ops take them: one of shape (1, C, 1, 1) or (1, C, 1)
+        over the channels of the other (the kernels repeat it every C elements); one of shape
+        (1, 1, H, W) (a spatial gate) over the channels of an image: made C channels first (a
+        concat of C copies)."""
         for big, small in ((a, b), (b, a)):
-            s, t = self.ir.shapes[big], self.ir.shapes[small]
-            if len(s) == 3 and _size(t) == s[2] and _size(t) != _size(s) and (len(t) == 1 or t[:2] == (1, 1)):
+            full, part = (1,) + self._torch_shape(big), (1,) + self._torch_shape(small)
+            if len(part) > len(full) or len(full) < 3:
+                continue
+            part = (1,) * (len(full) - len(part)) + part
+            if part[1] == full[1] and _size(part) == full[1]:  # one value per channel
                 if op == "Sub" and small == a:
                     raise self.err("%s minus %s: the board subtracts a per-channel second input only"
                                    % (self._torch_shape(a), self._torch_shape(b)))
                 return a, b
-            if len(s) == 3 and len(t) == 3 and t == s[:2] + (1,) and s[2] > 1:
-                tiled = small + ".x%d" % s[2]
+            if len(full) == 4 and self.kind[small] == "nchw" and part[1] == 1 and part[2:] == full[2:]:
+                tiled = small + ".x%d" % full[1]
                 if tiled not in self.ir.shapes:
-                    self.emit("concat", [small] * s[2], tiled, s, self.kind[small])
+                    self.emit("concat", [small] * full[1], tiled, self.ir.shapes[big], "nchw")
                 return (big, tiled) if big == a else (tiled, big)
         raise self.err("shapes %s and %s: equal, or one per channel or per pixel of the other"
-                       % (self._torch_shape(a), self._torch_shape(b)))
+                       % ((1,) + self._torch_shape(a), (1,) + self._torch_shape(b)))
 
     def op_ConvTranspose(self, a):
         """ConvTranspose (torch's ConvTranspose1d/2d, groups 1, no dilation) as tconv: input
