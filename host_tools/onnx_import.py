@@ -8,8 +8,13 @@ What it does to the graph, so the board runs fewer, simpler ops:
 - Relu and Clip(0, 6) are fused into the op before them; a zero Pad into the next conv;
 - NCHW becomes NHWC: conv weights are stored OHWI ([1, kh, kw, C] for depthwise), Gemm/MatMul
   weights [out, in]; a Flatten of C, H, W keeps torch's element order (reshape order=chw);
-  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does).
-Anything else raises PackError naming the node and its op: the board could not run it."""
+  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does);
+  1-D (N, C, L) values are H=1 images (1, L, C); Reshape, Squeeze, Unsqueeze, Transpose, Slice
+  and Concat map torch's axes to the stored ones (a copy only where the element order changes);
+- reductions over any axes become mean / maxpool (after a transpose when the reduced axes are
+  not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling.
+Every node's op is checked before any is translated; anything the board cannot run raises
+PackError naming the node and its op."""
 import math
 import os
 
@@ -768,12 +773,11 @@ class _Importer:
 
     def _reduce(self, op, axes, keep):
         """Mean or max over torch axes of a value (None: every axis after the batch;
-        "spatial": those after the channels). Over H
-        and W of an image: `mean`, or `maxpool` over the whole image. Over other axes: the
-        reduced axes brought first (a transpose when they are not), the value seen as (R, 1,
-        K) (a reshape: no copy), then the same over its R rows: TFLM's MEAN arithmetic (which
-        depends on the count only); a max keeps its input's quantization, as TFLite's
-        REDUCE_MAX does."""
+        "spatial": those after the channels). Over H and W of an image: `mean`, or `maxpool`
+        over the whole image. Over other axes: the reduced axes brought first (a transpose
+        when they are not), the value seen as (R, 1, K) (a reshape: no copy), then the same
+        over its R rows: TFLM's MEAN arithmetic (which depends on the count only); a max keeps
+        its input's quantization, as TFLite's REDUCE_MAX does."""
         x = self.x()
         src = self._torch_shape(x)
         rank = len(src) + 1
