@@ -187,7 +187,7 @@ class _Importer:
         name = self.node.input[i]
         name = self.alias.get(name, name)
         if name in self.consts:
-            raise self.err("input %d is a constant where an activation is expected" % i)
+            raise self.err("input %r is a constant where an activation is expected" % name)
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
         if name not in self.ir.shapes:
@@ -586,10 +586,12 @@ class _Importer:
 
     def op_Softmax(self, a):
         x = self.x()
-        axis = a.get("axis", -1)
+        rank = len(self._torch_shape(x)) + 1
+        axis = a.get("axis", -1) % rank
         kind = self.kind[x]
-        if not (kind == "nf" and axis in (1, -1) or kind == "nchw" and axis == 1):
-            raise self.err("softmax over axis %s of a %s value is not supported" % (axis, kind))
+        if axis != 1:  # the channels (stored last), or a vector's elements
+            raise self.err("softmax over axis %d of a %s value (only over axis 1, the channels)"
+                           % (axis, (1,) + self._torch_shape(x)))
         self.emit("softmax", [x], self.out(), self.ir.shapes[x], kind)
 
     def op_Concat(self, a):
