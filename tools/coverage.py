@@ -131,12 +131,13 @@ class ResBlock(nn.Module):
 
 
 class Conv1dNet(nn.Module):
-    """A 1-D conv net (keyword spotting / sensor signals): conv, batchnorm, pools, classifier."""
+    """A 1-D conv net (keyword spotting / sensor signals): batchnorms (one on the input, one
+    after a conv), convs (a depthwise one), pools, classifier."""
 
     def __init__(self):
         super().__init__()
-        self.f = nn.Sequential(nn.Conv1d(3, 8, 5, padding=2), nn.BatchNorm1d(8), nn.ReLU(), nn.MaxPool1d(2),
-                               nn.Conv1d(8, 8, 3, padding=1, groups=8), nn.Conv1d(8, 12, 1), nn.ReLU(),
+        self.f = nn.Sequential(nn.BatchNorm1d(3), nn.Conv1d(3, 8, 5, padding=2), nn.BatchNorm1d(8), nn.ReLU(),
+                               nn.MaxPool1d(2), nn.Conv1d(8, 8, 3, padding=1, groups=8), nn.Conv1d(8, 12, 1), nn.ReLU(),
                                nn.AvgPool1d(2), nn.Conv1d(12, 12, 3, stride=2), nn.ReLU(),
                                nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(12, 4))
 

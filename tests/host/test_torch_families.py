@@ -43,7 +43,7 @@ FORMS = {
     "se_block": ["conv2d", "mean", "conv2d", "conv2d", "sigmoid", "mul", "conv2d"],
     "se_linear": ["conv2d", "mean", "linear", "linear", "sigmoid", "mul"],
     "se_add_sub": ["conv2d", "mean", "conv2d", "add", "sigmoid", "sub"],
-    "conv1d_net": ["conv2d", "maxpool", "depthwise", "conv2d", "avgpool", "conv2d", "mean", "linear"],
+    "conv1d_net": ["depthwise", "conv2d", "maxpool", "depthwise", "conv2d", "avgpool", "conv2d", "mean", "linear"],
     "tcn": ["conv2d", "conv2d", "slice", "relu", "add", "reshape", "linear"],
     "conv1d_max": ["conv2d", "maxpool", "linear"],
     "amax_hw": ["conv2d", "maxpool", "linear"],
