@@ -25,6 +25,7 @@ _KINDS = {
     "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
 }
+_KINDS["axis"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -47,7 +48,7 @@ OPS = {
     "tanh": (("x", "y"), ()),
     "lut": (("x", "y", "t", "q"), ()),
     "reshape": (("x", "y", "shape"), ("order", "q")),
-    "concat": (("x", "y"), ("q",)),
+    "concat": (("x", "y"), ("q", "axis")),
     "pad": (("x", "y", "pad"), ("q",)),
     "slice": (("x", "y", "begin", "end"), ("stride", "q")),
     "transpose": (("x", "y", "perm"), ("q",)),
