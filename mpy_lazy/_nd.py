@@ -31,7 +31,9 @@ def _matrix(E, slot, off, wdt, n, shape):
         if backend.kind() == "numpy":
             return np.frombuffer(b, dtype=np.float32, count=n, offset=off).reshape(shape)
         return np.frombuffer(b, dtype=np.float, count=n, offset=off).reshape(shape)
-    vals = [0.0] * n  # f16, or f32 on a double-float ulab: decoded once, kept
+    # f16, or f32 on a double-float ulab: decoded once into the ndarray, kept (element by
+    # element: a list of n boxed floats would take 4-5x the ndarray's bytes)
+    vals = np.zeros(n, dtype=_arena(E).dtype)
     if wdt == 1:
         f = E.sf[slot]
         for i in range(n):
@@ -41,7 +43,7 @@ def _matrix(E, slot, off, wdt, n, shape):
 
         for i in range(n):
             vals[i] = struct.unpack_from("<e", b, off + 2 * i)[0]
-    return np.array(vals, dtype=_arena(E).dtype).reshape(shape)
+    return vals.reshape(shape)
 
 
 def dense(E, P, k):

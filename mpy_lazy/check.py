@@ -116,11 +116,7 @@ class _Rec:
 def _nbytes(b):
     from . import backend
 
-    if hasattr(b, "typecode") or type(b).__name__ == "array":
-        return backend.array_nbytes(b)
-    if hasattr(b, "nbytes") and not isinstance(b, memoryview):
-        return b.nbytes
-    return len(b) * (b.itemsize if isinstance(b, memoryview) and hasattr(b, "itemsize") else 1)
+    return backend.nbytes(b)
 
 
 def _clamp(r, es=1):

@@ -370,11 +370,7 @@ def _slot_view(b, dtype):
 
 
 def _nbytes(b):
-    if isinstance(b, array.array):
-        return backend.array_nbytes(b)
-    if hasattr(b, "nbytes"):
-        return b.nbytes
-    return len(b)
+    return backend.nbytes(b)
 
 
 def _bytewise(x):
