@@ -199,8 +199,9 @@ def mean(E, P, k):
         a[yo + ch] = s / hw
 
 
-# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh) 3 XO 4 YO 5 N
-# 6 A 7 B (f32: clip's lo and hi, leakyrelu's alpha)
+# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7
+# hardsigmoid, 8 gelu, 9 gelu's tanh approximation) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
+# hi, leakyrelu's alpha, hardsigmoid's alpha and beta)
 
 def act(E, P, k):
     a = E.af
@@ -218,9 +219,32 @@ def act(E, P, k):
             v = v if v >= 0.0 else v * lo
         elif fn == 4:
             v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
-        else:
+        elif fn == 5:
             v = math.tanh(v)
+        elif fn == 6:  # TFLM's HARD_SWISH
+            v = v * (0.0 if v < -3.0 else (6.0 if v > 3.0 else v + 3.0)) / 6.0
+        elif fn == 7:
+            v = lo * v + hi
+            v = 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+        elif fn == 8:
+            v = 0.5 * v * (1.0 + _erf(v * 0.7071067811865476))
+        else:
+            v = 0.5 * v * (1.0 + math.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
         a[yo + i] = v
+
+
+def _erf_series(x):
+    """erf(x) for ports whose math module lacks it: Abramowitz and Stegun 7.1.26 (|error| <
+    1.5e-7, below float32's resolution of GELU's outputs)."""
+    s = 1.0 if x >= 0.0 else -1.0
+    x = x * s
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
+        * math.exp(-x * x)
+    return s * y
+
+
+_erf = getattr(math, "erf", None) or _erf_series
 
 
 # softmax record (f32): 2 XO 3 YO 4 N (depth) 5 ROWS 6 BETA (f32)
@@ -268,3 +292,131 @@ def dequantize(E, P, k):
     s = E.pf[k + 6]
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)
+
+
+# --- elementwise ops, cast, resize, layernorm (kinds 44..52) -------------------------------------
+
+# binary record (f32): 2 OP (0 min, 1 max, 2 div, 3 prelu: x if x >= 0 else x * alpha) 3 ACT
+# 4 X1 5 Y (bytes) 6 N 7 BC (x2 repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9;
+# 1: the f32 tensor at 10-11)
+
+def binary(E, P, k):
+    f = E.af
+    op, x1, y, n, bc = P[k + 2], P[k + 4] // 4, P[k + 5] // 4, P[k + 6], P[k + 7]
+    if P[k + 8]:
+        b, j0 = E.sf[P[k + 10]], P[k + 11] // 4
+    else:
+        b, j0 = f, P[k + 9] // 4
+    lo, hi = ACTS[P[k + 3]] or (None, None)
+    j = 0
+    for i in range(n):
+        u, v = f[x1 + i], b[j0 + j]
+        if op == 0:
+            u = u if u < v else v
+        elif op == 1:
+            u = u if u > v else v
+        elif op == 2:
+            u = _divide(u, v)
+        elif u < 0.0:
+            u = u * v
+        if lo is not None and u < lo:
+            u = lo
+        if hi is not None and u > hi:
+            u = hi
+        f[y + i] = u
+        j += 1
+        if j == bc:
+            j = 0
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+def _divide(u, v):
+    """u / v as IEEE division gives it: +-inf for a non-zero u over zero, NaN for 0 / 0."""
+    if v == 0.0:
+        if u != u or u == 0.0:
+            return _NAN
+        return _INF * math.copysign(1.0, u) * math.copysign(1.0, v)
+    return u / v
+
+
+# cast record (one side f32): 2 XO 3 YO (bytes) 4 N 5 XT 6 YT (dtype codes: 1 f32, 3 i8, 5 i16,
+# 7 i32). TFLM's CAST: an integer becomes the nearest f32; an f32 is truncated toward zero and
+# saturated to the integer's range, NaN giving 0 (what the tflite-micro interpreter gives).
+
+_CODE_ES = (0, 4, 0, 1, 0, 2, 0, 4)
+
+
+def cast(E, P, k):
+    xt, yt = P[k + 5], P[k + 6]
+    xes, yes = _CODE_ES[xt], _CODE_ES[yt]
+    src = E.af if xt == 1 else E.view(xes)
+    dst = E.af if yt == 1 else E.view(yes)
+    xo, yo, n = P[k + 2] // xes, P[k + 3] // yes, P[k + 4]
+    top = (1 << (8 * yes - 1)) - 1
+    for i in range(n):
+        v = src[xo + i]
+        if yt != 1:
+            if v != v:
+                v = 0
+            elif v >= top:
+                v = top
+            elif v <= -top - 1:
+                v = -top - 1
+            else:
+                v = int(v)
+        dst[yo + i] = v
+
+
+# resize record (f32, bilinear): as the integer one (_pure.resize), d an f32 (its bits) in the
+# table: TFLM's float ResizeBilinear, y = sum of the four neighbours weighted (1 - dy)(1 - dx),
+# dy (1 - dx), (1 - dy) dx, dy dx.
+
+def resize(E, P, k):
+    from .program import _slot_view
+
+    a = E.af
+    t, tf, t0 = _slot_view(E.B[P[k + 11]], "i32"), E.sf[P[k + 11]], P[k + 12] // 4
+    xo, q = P[k + 4] // 4, P[k + 5] // 4
+    w, c, oh, ow = P[k + 7], P[k + 8], P[k + 9], P[k + 10]
+    for oy in range(oh):
+        r0, r1, dy = xo + t[t0 + 3 * oy] * w * c, xo + t[t0 + 3 * oy + 1] * w * c, tf[t0 + 3 * oy + 2]
+        for ox in range(ow):
+            b = t0 + 3 * (oh + ox)
+            c0, c1, dx = t[b] * c, t[b + 1] * c, tf[b + 2]
+            for ch in range(c):
+                a[q] = a[r0 + c0 + ch] * (1.0 - dy) * (1.0 - dx) + a[r1 + c0 + ch] * dy * (1.0 - dx) + \
+                    a[r0 + c1 + ch] * (1.0 - dy) * dx + a[r1 + c1 + ch] * dy * dx
+                q += 1
+
+
+# layernorm record (f32): 2 XO 3 YO (bytes) 4 G (groups) 5 N (elements per group) 6 GS 7 ES
+# (element strides: from one group to the next, within a group) 8-9 gamma (f32 [N]) 10 HASB
+# 11-12 beta 13 EPS (f32 bits). ONNX's LayerNormalization per group: mean, variance (the mean
+# of the squared differences), (x - mean) / sqrt(variance + eps) x gamma + beta; sums in
+# element order.
+
+def layernorm(E, P, k):
+    a = E.af
+    xo, yo, g, n, gs, es = P[k + 2] // 4, P[k + 3] // 4, P[k + 4], P[k + 5], P[k + 6], P[k + 7]
+    gam, g0 = E.sf[P[k + 8]], P[k + 9] // 4
+    bet, b0 = (E.sf[P[k + 11]], P[k + 12] // 4) if P[k + 10] else (None, 0)
+    eps = E.pf[k + 13]
+    for gi in range(g):
+        x = xo + gi * gs
+        s = 0.0
+        for j in range(n):
+            s += a[x + j * es]
+        mean = s / n
+        s = 0.0
+        for j in range(n):
+            d = a[x + j * es] - mean
+            s += d * d
+        inv = 1.0 / math.sqrt(s / n + eps)
+        y = yo + gi * gs
+        for j in range(n):
+            v = (a[x + j * es] - mean) * inv * gam[g0 + j]
+            if bet is not None:
+                v += bet[b0 + j]
+            a[y + j * es] = v

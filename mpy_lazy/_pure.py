@@ -661,3 +661,159 @@ def f16_to_f32(src, first, dst, d0, n):
         for j in range(m):
             dst[d0 + i + j] = vals[j]
         i += m
+
+
+# --- elementwise ops, cast, resize (kinds 44..52) ----------------------------------------------
+
+def _tensor(E, slot, es):
+    """Slot `slot` as signed integers of es bytes (the pure path makes what it lacks)."""
+    if es == 1:
+        return E.s8[slot]
+    if es == 4:
+        return E.s32[slot]
+    from .program import _slot_view
+
+    return _slot_view(E.B[slot], "i16")
+
+
+# minmax record (integers of ES bytes): 2 OP (0 min, 1 max) 3 ES 4 X1 5 Y (bytes) 6 N 7 BC (x2
+# repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9; 1: the tensor at 10-11).
+# TFLM's MAXIMUM / MINIMUM: the stored codes compared, no requantization.
+
+def minmax(E, P, k):
+    p = rec(P, k)
+    es = p[3]
+    a = E.view(es)
+    if p[8]:
+        b, j0 = _tensor(E, p[10], es), p[11] // es
+    else:
+        b, j0 = a, p[9] // es
+    x1, y, n, bc, mx = p[4] // es, p[5] // es, p[6], p[7], p[2]
+    j = 0
+    for i in range(n):
+        u, v = a[x1 + i], b[j0 + j]
+        a[y + i] = (u if u > v else v) if mx else (u if u < v else v)
+        j += 1
+        if j == bc:
+            j = 0
+
+
+# cast record (integer to integer): 2 XO 3 YO (bytes) 4 N 5 XES 6 YES (bytes per element): TFLM's
+# static_cast, a narrowing keeping the low bits (two's complement wrap).
+
+def cast(E, P, k):
+    p = rec(P, k)
+    xes, yes = p[5], p[6]
+    src, dst = E.view(xes), E.view(yes)
+    xo, yo = p[2] // xes, p[3] // yes
+    bits = 8 * yes
+    for i in range(p[4]):
+        v = src[xo + i] & ((1 << bits) - 1)
+        dst[yo + i] = v - (1 << bits) if v >> (bits - 1) else v
+
+
+# div record (int8): 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 Y 9 N 10 BC 11 Z1 12 Z2 13 M 14 S
+# 15-16 reciprocals (i32 [256]: t[d] = TFLM's GetReciprocal(d, 31) in Q0.31, made at pack time).
+# TFLM's int8 DIV: with a = x1 - Z1, d = x2 - Z2 (signs flipped when d < 0), h = a's redundant
+# sign bits and b = d's bits above the first: q = SRDHM(a << h, t[d]), then RDBPOT(SRDHM(q, M),
+# h + b - S). TFLM shifts an int32 by 32 or more there for tiny quotients (undefined in C); the
+# rounded result, 0, is used instead.
+
+def _bitlen(x):
+    """Bits of x >= 0 (0 for 0)."""
+    n = 0
+    while x:
+        n += 1
+        x >>= 1
+    return n
+
+
+def div(E, P, k):
+    p = rec(P, k)
+    a = E.a8
+    t, t0 = E.s32[p[15]], p[16] // 4
+    zy, lo, hi, x1, x2, y, n, bc, z1, z2, m, s = p[3:15]
+    j = 0
+    for i in range(n):
+        u, v = a[x1 + i] - z1, a[x2 + j] - z2
+        if v < 0:
+            u, v = -u, -v
+        h = 31 - _bitlen(~u if u < 0 else u)  # CountLeadingSignBits (31 for 0)
+        e = h + _bitlen(v) - 1 - s
+        r = srdhm(srdhm(u << h, t[t0 + v]), m)
+        r = rdbpot(r, e) if e < 32 else 0
+        r += zy
+        a[y + i] = lo if r < lo else (hi if r > hi else r)
+        j += 1
+        if j == bc:
+            j = 0
+
+
+# resize record: 2 MODE (0 nearest, 1 bilinear) 3 ES 4 XO 5 YO (bytes) 6 H 7 W 8 C 9 OH 10 OW
+# 11-12 table (i32, made at pack time: OH entries for the rows then OW for the columns; nearest:
+# the source index; bilinear: i0, i1, d with d the weight of i1 in 1/1024). Bilinear is int8
+# only (TFLM's ResizeBilinearInteger: the four products summed, rounded half away from zero by
+# 2**20, cast to int8); nearest copies elements of any size (f32 too).
+
+def resize(E, P, k):
+    p = rec(P, k)
+    mode, es = p[2], p[3]
+    a = E.view(es)
+    t, t0 = E.s32[p[11]], p[12] // 4
+    xo, q = p[4] // es, p[5] // es
+    w, c, oh, ow = p[7], p[8], p[9], p[10]
+    if mode == 0:
+        for oy in range(oh):
+            row = xo + t[t0 + oy] * w * c
+            for ox in range(ow):
+                s = row + t[t0 + oh + ox] * c
+                for ch in range(c):
+                    a[q] = a[s + ch]
+                    q += 1
+        return
+    for oy in range(oh):
+        r0, r1, dy = xo + t[t0 + 3 * oy] * w * c, xo + t[t0 + 3 * oy + 1] * w * c, t[t0 + 3 * oy + 2]
+        for ox in range(ow):
+            b = t0 + 3 * (oh + ox)
+            c0, c1, dx = t[b] * c, t[b + 1] * c, t[b + 2]
+            w00, w10 = (1024 - dy) * (1024 - dx), dy * (1024 - dx)
+            w01, w11 = (1024 - dy) * dx, dy * dx
+            for ch in range(c):
+                v = a[r0 + c0 + ch] * w00 + a[r1 + c0 + ch] * w10 + a[r0 + c1 + ch] * w01 + a[r1 + c1 + ch] * w11
+                v = (v + 524288) >> 20 if v > 0 else -((524288 - v) >> 20)
+                v &= 255
+                a[q] = v - 256 if v > 127 else v
+                q += 1
+
+
+# prelu record (int8): 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y 8 N 9 BC 10 ZX 11 ZA 12 M 13 S 14-15 alpha
+# (i8 [BC], x's channels) 16-17 table (i8 [256]) 18 ACC (BLOCK int32) 19 BLOCK. TFLM's PRELU:
+# x >= ZX gives table[x + 128] (its clamp(ZY + mbqm(x - ZX, m1, s1)), made at pack time); x < ZX
+# gives clamp(ZY + mbqm((x - ZX)(alpha - ZA), M, S)). The output is written block by block
+# before the table fills in the x >= ZX elements: x and y are two buffers.
+
+def prelu(E, P, k):
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    al, a0 = E.s8[p[14]], p[15]
+    tab, t0 = E.s8[p[16]], p[17] + 128
+    x, y, n, bc, zx, za, ao, block = p[6], p[7], p[8], p[9], p[10], p[11], p[18] // 4, p[19]
+    i = 0
+    j = 0
+    while i < n:
+        m = n - i if n - i < block else block
+        for q in range(m):
+            d = a[x + i + q] - zx
+            a32[ao + q] = d * (al[a0 + j] - za) if d < 0 else 0
+            j += 1
+            if j == bc:
+                j = 0
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 12, a, W)
+        for q in range(m):
+            v = a[x + i + q]
+            if v >= zx:
+                a[y + i + q] = tab[t0 + v]
+        i += m

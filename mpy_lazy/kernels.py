@@ -38,11 +38,14 @@ _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "den
         (check.LUT, "lut"), (check.SOFTMAX, "softmax"), (check.MOVE, "move"), (check.FILL, "fill"),
         (check.RESCALE, "rescale"), (check.ADD16, "add16"), (check.SUB, "sub"), (check.SUB16, "sub16"),
         (check.CONV16, "conv16"), (check.DW16, "dw16"), (check.DENSE16, "dense16"), (check.TCONV, "tconv"),
-        (check.TCONV16, "tconv16"))
+        (check.TCONV16, "tconv16")) \
+    + ((check.MINMAX, "minmax"), (check.CAST, "cast"), (check.DIV, "div"), (check.RESIZE, "resize"),
+       (check.PRELU, "prelu"))
 _FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
           (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
           (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
-          (check.DEQUANTIZE, "dequantize"))
+          (check.DEQUANTIZE, "dequantize")) \
+    + ((check.FBINARY, "binary"), (check.FCAST, "cast"), (check.FRESIZE, "resize"), (check.FLAYERNORM, "layernorm"))
 _pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
 
 
