@@ -348,10 +348,11 @@ def _room(n):
     try:
         import gc
 
-        gc.collect()
-        free = gc.mem_free()
-    except (ImportError, AttributeError):
+        mem_free = gc.mem_free
+    except (ImportError, AttributeError):  # CPython: no heap bound to check (and no collection to pay for)
         return
+    gc.collect()
+    free = mem_free()
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")
