@@ -19,7 +19,8 @@ from . import tflm
 from .container import PackError
 from .ir import Graph, Node
 
-_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat", "resize", "minimum", "maximum")
+_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat", "transpose", "slice", "resize", "minimum",
+           "maximum")
 _FLOAT_FN = {
     "relu": lambda v: max(v, 0.0),
     "relu6": lambda v: min(max(v, 0.0), 6.0),
@@ -111,7 +112,10 @@ def _onnx_values(onnx_model, graph, samples):
         outs = sess.run(names, {inp: samples[i: i + 1]})
         vals = {k: v for k, v in zip(names, outs) if k in wanted}
         vals[graph.inputs[0][0]] = samples[i]
-        for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
+        for n in reversed(graph.nodes):  # values onnxruntime does not name (made by the importer):
+            if n.op == "reshape" and n.y in vals and n.x[0] not in vals:  # a reshape's input holds its values
+                vals[n.x[0]] = vals[n.y]
+        for n in graph.nodes:  # else the values of the op's input (a data move, a pad)
             if n.y not in vals and n.x[0] in vals:
                 vals[n.y] = vals[n.x[0]]
         yield vals
@@ -327,8 +331,25 @@ def _node(n, src, g):
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "tconv":  # TFLite's TRANSPOSE_CONV: per-channel weights, an int32 bias, z_x in the kernel
+        s_in = q[n.x[0]][0]
+        wq, scales = _weights(src.tensors[n.t["w"]], 0)
+        g.tensors[n.t["w"]] = wq
+        g.wquant[n.t["w"]] = (scales, 0)
+        new.t = dict(n.t)
+        if "b" in n.t:
+            bq = np.rint(src.tensors[n.t["b"]].astype(np.float64) / (float(s_in) * scales.astype(np.float64)))
+            if np.any(np.abs(bq) > 2 ** 31 - 1):
+                raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+            g.tensors[n.t["b"]] = bq.astype(np.int32)
+        mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
+        new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
     elif n.op == "add":
         new.attrs["m"] = tflm.add_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "sub":
+        new.attrs["m"] = tflm.sub_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
     elif n.op == "mul":
         new.attrs["m"] = tflm.mul_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
@@ -354,7 +375,7 @@ def _node(n, src, g):
         table = tflm.float_table(fn, s_in, z_in, s_out, z_out)
         new = Node("lut", n.x, n.y, n.src)
         new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
-    elif n.op in ("reshape", "pad", "concat"):
+    elif n.op in ("reshape", "pad", "concat", "transpose", "slice"):
         pass
     elif n.op in _ELEM:
         return _ELEM[n.op](n, src, g, new)

@@ -301,15 +301,17 @@ def transpose(ins, kv, qin, tensors):
 
 def tconv(ins, kv, qin, tensors):
     """Transpose convolution: input pixel (iy, ix) adds x x w[:, ky, kx, :] to output pixel
-    (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow."""
-    x = ins[0] - qin[0][1]
+    (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow
+    (int8: x less its zero point, then requantized; float: the fused activation)."""
+    int8 = "q" in kv
+    x = ins[0] - qin[0][1] if int8 else ins[0]
     h, wd, c = x.shape
-    w = _t(tensors, kv["w"], np.int64)  # (OC, KH, KW, C)
+    w = _t(tensors, kv["w"], np.int64 if int8 else np.float64)  # (OC, KH, KW, C)
     oc, kh, kw, _ = w.shape
     sh, sw = _pair(kv.get("stride", (1,)))
     pt, pl = _pair(kv.get("pad", (0,)))
     oh, ow = kv["size"]
-    acc = np.zeros((oh, ow, oc), dtype=object if kv["dtype"] == "i16" else np.int64)
+    acc = np.zeros((oh, ow, oc), dtype=object if kv["dtype"] == "i16" else (np.int64 if int8 else np.float64))
     for iy in range(h):
         for ix in range(wd):
             for ky in range(kh):
@@ -318,12 +320,12 @@ def tconv(ins, kv, qin, tensors):
                     if 0 <= oy < oh and 0 <= ox < ow:
                         acc[oy, ox] += w[:, ky, kx, :] @ x[iy, ix]
     if "b" in kv:
-        acc = acc + _t(tensors, kv["b"], np.int64)
-    return _requant(acc, kv, tensors, qin)
+        acc = acc + _t(tensors, kv["b"], np.int64 if int8 else np.float64)
+    return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
 
 
 def concat(ins, kv, qin, tensors):
-    return np.concatenate(ins, axis=-1)
+    return np.concatenate(ins, axis=kv.get("axis", -1))
 
 
 def pad(ins, kv, qin, tensors):

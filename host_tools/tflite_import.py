@@ -95,7 +95,7 @@ class _Reader:
         """The graph value of tensor i (an activation), registering its quantization."""
         name = "t%d" % i
         if name not in self.ir.shapes:
-            raise self.err("input tensor %d is neither a model input nor an op output" % i)
+            raise self.err("tensor %d is neither a model input nor an op output" % i)
         return name
 
     def define(self, i):
@@ -174,8 +174,14 @@ class _Reader:
             self.op = op
             self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
             self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
-            getattr(self, "op_" + name)()
+            try:
+                getattr(self, "op_" + name)()
+            except (PackError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # damage inside the op's tensors (a short buffer...): still its refusal
+                raise self.err("cannot read it: %s" % (str(e).strip() or type(e).__name__).splitlines()[0])
         for k in range(sg.OutputsLength()):
+            self.what = "%s: model output %d" % (self.path, k)
             self.ir.outputs.append(self.value(sg.Outputs(k)))
         return self.ir
 

@@ -109,6 +109,43 @@ def dense(E, P, k):
                 a[yo + o] = hi
 
 
+# transpose conv record (f32, kind ftconv): the int8 tconv record (mpy_lazy/_pure.py) with 3 ACT
+# for ZY, f32 weights (OHWI) at 22 23 and bias at 24 25, no requantization. Output pixel (oy, ox)
+# gathers the taps that reach it: oy + PT - ky = iy * SH inside the input (and the same for x).
+
+def tconv(E, P, k):
+    p = [P[k + i] for i in range(26)]
+    a = E.af
+    oc, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl = p[2], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], \
+        p[16], p[17], p[18]
+    xo, q = p[6] // 4, p[7] // 4
+    wt, w0 = E.sf[p[22]], p[23] // 4
+    bv, b0 = (E.sf[p[24]], p[25] // 4) if p[20] else (None, 0)
+    lo, hi = ACTS[p[3]] or (None, None)
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                s = bv[b0 + o] if bv is not None else 0.0
+                for ky in range(kh):
+                    ny = oy + pt - ky
+                    if ny < 0 or ny % sh or ny // sh >= h:
+                        continue
+                    for kx in range(kw):
+                        nx = ox + pl - kx
+                        if nx < 0 or nx % sw or nx // sw >= wd:
+                            continue
+                        wi = w0 + ((o * kh + ky) * kw + kx) * c
+                        xi = xo + ((ny // sh) * wd + nx // sw) * c
+                        for ci in range(c):
+                            s += wt[wi + ci] * a[xi + ci]
+                if lo is not None and s < lo:
+                    s = lo
+                if hi is not None and s > hi:
+                    s = hi
+                a[q] = s
+                q += 1
+
+
 # add / mul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)
 
 def add(E, P, k):

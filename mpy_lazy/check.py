@@ -16,15 +16,18 @@ FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
 # elementwise ops, cast, resize (kinds 44..53; 36..43 are other ops')
 MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
-KINDS = 54  # kinds are 1..KINDS-1
+FTCONV = 54
+KINDS = 60  # kinds are 1..KINDS-1
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
          "tconv", "tconv", "sub") \
-    + ("",) * 8 + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "")
+    + ("",) * 8 + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
+    + ("tconv", "", "", "", "", "")
 LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11) + (0,) * 8 + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0)
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11) + (0,) * 8 + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) \
+    + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -390,7 +393,8 @@ def _rescale(r, E):
 
 def _tconv(r, E):
     wide = r.kind == TCONV16
-    size = 2 if wide else 1
+    fl = r.kind == FTCONV
+    size = 4 if fl else (2 if wide else 1)
     h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
     oc = r.range(2, "out", 1, MAX_DIM)
     kh, kw, sh, sw = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"))
@@ -400,6 +404,12 @@ def _tconv(r, E):
         r.fail("oh", "more than 2**24 elements")
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
+    if fl:
+        r.range(3, "act", 0, 2)
+        r.tensor(22, "weight", ("f32",), 4 * oc * kh * kw * c)
+        if r.range(20, "b", 0, 1):
+            r.tensor(24, "bias", ("f32",), 4 * oc)
+        return
     _clamp(r, size)
     top = (1 << (8 * size - 1)) - 1
     r.range(19, "zero_point", -top - 1, top)
@@ -563,7 +573,8 @@ def _layernorm(r, E):
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
           _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary) \
-    + (None,) * 8 + (_minmax, _minmax, _cast, _cast, _div, _resize, _resize, _prelu, _layernorm, None)
+    + (None,) * 8 + (_minmax, _minmax, _cast, _cast, _div, _resize, _resize, _prelu, _layernorm, None) \
+    + (_tconv, None, None, None, None, None)
 
 
 class _Env:
@@ -681,7 +692,7 @@ def record_macs(P, k):
         return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
     if kind in (DENSE, FDENSE, DENSE16):
         return P[k + 8] * P[k + 2]
-    if kind in (TCONV, TCONV16):  # every input pixel's channels over every tap
+    if kind in (TCONV, TCONV16, FTCONV):  # every input pixel's channels over every tap
         return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
     return 0
 
@@ -698,6 +709,7 @@ def has_floats(P):
     """Whether any record computes on or moves f32 values (the float kernels' views are made
     only then)."""
     for kind, k in records(P):
-        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FBINARY, FCAST, FRESIZE, FLAYERNORM):
+        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV, FBINARY, FCAST, FRESIZE,
+                                                  FLAYERNORM):
             return True
     return False

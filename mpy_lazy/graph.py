@@ -26,6 +26,7 @@ _KINDS = {
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
 }
+_KINDS["axis"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -48,7 +49,7 @@ OPS = {
     "tanh": (("x", "y"), ()),
     "lut": (("x", "y", "t", "q"), ()),
     "reshape": (("x", "y", "shape"), ("order", "q")),
-    "concat": (("x", "y"), ("q",)),
+    "concat": (("x", "y"), ("q", "axis")),
     "pad": (("x", "y", "pad"), ("q",)),
     "slice": (("x", "y", "begin", "end"), ("stride", "q")),
     "transpose": (("x", "y", "perm"), ("q",)),

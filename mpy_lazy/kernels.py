@@ -44,7 +44,7 @@ _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "den
 _FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
           (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
           (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
-          (check.DEQUANTIZE, "dequantize")) \
+          (check.DEQUANTIZE, "dequantize"), (check.FTCONV, "tconv")) \
     + ((check.FBINARY, "binary"), (check.FCAST, "cast"), (check.FRESIZE, "resize"), (check.FLAYERNORM, "layernorm"))
 _pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
 

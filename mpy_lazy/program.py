@@ -345,14 +345,12 @@ def _room(n):
     if n > MAX_ARENA:
         raise ContainerError("graph: needs %d bytes of activation memory (more than %d)" % (n, MAX_ARENA),
                              None, "graph")
-    try:
-        import gc
+    import gc
 
-        mem_free = gc.mem_free
-    except (ImportError, AttributeError):  # CPython: no heap bound to check (and no collection to pay for)
+    if not hasattr(gc, "mem_free"):  # CPython: no heap to measure (and a collect of a big process is slow)
         return
     gc.collect()
-    free = mem_free()
+    free = gc.mem_free()
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")

@@ -70,10 +70,10 @@ def cnn():
 REFUSED = {
     "elu": (lambda: nn.Sequential(nn.Linear(4, 6), nn.ELU()), (4,), "Elu"),
     "lstm": (LSTM, (1, 4), "LSTM"),
-    "transpose": (Transposed, (4, 3), "Transpose"),
     # forms of supported ops the runtime does not run
-    "avgpool_count_pad": (lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(3, 1, padding=1)), (1, 6, 6),
-                          "AveragePool"),
+    "matmul_3d": (Transposed, (4, 3), "MatMul"),  # (its Transpose runs)
+    "dilated_maxpool": (lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.MaxPool2d(2, dilation=2)), (1, 6, 6),
+                        "MaxPool"),
     "reflection_pad": (lambda: nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(1, 2, 3)), (1, 6, 6), "Pad"),
 }
 

@@ -257,7 +257,7 @@ def test_unsupported_op_is_refused(cli, tmp_path):
     assert "SQUARED_DIFFERENCE" in tflm_ref.op_names(src)
     out = tmp_path / "u.mpyl"
     line = cli.fails("pack", src, "-o", out)
-    assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line
+    assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line and "operator " in line
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
@@ -320,19 +320,41 @@ def test_inconsistent_tflite_is_refused(cli, tmp_path):
     def zero_scale(m, sg):
         sg.tensors[sg.operators[0].outputs[0]].quantization.scale = [0.0]
 
+    def f16_output(m, sg):
+        sg.tensors[sg.operators[0].outputs[0]].type = S.TensorType.FLOAT16
+
     cases = {
         "bad_index": lambda m, sg: setattr(sg.operators[0], "inputs", [999] + list(sg.operators[0].inputs[1:])),
         "bad_output": lambda m, sg: setattr(sg, "outputs", [12345]),
         "short_weights": short_weights,
         "zero_scale": zero_scale,
         "negative_dim": lambda m, sg: setattr(sg.tensors[sg.operators[0].outputs[0]], "shape", [1, -3, 8, 8]),
+        "f16_output": f16_output,
     }
     for name, fn in cases.items():
         path = _save_model(edit(fn), tmp_path / (name + ".tflite"))
         out = tmp_path / (name + ".mpyl")
         line = cli.fails("pack", path, "-o", out)
         assert name + ".tflite" in line, line
+        # the operator whose tensors are damaged, by index and name (the graph's output: by its index)
+        assert ("model output 0:" if name == "bad_output" else "operator 0 (CONV_2D):") in line, line
         assert not out.exists()
+
+
+def test_op_support_is_checked_before_tensors(cli, tmp_path):
+    """A model with an op the board lacks and damaged tensors in front of it: the refusal names
+    that op (its index and name), not a tensor type or an op before it."""
+    m = tflm_ref.read_model(fixture_path("digits_cnn_int8"))
+    sg = m.subgraphs[0]
+    code = S.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = S.BuiltinOperator.SQUARED_DIFFERENCE
+    code.version = 1
+    m.operatorCodes.append(code)
+    sg.operators[3].opcodeIndex = len(m.operatorCodes) - 1
+    sg.tensors[sg.operators[0].outputs[0]].type = S.TensorType.FLOAT16
+    path = _save_model(m, tmp_path / "late_op.tflite")
+    line = cli.fails("pack", path, "-o", tmp_path / "late_op.mpyl")
+    assert "operator 3 (SQUARED_DIFFERENCE)" in line and "late_op.tflite" in line, line
 
 
 def test_empty_subgraph_is_refused_naming_the_file(cli, tmp_path):
@@ -364,7 +386,7 @@ def test_declared_shape_disagreeing_with_the_op_is_refused(cli, tmp_path):
             assert not np.array_equal(tflm_ref.run(path, x)[0], tflm_ref.run(src, x)[0])
         out = tmp_path / (name + ".mpyl")
         line = cli.fails("pack", path, "-o", out)
-        assert name + ".tflite" in line, line
+        assert name + ".tflite" in line and "operator 0 (CONV_2D)" in line, line
         assert not out.exists()
 
 

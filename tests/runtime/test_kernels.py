@@ -920,6 +920,86 @@ def test_move_and_fill():
             run_each(fill, want, "fill es %d" % es)
 
 
+# --- float transpose conv ----------------------------------------------------------------------
+
+class FloatEnv:
+    """What a float kernel reads: the arena as f32 (af) over bytes A, the tensor slots as f32
+    (sf), the ndarray kernels' cache."""
+
+    def __init__(self, nwords, slot):
+        self.A = bytearray(4 * nwords)
+        self.B = (slot,)
+        self.af = backend.typed_view(memoryview(self.A), "f32", nwords)
+        self.sf = (_slot_view(slot, "f32"),)
+        self.cache = {}
+
+
+def test_float_tconv():
+    """The float transpose conv record (kind ftconv) on _float and, where there is ulab or
+    numpy, _nd: seeded geometry (strides, paddings, outputs past the input's reach, as
+    output_padding makes) against TFLM's reference written out here (every input pixel
+    scattered over the outputs its taps reach), values exact in float32 so only the order of
+    the sums differs; the record passes check.py's validator."""
+    from mpy_lazy import _float
+
+    impls = [("_float", _float)]
+    if backend.kind() is not None:
+        from mpy_lazy import _nd
+
+        impls.append(("_nd", _nd))
+    r = Lcg(70)
+    for case in range(CASES):
+        h, w, c, oc = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 3)
+        kh, kw, sh, sw = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 3)
+        pt, pl = r.int(0, kh - 1), r.int(0, kw - 1)
+        oh = max(1, (h - 1) * sh + kh - pt - r.int(0, pt) + r.int(0, sh))
+        ow = max(1, (w - 1) * sw + kw - pl - r.int(0, pl) + r.int(0, sw))
+        act, hasb = r.int(0, 2), r.chance(2) == 0
+        x = [r.int(-64, 64) / 32.0 for _ in range(h * w * c)]
+        wt = [r.int(-64, 64) / 64.0 for _ in range(oc * kh * kw * c)]
+        bias = [r.int(-64, 64) / 16.0 for _ in range(oc)]
+        want = [bias[i % oc] if hasb else 0.0 for i in range(oh * ow * oc)]
+        for iy in range(h):
+            for ix in range(w):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        oy, ox = iy * sh + ky - pt, ix * sw + kx - pl
+                        if 0 <= oy < oh and 0 <= ox < ow:
+                            for o in range(oc):
+                                for ci in range(c):
+                                    want[(oy * ow + ox) * oc + o] += wt[((o * kh + ky) * kw + kx) * c + ci] * \
+                                        x[(iy * w + ix) * c + ci]
+        for i in range(len(want)):
+            if act and want[i] < 0:
+                want[i] = 0.0
+            if act == 2 and want[i] > 6:
+                want[i] = 6.0
+        slot = Slot()
+        wo = slot.add(wt, "f")
+        bo = slot.add(bias, "f")
+        xo, yo = 1, 2 + h * w * c + r.int(0, 3)  # word offsets in the arena (a guard word between)
+        n = yo + oh * ow * oc + 2
+        fields = [oc, act, 0, 0, 4 * xo, 4 * yo, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, 0, 1 if hasb else 0, 0,
+                  0, wo, 0, bo]
+        P = record(check.FTCONV, fields)
+        check._tconv(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
+        for name, mod in impls:
+            E = FloatEnv(n, slot.b)
+            for i in range(len(x)):
+                E.af[xo + i] = x[i]
+            E.af[yo - 1], E.af[yo + len(want)] = 7.5, -7.5  # guards: written by no one
+            mod.tconv(E, P, 0)
+            assert list(P)[2:] == fields, name
+            assert E.af[yo - 1] == 7.5 and E.af[yo + len(want)] == -7.5, (name, case)
+            for i in range(len(want)):
+                assert abs(E.af[yo + i] - want[i]) <= 1e-5 * (1 + abs(want[i])), (name, case, i, E.af[yo + i], want[i])
+        E = FloatEnv(n, slot.b)
+        bad = list(fields)
+        bad[15] = kh  # a pad as large as the kernel
+        raises(Exception, check._tconv, check._Rec(record(check.FTCONV, bad), 0, 4 * n, (slot.b,), None),
+               check._Env((slot.b,)))
+
+
 # --- kernel paths, f16 -------------------------------------------------------------------------
 
 def test_paths():
