@@ -702,6 +702,7 @@ class _Reader:
         n = self.emit("resize", [x], size=(oh, ow), interp="bilinear" if bilinear else None)
         n.t["t"] = self.add("coords", tflm.resize_table(self.ir.shapes[x], (oh, ow), bilinear, align, half,
                                                         integer=dt != "f32"))
+        n.tflite_flags = (align, half)  # (a float model made int8 gets TFLM's integer coordinates)
 
     def op_RESIZE_NEAREST_NEIGHBOR(self):
         self._resize(False, "ResizeNearestNeighborOptions")

@@ -28,8 +28,10 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
   unsupported_op                     a tiny int8 graph with an op outside that list
   elem_int8, elem_f32               HARD_SWISH, MAXIMUM with a scalar, MINIMUM, PRELU (alpha per
                                      channel and per element), DIV
-  resize_int8, resize_f32           RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR with every
-                                     align_corners / half_pixel_centers combination TFLM runs
+  resize_int8, resize_f32, resize_samples.npy
+                                     RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR with every
+                                     align_corners / half_pixel_centers combination TFLM runs, and
+                                     the samples resize_int8 is calibrated on
   cast_f32                           CAST float32 -> int32 -> int16 -> int8 -> int32 -> float32
   hybrid_dynamic                     the converter's dynamic-range mode (float activations, int8
                                      weights): TFLM refuses it, and so does mpy-lazy
@@ -120,7 +122,7 @@ FIXTURES = {
 # fixtures neither TFLM nor mpy-lazy runs (each refuses them with its reason)
 REFUSED = ("unsupported_op", "hybrid_dynamic")
 # kind -> the .npy the inner side saves its representative (calibration) samples to
-SAMPLES = {"calib": "calib_samples"}
+SAMPLES = {"calib": "calib_samples", "resize": "resize_samples"}
 
 # The builtin ops mpy-lazy's .tflite support covers: each must appear in some fixture.
 SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL",

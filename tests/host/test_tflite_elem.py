@@ -273,3 +273,38 @@ def test_div_undefined_shifts_occur(cases):
     assert bad.sum() > 1000
     assert np.any(cases[0]["div1"].want[bad] != DIV_Q[1][2][1])
     assert not div_undefined("div0").any() and not div_undefined("div2").any()
+
+
+def test_float_resize_made_int8_as_the_converter_makes_it(tmp_path):
+    """resize_f32.tflite through `pack --quantize int8 --calibrate` (the samples the converter
+    calibrated resize_int8.tflite on): every value's quantization the converter's (scales
+    within 2 float32 ulp), bilinear resizes on TFLM's integer coordinates, and the output
+    codes of all 100 samples equal to TFLM's run of the converter's model."""
+    from host_util import GOLDEN
+    from mpy_lazy import graph as mgraph
+
+    d = os.path.join(GOLDEN, "tflite")
+    src, conv, samples = (os.path.join(d, n) for n in ("resize_f32.tflite", "resize_int8.tflite", "resize_samples.npy"))
+    for p in (src, conv, samples):
+        if not os.path.exists(p):
+            pytest.skip("%s is missing (make tflite-fixtures)" % os.path.basename(p))
+    out = tmp_path / "r.mpyl"
+    run_cli("pack", src, "-o", out, "--quantize", "int8", "--calibrate", samples, "-q")
+    c = mpy_lazy.open(out.read_bytes())
+    ours = [kv["q"] for _, op, kv in mgraph.parse(c.meta["graph"]) if op != "output"]
+    info = tflm_ref.tensors(conv)
+    first = info[tflm_ref.read_model(conv).subgraphs[0].inputs[0]]
+    theirs = [(first.scales[0], first.zero_points[0])] + [
+        (info[o.outputs[0]].scales[0], info[o.outputs[0]].zero_points[0]) for o in tflm_ref.ops(conv)]
+    assert len(ours) == len(theirs)
+    for (s, z), (s2, z2) in zip(ours, theirs):
+        assert z == z2 and abs(s - s2) <= 2 * 2.0 ** -23 * s2, (s, z, s2, z2)
+    xs = np.load(samples)
+    s, z = ours[0]
+    xi = np.clip(np.floor(xs / np.float32(s) + 0.5) + z, -128, 127).astype(np.int8)
+    want = tflm_ref.run(conv, xi)
+    with kernel_path("pure"):
+        m = mmodel.from_container(c)
+        for x, w in zip(xi, want):
+            m(bytes(x.reshape(-1)))
+            assert m.tolist() == np.asarray(w).reshape(-1).tolist()
