@@ -12,7 +12,7 @@ A model with any other op, or a form of an op the board cannot run, raises PackE
 the op."""
 import numpy as np
 
-from . import tflm
+from . import tflite_check, tflm
 from .container import PackError
 from .ir import Graph, Node
 
@@ -151,6 +151,7 @@ class _Reader:
             if name not in SUPPORTED:
                 raise PackError("%s: operator %d (%s): op %s is not supported (mpy-lazy runs %s)"
                                 % (self.path, k, name, name, ", ".join(SUPPORTED)))
+        tflite_check.check(self, ops)  # then the whole model, before anything is converted
         # an output_shape given to TRANSPOSE_CONV as a model input is static (the output
         # tensor's shape): that input is dropped (the caller passes the others)
         shapes_only = {op.Inputs(0) for _, name, op in ops if name == "TRANSPOSE_CONV"}
@@ -254,9 +255,18 @@ class _Reader:
             except ValueError as e:
                 raise self.err(str(e))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        self._check_shifts(shift, 7 if dt == "i16" and n.attrs.get("acc") != "32" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
         return n
+
+    def _check_shifts(self, shift, top):
+        """Refuse requantization shifts outside TFLM's range (-31..30; 7 for int64
+        accumulators): what the board's load check refuses, named here by the operator."""
+        for c, s in enumerate(shift):
+            if not -31 <= s <= top:
+                raise self.err("channel %d: requantization multiplier (input scale x weight scale / output "
+                               "scale) has shift %d, outside TFLM's -31..%d: the scales are out of range" % (c, s, top))
 
     def _conv_common(self, depthwise):
         x = self.value(self.ins[0])
@@ -595,6 +605,7 @@ class _Reader:
                 raise self.err("a bias beyond int32: not supported (the container stores int32)")
             n.t["b"] = self.add("bias", bias.astype(np.int32))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        self._check_shifts(shift, 7 if dt == "i16" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
 

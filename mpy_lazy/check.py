@@ -18,6 +18,10 @@ RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(
 MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
 FTCONV = 54
 KINDS = 60  # kinds are 1..KINDS-1
+# elementwise kinds that may write their output over their first input (same offset): the
+# record word of that input (the planner's in-place ops: mpy_lazy/model.py)
+_INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2,
+            MINMAX: 4, FBINARY: 4, DIV: 6, FLAYERNORM: 2}
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
@@ -39,6 +43,7 @@ class _Rec:
         self.P, self.k, self.arena, self.B, self.verify = P, k, arena, B, verify
         self.line = P[k] >> 8
         self.kind = P[k] & 255
+        self.spans = []  # (word index, start, end, field) of every arena region checked
 
     def __getitem__(self, i):
         return self.P[self.k + i]
@@ -63,7 +68,32 @@ class _Rec:
         if off < 0 or nbytes < 0 or off + nbytes > self.arena or off % align:
             self.fail(field, "%d bytes at %d do not fit the %d-byte arena (alignment %d)"
                       % (nbytes, off, self.arena, align))
+        if nbytes:
+            self.spans.append((i, off, off + nbytes, field))
         return off
+
+    def overlaps(self):
+        """Regions of one record overlap only as the planner lays them out (so every kernel
+        path computes the same thing): an input and the output share bytes only at the same
+        offset for an elementwise op (its first input), or with the output at least `lag`
+        bytes before the input for an int8 conv, depthwise or dense (conv_lag); scratch
+        shares bytes with nothing."""
+        spans = self.spans
+        for a in range(len(spans)):
+            ia, sa, ea, fa = spans[a]
+            for b in range(a + 1, len(spans)):
+                ib, sb, eb, fb = spans[b]
+                if sa >= eb or sb >= ea or fa == fb == "x":
+                    continue
+                if fa == "x" and fb == "y" and _may_share(self, ia, sa, sb) or \
+                        fa == "y" and fb == "x" and _may_share(self, ib, sb, sa):
+                    continue
+                self.fail(fb, "its %d bytes at %d overlap the %s's at %d" % (eb - sb, sb, fa, sa))
+
+    def absent(self, i, field):
+        """Tensor fields at i of an absent tensor: (0, 0)."""
+        if self[i] or self[i + 1]:
+            self.fail(field, "slot %d offset %d given for a tensor the record has none of" % (self[i], self[i + 1]))
 
     def tensor(self, i, field, dtypes, nbytes):
         """Tensor fields (slot, offset) at i: a tensor of one of `dtypes` holding exactly
@@ -145,10 +175,14 @@ def _conv(r, E):
         r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
     if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
         r.fail("oh", "more than 2**24 elements")
-    ext = wso * (oc - 1) + wsy * (kh - 1) + wsx * (kw - 1) + wsc * (cpg - 1) + 1
     n = oc * kh * kw * cpg
-    if ext > n:
-        r.fail("wl", "weight strides reach element %d of %d" % (ext, n))
+    if dw:  # the layouts the compiler writes (mpy_lazy/ops/conv.py), which the kernels assume
+        layouts = ((1, kw * oc, oc, 1), (kh * kw, kw, 1, 1))
+    else:
+        layouts = ((kh * kw * cpg, kw * cpg, cpg, 1), (cpg * kh * kw, kw, 1, kh * kw))
+    if (wso, wsy, wsx, wsc) not in layouts:
+        r.fail("wl", "weight strides %d, %d, %d, %d: not a layout of the weights (ohwi, oihw; 1hwo, o1hw)"
+               % (wso, wsy, wsx, wsc))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
@@ -158,6 +192,8 @@ def _conv(r, E):
         r.range(3, "act", 0, 2)
         if r.range(28, "b", 0, 1):
             r.tensor(34, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(34, "bias")
         if wdt == 2:
             r.region(31, "scratch", 4 * kh * kw * cpg, 4)
         return
@@ -175,6 +211,8 @@ def _conv(r, E):
     if hasb:
         r.tensor(34, "bias", ("i32",), 4 * oc)
         bias = E.words(r[34], r[35], oc)
+    else:
+        r.absent(34, "bias")
     # int8: every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x|
     # <= 128, the input zero point folded into the bias); 16x8 with int64 accumulators: within
     # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
@@ -198,8 +236,8 @@ def _dense(r, E):
     wide = r.kind == DENSE16
     n, oc = r.range(8, "x", 1, 1 << 24), r.range(2, "out", 1, MAX_DIM)
     wso, wsi = r.range(9, "wl", 0, 1 << 24), r.range(10, "wl", 0, 1 << 24)
-    if wso * (oc - 1) + wsi * (n - 1) + 1 > n * oc:
-        r.fail("wl", "weight strides reach past %d elements" % (n * oc))
+    if (wso, wsi) not in ((n, 1), (1, oc)):
+        r.fail("wl", "weight strides %d, %d: not a layout of the weights (oi, io)" % (wso, wsi))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
     r.region(7, "y", oc * size, size)
@@ -209,6 +247,8 @@ def _dense(r, E):
         r.range(3, "act", 0, 2)
         if r.range(11, "b", 0, 1):
             r.tensor(16, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(16, "bias")
         if wdt == 2:
             r.region(13, "scratch", 4 * (oc if wsi != 1 else n), 4)
         return
@@ -223,6 +263,8 @@ def _dense(r, E):
     if hasb:
         r.tensor(16, "bias", ("i32",), 4 * oc)
         bias = E.words(r[16], r[17], oc)
+    else:
+        r.absent(16, "bias")
     if wide and not acc64:
         return
     sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi)
@@ -270,6 +312,9 @@ def _pool(r, E):
     size = 4 if fl else 1
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * c * size, size)
+    r.range(2, "c", c, c)
+    r.range(17, "dil", 1, 1)
+    r.range(18, "dil", 1, 1)
     if fl:
         r.range(3, "act", 0, 2)
     else:
@@ -287,6 +332,7 @@ def _mean(r, E):
     if fl:
         return
     _clamp(r)
+    r.range(2, "out", 1, 1)
     r.range(9, "zero_point", -128, 127)
     if 255 * hw > INT32_MAX:
         r.fail("x", "the sums of %d pixels can leave int32" % hw)
@@ -317,6 +363,8 @@ def _move(r, E):
     if es not in (1, 2, 4):
         r.fail("size", "%d bytes per element (1, 2 or 4)" % es)
     planes, rows, cols = (r.range(i, "shape", 0, 1 << 24) for i in (11, 4, 5))
+    if planes * rows * cols > r.arena // es:  # (zero strides would make it loop on one element)
+        r.fail("shape", "%d x %d x %d elements: more than the arena holds" % (planes, rows, cols))
     if planes and rows and cols:
         for o, s_plane, s_row, s_col, field in ((2, 12, 6, 7, "x"), (3, 13, 8, 9, "y")):
             sp, ss, sj = (r.range(i, field, 0, 1 << 24) for i in (s_plane, s_row, s_col))
@@ -421,6 +469,8 @@ def _tconv(r, E):
     if hasb:
         r.tensor(24, "bias", ("i32",), 4 * oc)
         bias = E.words(r[24], r[25], oc)
+    else:
+        r.absent(24, "bias")
     if wide:  # int64 accumulators: within TFLM's +-2**47
         sums = E.abs_sums(r[22], r[23], oc, kh, kw, c, kh * kw * c, kw * c, c, 1)
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
@@ -464,8 +514,10 @@ def _minmax(r, E):
     r.region(5, "y", n * es, es)
     if r.range(8, "x", 0, 1):
         r.tensor(10, "t", (dt,), bc * es)
+        r.range(9, "x", 0, 0)
     else:
         r.region(9, "x", bc * es, es)
+        r.absent(10, "t")
 
 
 def _cast(r, E):
@@ -563,6 +615,8 @@ def _layernorm(r, E):
     r.tensor(8, "weight", ("f32",), 4 * n)
     if r.range(10, "b", 0, 1):
         r.tensor(11, "bias", ("f32",), 4 * n)
+    else:
+        r.absent(11, "bias")
     from .program import bits_f32
 
     eps = bits_f32(r[13])
@@ -600,6 +654,38 @@ class _Env:
         return out
 
 
+def _may_share(r, i, x, y):
+    """Whether input region (word i, offset x) may overlap the output at offset y."""
+    kind = r.kind
+    if kind in (CONV, DEPTHWISE):
+        return y + conv_lag(r.P, r.k) <= x
+    if kind == DENSE:
+        return y <= x
+    return x == y and _INPLACE.get(kind) == i
+
+
+def conv_lag(P, k):
+    """Bytes an int8 conv / depthwise output may start before its dying input (the planner's
+    rule): the kernels (every path) compute output pixels in raster order and write each
+    after reading its window, so no write may reach a byte a later window reads: when pixel
+    j's window is read, pixels before j may be written (to yo + j*OC), and the first byte any
+    window from j on reads is xo + min(first(j), first of the next output row). The lag is the
+    largest j*OC - that, over j. Each term is concave in the row and the column (separable),
+    so its maximum is at an end or beside the kink where padding stops: a few candidates."""
+    c, oh, ow, oc = P[k + 10], P[k + 11], P[k + 12], P[k + 2]
+    sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 19], P[k + 20]
+    wc = P[k + 9] * c
+    rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
+    cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
+    a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
+    b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
+    lag = max(0, a + b)
+    for oy in rows:
+        if oy + 1 < oh:  # the next row's first window starts at its first column
+            lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc)
+    return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+
+
 def _bad(msg, field="program"):
     raise ContainerError("program: %s" % msg, field, "program")
 
@@ -614,8 +700,8 @@ def arena_size(P, total):
     if P[H_VERSION] != VERSION:
         _bad("version %d, this runtime reads %d: repack the model" % (P[H_VERSION], VERSION), "version")
     arena = P[H_ARENA]
-    if not 0 <= arena <= MAX_ARENA:
-        _bad("arena of %d bytes (at most %d)" % (arena, MAX_ARENA), "arena")
+    if not 0 <= arena <= MAX_ARENA or arena % 4:
+        _bad("arena of %d bytes (a multiple of 4, at most %d)" % (arena, MAX_ARENA), "arena")
     return arena
 
 
@@ -656,6 +742,13 @@ def program(P, B, verify=None, total=None):
             top = (1 << (8 * item - 1)) - 1
             if not (s - s == 0 and s > 0) or not -top - 1 <= P[e + IO_ZP] <= top:
                 bad("input/output %d: q=%r,%d" % (i, s, P[e + IO_ZP]), "io")
+    # the arena bytes that hold values: the inputs', then each record's output; a record's
+    # scratch leaves its bytes undefined (each kernel path uses it its own way), and a record
+    # may read defined bytes only, so every path computes from the same numbers
+    defined = []
+    for i in range(nin):
+        e = HEADER + IO * i
+        defined = _span_add(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 0, 2, 0, 4)[P[e + IO_DTYPE]])
     E = _Env(B)
     k = first
     for _ in range(n):
@@ -666,11 +759,60 @@ def program(P, B, verify=None, total=None):
             bad("record at word %d: unknown kind %d" % (k, kind), "kind")
         if P[k + 1] != LENGTH[kind] or k + LENGTH[kind] > total:
             bad("record at word %d (%s): %d words, expected %d" % (k, NAMES[kind], P[k + 1], LENGTH[kind]), "records")
-        _CHECK[kind](_Rec(P, k, arena, B, verify), E)
+        r = _Rec(P, k, arena, B, verify)
+        _CHECK[kind](r, E)
+        r.overlaps()
+        for _, start, end, field in r.spans:
+            if field == "x" and not _span_covered(defined, start, end):
+                r.fail("x", "reads bytes %d..%d that no input or earlier record wrote" % (start, end))
+        for _, start, end, field in r.spans:
+            if field == "scratch":
+                defined = _span_remove(defined, start, end)
+        for _, start, end, field in r.spans:
+            if field == "y":
+                defined = _span_add(defined, start, end)
         k += LENGTH[kind]
     if k != total:
         bad("%d words after the last record" % (total - k), "records")
+    for i in range(nin, nin + nout):
+        e = HEADER + IO * i
+        if not _span_covered(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 0, 2, 0, 4)[P[e + IO_DTYPE]]):
+            bad("output %d: bytes no record wrote" % (i - nin), "io")
     return arena
+
+
+# sets of arena bytes as sorted lists of disjoint [start, end) spans
+
+def _span_add(spans, s, e):
+    out = []
+    for a, b in spans:
+        if b < s or a > e:
+            out.append((a, b))
+        else:
+            s, e = min(a, s), max(b, e)
+    out.append((s, e))
+    out.sort()
+    return out
+
+
+def _span_remove(spans, s, e):
+    out = []
+    for a, b in spans:
+        if b <= s or a >= e:
+            out.append((a, b))
+        else:
+            if a < s:
+                out.append((a, s))
+            if b > e:
+                out.append((e, b))
+    return out
+
+
+def _span_covered(spans, s, e):
+    for a, b in spans:
+        if a <= s and e <= b:
+            return True
+    return s >= e
 
 
 def records(P):

@@ -89,6 +89,37 @@ def _name_ok(s):
     return True
 
 
+def _digits(s, i):
+    """The index after the ASCII digits of s from i."""
+    while i < len(s) and "0" <= s[i] <= "9":
+        i += 1
+    return i
+
+
+def _number_ok(s, real):
+    """s is an ASCII integer ([+-]digits) or, if real, a decimal number ([+-] digits [. digits]
+    [e [+-] digits], or 'inf'/'nan' words, refused later as not finite): the one grammar both
+    interpreters' int() and float() read alike (CPython's also take other scripts' digits, '_'
+    and Unicode spaces; MicroPython's do not)."""
+    i = 1 if s[:1] in ("+", "-") else 0
+    if real and s[i:].lower() in ("inf", "nan", "infinity"):
+        return True
+    j = _digits(s, i)
+    if not real:
+        return i < j == len(s)
+    k = j
+    if k < len(s) and s[k] == ".":
+        k = _digits(s, k + 1)
+    if k == i or k == i + 1 and s[i] == ".":
+        return False  # no digit before the exponent
+    if k < len(s) and s[k] in "eE":
+        e = k + 1 + (1 if s[k + 1: k + 2] in ("+", "-") else 0)
+        k = _digits(s, e)
+        if k == e:
+            return False
+    return k == len(s)
+
+
 def _value(kind, key, val, n):
     if kind in ("v", "t"):
         if not _name_ok(val):
@@ -108,6 +139,9 @@ def _value(kind, key, val, n):
     if len(parts) > 8:
         raise fail(n, "%s=%s: too many numbers" % (key, val), key)
     try:
+        for v in parts:
+            if not _number_ok(v, kind == "f" or (kind == "q" and v is parts[0])):
+                raise ValueError
         if kind == "f":
             nums = [float(v) for v in parts]
         elif kind == "q":
@@ -141,7 +175,9 @@ def parse(text):
     n = 0
     for line in text.split("\n"):
         n += 1
-        parts = line.split()
+        # tokens: split at ASCII spaces, tabs and CRs only (str.split() also splits at Unicode
+        # spaces on CPython and not on MicroPython: one grammar on both)
+        parts = [t for t in line.replace("\t", " ").replace("\r", " ").split(" ") if t]
         if not parts or parts[0][0] == "#":
             continue
         if count >= MAX_LINES:

@@ -357,6 +357,113 @@ def test_op_support_is_checked_before_tensors(cli, tmp_path):
     assert "operator 3 (SQUARED_DIFFERENCE)" in line and "late_op.tflite" in line, line
 
 
+def _edit(src, fn):
+    m = tflm_ref.read_model(src)
+    fn(m, m.subgraphs[0])
+    return m
+
+
+def _conv(sg, k=0):
+    return sg.operators[k], sg.tensors
+
+
+def _float_bias_as_int32(m, sg):  # the float bias's bytes typed INT32
+    op, t = _conv(sg)
+    t[op.inputs[2]].type = S.TensorType.INT32
+
+
+def _empty_bias(m, sg):  # a bias constant whose buffer holds nothing
+    op, t = _conv(sg)
+    m.buffers[t[op.inputs[2]].buffer].data = []
+
+
+def _bias_is_an_activation(m, sg):  # the second conv's bias: the first pool's output
+    op, t = _conv(sg, 2)
+    op.inputs = [op.inputs[0], op.inputs[1], sg.operators[1].outputs[0]]
+
+
+def _variable_weight(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].isVariable = True
+
+
+def _other_options(m, sg):  # CONV_2D carrying a pool's options table
+    op, _ = _conv(sg)
+    o = S.Pool2DOptionsT()
+    o.strideW = o.strideH = o.filterWidth = o.filterHeight = 1
+    op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.Pool2DOptions, o
+
+
+def _negative_dim(m, sg):  # numpy's reshape reads -2 as "infer"
+    op, t = _conv(sg)
+    t[op.inputs[1]].shape = [8, 3, 3, -2]
+
+
+def _no_batch(m, sg):
+    op, t = _conv(sg)
+    t[op.outputs[0]].shape = [8, 8, 8]
+
+
+def _scales_without_zero_points(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].quantization.zeroPoint = []
+
+
+def _huge_weight_scale(m, sg):  # multipliers whose shift leaves TFLM's range (refused by the board)
+    op, t = _conv(sg)
+    t[op.inputs[1]].quantization.scale = [1e30] * len(t[op.inputs[1]].quantization.scale)
+
+
+def _sparse(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].sparsity = S.SparsityParametersT()
+
+
+def _bad_activation(m, sg):
+    op, _ = _conv(sg)
+    op.builtinOptions.fusedActivationFunction = 5  # SIGN_BIT
+
+
+def _depth_multiplier(m, sg):  # resnet/kws have depthwise ops: kws_int8
+    for op in sg.operators:
+        if isinstance(op.builtinOptions, S.DepthwiseConv2DOptionsT):
+            op.builtinOptions.depthMultiplier = 2
+            return
+    raise AssertionError("no depthwise op")
+
+
+MALFORMED = {  # name: (fixture, edit, words the refusal names)
+    "float_bias_int32": ("digits_cnn_f32", _float_bias_as_int32, ("operator 0 (CONV_2D)", "bias", "INT32")),
+    "empty_bias": ("digits_cnn_int8", _empty_bias, ("operator 0 (CONV_2D)", "no data")),
+    "bias_activation": ("digits_cnn_int8", _bias_is_an_activation, ("operator 2 (CONV_2D)", "bias", "constant")),
+    "variable_weight": ("digits_cnn_int8", _variable_weight, ("operator 0 (CONV_2D)", "is_variable")),
+    "other_options": ("digits_cnn_int8", _other_options, ("operator 0 (CONV_2D)", "builtin_options_type", "Pool2D")),
+    "negative_dim": ("digits_cnn_int8", _negative_dim, ("operator 0 (CONV_2D)", "dimension")),
+    "no_batch": ("digits_cnn_int8", _no_batch, ("operator 0 (CONV_2D)", "output shape", "1, H, W, C")),
+    "no_zero_points": ("digits_cnn_int8", _scales_without_zero_points, ("operator 0 (CONV_2D)", "zero points")),
+    "huge_weight_scale": ("digits_cnn_int8", _huge_weight_scale, ("CONV_2D", "multiplier")),
+    "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
+    "sign_bit_activation": ("digits_cnn_int8", _bad_activation, ("operator 0 (CONV_2D)", "fused activation 5")),
+    "depth_multiplier": ("kws_int8", _depth_multiplier, ("DEPTHWISE_CONV_2D", "depth_multiplier")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_fields_are_refused(cli, tmp_path, name):
+    """Fields the reader once ignored or trusted (issue 21), each in a copy of a real fixture
+    that stays a valid flatbuffer: refused in one line naming the operator, op and field,
+    and no output written (before, each packed and gave another answer than TFLM's or failed
+    only on the board)."""
+    fixture, fn, words = MALFORMED[name]
+    path = _save_model(_edit(fixture_path(fixture), fn), tmp_path / (name + ".tflite"))
+    out = tmp_path / (name + ".mpyl")
+    line = cli.fails("pack", path, "-o", out)
+    assert name + ".tflite" in line, line
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
+
+
 def test_empty_subgraph_is_refused_naming_the_file(cli, tmp_path):
     """A valid flatbuffer whose subgraph has no operators, inputs or outputs (what random damage
     of a fixture can also produce): refused, and the line names the file like every other."""

@@ -1092,6 +1092,39 @@ def test_requant_tensors_outside_tflm_range_are_refused():
                 kernels.use()
 
 
+def test_bias_that_could_leave_int32_is_refused_at_load():
+    """An int8 bias near the int32 limit (|b| + 128 x sum |w| past 2**31 - 1: an accumulator
+    that could wrap) is refused with ContainerError naming the op's line and `bias` when the
+    model is loaded, on every path, for the stored program and for the same graph declared in
+    code (compiled on the board), never run to a silently wrapped output or a bare
+    ValueError mid-inference."""
+    d = golden_json("graph_int8.json")
+    text = d["meta"]["graph"] if "meta" in d else d["graph"]
+    for tname in ("conv.b", "fc.b"):
+        t = [t for t in d["tensors"] if t["name"] == tname][0]
+        for value in (2147483647, -2147483648, 2147480000):
+            buf = bytearray(golden("graph_int8.mpyl"))
+            struct.pack_into("<i", buf, t["offset"], value)
+            c = mpy_lazy.open(buf)
+            try:
+                for path in kernels.available():
+                    kernels.use(path)
+                    for declared in (False, True):
+                        try:
+                            if declared:
+                                m = Model(text)
+                                m.load(c)
+                                m.prepare()
+                            else:
+                                m = model.from_container(c)
+                        except ContainerError as e:
+                            assert e.tensor == "bias" and str(e).startswith("graph line "), (e.tensor, str(e))
+                            continue
+                        raise AssertionError("%s = %d loaded on %s (declared %s)" % (tname, value, path, declared))
+            finally:
+                kernels.use()
+
+
 def test_quantized_weights_in_a_float_op_are_refused():
     """A float op bound to int8-quantized weights (a weights-only container packed with
     --quantize int8) is refused with ContainerError (by load, prepare or the first forward
