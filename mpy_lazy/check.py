@@ -476,158 +476,17 @@ def _tconv(r, E):
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
 
 
-# --- elementwise ops, cast, resize (kinds 44..52) ---------------------------------------------
 
-_ES_DTYPE = {1: "i8", 2: "i16", 4: "i32"}
-_TYPE_ES = {1: 4, 3: 1, 5: 2, 7: 4}  # FORMAT.md's dtype codes -> bytes per element
+def _elem(r, E):
+    """The checks of kinds 44..52 (mpy_lazy/_elem.py: imported for a program that has them)."""
+    from . import _elem
 
-
-def _es(r, i, field="dtype"):
-    es = r[i]
-    if es not in (1, 2, 4):
-        r.fail(field, "%d bytes per element (1, 2 or 4)" % es)
-    return es
-
-
-def _broadcast(r, i):
-    """N at field i, BC at i + 1: x2 repeats every BC elements (BC divides N)."""
-    n = r.range(i, "x", 1, 1 << 24)
-    bc = r.range(i + 1, "x", 1, n)
-    if n % bc:
-        r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-    return n, bc
-
-
-def _minmax(r, E):
-    """minmax (integers) and binary (f32: min, max, div, prelu): 2 OP 3 ES|ACT 4 X1 5 Y 6 N 7 BC
-    8 SRC (0: x2 in the arena at 9; 1: a tensor at 10-11)."""
-    if r.kind == FBINARY:
-        r.range(2, "op", 0, 3)
-        r.range(3, "act", 0, 2)
-        es, dt = 4, "f32"
-    else:
-        r.range(2, "op", 0, 1)
-        es = _es(r, 3)
-        dt = _ES_DTYPE[es]
-    n, bc = _broadcast(r, 6)
-    r.region(4, "x", n * es, es)
-    r.region(5, "y", n * es, es)
-    if r.range(8, "x", 0, 1):
-        r.tensor(10, "t", (dt,), bc * es)
-        r.range(9, "x", 0, 0)
-    else:
-        r.region(9, "x", bc * es, es)
-        r.absent(10, "t")
-
-
-def _cast(r, E):
-    """cast: 2 XO 3 YO 4 N 5 6 the input's and output's bytes per element (integers), or dtype
-    codes (fcast: one of them f32)."""
-    n = r.range(4, "x", 1, 1 << 24)
-    if r.kind == FCAST:
-        xt, yt = r[5], r[6]
-        if xt not in _TYPE_ES or yt not in _TYPE_ES or 1 not in (xt, yt):
-            r.fail("dtype", "dtype codes %d, %d (1 f32, 3 i8, 5 i16, 7 i32; one of them f32)" % (xt, yt))
-        xes, yes = _TYPE_ES[xt], _TYPE_ES[yt]
-    else:
-        xes, yes = _es(r, 5), _es(r, 6)
-    r.region(2, "x", n * xes, xes)
-    r.region(3, "y", n * yes, yes)
-
-
-def _div(r, E):
-    """int8 div: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 Y 9 N 10 BC 11 Z1 12 Z2 13 M 14 S 15-16
-    reciprocals (i32 [256])."""
-    _clamp(r)
-    r.range(2, "out", 1, 1)
-    n, bc = _broadcast(r, 9)
-    r.region(6, "x", n)
-    r.region(7, "x", bc)
-    r.region(8, "y", n)
-    r.range(11, "zero_point", -128, 127)
-    r.range(12, "zero_point", -128, 127)
-    r.range(13, "m", 0, INT32_MAX)
-    r.range(14, "m", -31, 22)  # (the per-element right shift then stays >= 0)
-    r.tensor(15, "table", ("i32",), 1024)  # (any int32: the fixed point saturates)
-
-
-def _resize(r, E):
-    """resize: 2 MODE (0 nearest, 1 bilinear) 3 ES 4 XO 5 YO 6 H 7 W 8 C 9 OH 10 OW 11-12 table
-    (i32: OH rows then OW columns; nearest: an index each; bilinear: i0, i1, d each)."""
-    fl = r.kind == FRESIZE
-    mode = r.range(2, "mode", 1 if fl else 0, 1)
-    es = _es(r, 3)
-    if (fl and es != 4) or (mode and not fl and es != 1):
-        r.fail("dtype", "%d bytes per element for this mode" % es)
-    h, w, c, oh, ow = r.dims((6, "h"), (7, "w"), (8, "c"), (9, "oh"), (10, "ow"))
-    if h * w * c > 1 << 24 or oh * ow * c > 1 << 24:
-        r.fail("oh", "more than 2**24 elements")
-    r.region(4, "x", h * w * c * es, es)
-    r.region(5, "y", oh * ow * c * es, es)
-    step = 3 if mode else 1
-    r.tensor(11, "table", ("i32",), 4 * step * (oh + ow))
-    t = E.words(r[11], r[12], step * (oh + ow))
-    from .program import bits_f32
-
-    for i in range(oh + ow):
-        top = h if i < oh else w
-        for j in range(min(step, 2)):
-            if not 0 <= t[step * i + j] < top:
-                r.fail("table", "entry %d: index %d outside 0..%d" % (step * i + j, t[step * i + j], top - 1))
-        if mode:
-            d = t[step * i + 2]
-            if fl:
-                d = bits_f32(d)
-                ok = d - d == 0 and -2.0 <= d <= 2.0
-            else:  # every weighted sum of int8 stays within int32: |1024 - d| + |d| < 4096
-                ok = -1535 <= d <= 2559
-            if not ok:
-                r.fail("table", "entry %d: weight %r" % (step * i + 2, d))
-
-
-def _prelu(r, E):
-    """int8 prelu: 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y 8 N 9 BC 10 ZX 11 ZA 12 M 13 S (x < ZX)
-    14-15 alpha (i8 [BC]) 16-17 table (i8 [256], x >= ZX) 18 ACC (BLOCK int32) 19 BLOCK."""
-    _clamp(r)
-    r.range(2, "out", 1, 1)
-    n, bc = _broadcast(r, 8)
-    r.region(6, "x", n)
-    r.region(7, "y", n)
-    r.range(10, "zero_point", -128, 127)
-    r.range(11, "zero_point", -128, 127)
-    _mq(r, 12, 1, "m")
-    r.tensor(14, "alpha", ("i8",), bc)
-    r.tensor(16, "table", ("i8",), 256)
-    block = r.range(19, "scratch", 1, 1 << 16)
-    r.region(18, "scratch", 4 * block, 4)
-
-
-def _layernorm(r, E):
-    """float layernorm: 2 XO 3 YO 4 G (groups) 5 N (elements per group) 6 GS 7 ES (element
-    strides of a group and within it) 8-9 gamma (f32 [N]) 10 HASB 11-12 beta 13 EPS (f32 bits)."""
-    g, n = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
-    gs, es = r.range(6, "x", 0, 1 << 24), r.range(7, "x", 0, 1 << 24)
-    if g * n > 1 << 24:
-        r.fail("x", "more than 2**24 elements")
-    last = (g - 1) * gs + (n - 1) * es + 1
-    r.region(2, "x", 4 * last, 4)
-    r.region(3, "y", 4 * last, 4)
-    r.tensor(8, "weight", ("f32",), 4 * n)
-    if r.range(10, "b", 0, 1):
-        r.tensor(11, "bias", ("f32",), 4 * n)
-    else:
-        r.absent(11, "bias")
-    from .program import bits_f32
-
-    eps = bits_f32(r[13])
-    if not (eps - eps == 0 and eps >= 0):
-        r.fail("eps", "%r is not finite and >= 0" % eps)
-
+    _elem.CHECK[r.kind - MINMAX](r, E)
 
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
           _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary) \
-    + (None,) * 8 + (_minmax, _minmax, _cast, _cast, _div, _resize, _resize, _prelu, _layernorm, None) \
+    + (None,) * 8 + (_elem,) * 9 + (None,) \
     + (_tconv, None, None, None, None, None)
 
 

@@ -16,7 +16,7 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
                      weight_index)
 
-from mpy_lazy import _pure, backend, check, kernels
+from mpy_lazy import _elem, _pure, backend, check, kernels
 from mpy_lazy.program import WORK, _slot_view
 
 _viper = kernels._viper
@@ -24,14 +24,15 @@ _thumb = kernels._thumb
 
 
 class _Viper:
-    """_viper's kernels with the assembler inner loops on (the 'thumb' path) or off ('viper'),
-    whatever path kernels.use() last picked."""
+    """_viper's kernels (or _viper_elem's) with the assembler inner loops on (the 'thumb' path)
+    or off ('viper'), whatever path kernels.use() last picked."""
 
-    def __init__(self, asm):
+    def __init__(self, asm, module=None):
         self.asm = asm
+        self.module = module
 
     def __getattr__(self, name):
-        f = getattr(_viper, name)
+        f = getattr(self.module or _viper, name)
         asm = self.asm
 
         def call(*args):
@@ -47,6 +48,11 @@ class _Viper:
 
 IMPLS = [("pure", _pure)] + ([("viper", _Viper(None))] if _viper is not None else []) \
     + ([("thumb", _Viper(_thumb))] if _thumb is not None else [])
+if _viper is not None:
+    from mpy_lazy import _viper_elem
+# kinds 44..52's kernels: _elem's and their viper twins in _viper_elem
+ELEM_IMPLS = [("pure", _elem)] + ([("viper", _Viper(None, _viper_elem))] if _viper is not None else []) \
+    + ([("thumb", _Viper(_thumb, _viper_elem))] if _thumb is not None else [])
 CASES = 8 if small_board() else 40  # random cases per kernel test
 VECTORS = 400 if small_board() else 4000  # fixed-point vectors
 
@@ -196,10 +202,10 @@ def signed(buf):
     return [v - 256 if v > 127 else v for v in buf]
 
 
-def run_each(build, expected, what):
-    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`
-    (the buffer's bytes read as int8 when it is a bytearray)."""
-    for name, mod in IMPLS:
+def run_each(build, expected, what, impls=None):
+    """build(impl module) -> (run thunk, output buffer); every impl (of IMPLS, or `impls`)
+    must produce `expected` (the buffer's bytes read as int8 when it is a bytearray)."""
+    for name, mod in impls or IMPLS:
         fn, out = build(mod)
         fn()
         got = signed(out) if isinstance(out, bytearray) else out
@@ -1026,7 +1032,7 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            t = kernels.table()
+            t = kernels.table(True, True)
             assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
             assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
@@ -1132,7 +1138,7 @@ def test_minmax():
             a = ar.fresh()
             return (lambda: run_record(mod, "minmax", a, (slot.b,), check.MINMAX, fields)), a
 
-        run_each(build, expected, "minmax case %d %s" % (case, fields))
+        run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
 
 
 def test_cast_integers():
@@ -1158,7 +1164,7 @@ def test_cast_integers():
             a = ar.fresh()
             return (lambda: run_record(mod, "cast", a, (), check.CAST, fields)), a
 
-        run_each(build, expected, "cast case %d %s" % (case, fields))
+        run_each(build, expected, "cast case %d %s" % (case, fields), ELEM_IMPLS)
 
 
 def ref_div(a, b, z1, z2, zy, m, s, recip):
@@ -1222,7 +1228,7 @@ def test_div():
             a = ar.fresh()
             return (lambda: run_record(mod, "div", a, (slot.b,), check.DIV, fields)), a
 
-        run_each(build, ar.expected, "div case %d %s" % (case, fields[:13]))
+        run_each(build, ar.expected, "div case %d %s" % (case, fields[:13]), ELEM_IMPLS)
 
 
 def test_resize():
@@ -1267,7 +1273,7 @@ def test_resize():
             a = ar.fresh()
             return (lambda: run_record(mod, "resize", a, (slot.b,), check.RESIZE, fields)), a
 
-        run_each(build, expected, "resize case %d %s" % (case, fields[:9]))
+        run_each(build, expected, "resize case %d %s" % (case, fields[:9]), ELEM_IMPLS)
 
 
 def test_prelu():
@@ -1297,7 +1303,7 @@ def test_prelu():
             a = ar.fresh()
             return (lambda: run_record(mod, "prelu", a, (slot.b,), check.PRELU, fields)), a
 
-        run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]))
+        run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
 
 
 # --- float kernels of kinds 44..52 (_float.py: one implementation, against the formulas) --------
@@ -1321,7 +1327,7 @@ def run_float(name, arena, slots, kind, fields):
     from mpy_lazy import _float
 
     P = record(kind, fields)
-    getattr(_float, name)(FEnv(arena, slots, P), P, 0)
+    getattr(_elem if kind != check.FACT else _float, name)(FEnv(arena, slots, P), P, 0)
     return _slot_view(arena, "f32")
 
 
@@ -1376,7 +1382,7 @@ def test_float_binary_cast_act():
                     if act == 2:
                         y = min(y, 6.0) if y == y else y
                     want.append(f32r(y))
-                got = run_float("binary", a, (slot,), check.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
+                got = run_float("fbinary", a, (slot,), check.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
                 close_to([got[n + i] for i in range(n)], want, "binary %d %d" % (op, act))
     # cast
     vals = [0.4, -0.6, 1.5, -1.5, 127.9, 128.0, -129.0, 300.7, 40000.0, -40000.0, 3e9, -3e9, inf, -inf, nan]
@@ -1385,7 +1391,7 @@ def test_float_binary_cast_act():
         af = _slot_view(a, "f32")
         for i, v in enumerate(vals):
             af[i] = v
-        run_float("cast", a, (), check.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
+        run_float("fcast", a, (), check.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
         es = {3: 1, 5: 2, 7: 4}[yt]
         got = struct.unpack_from("<%d%s" % (len(vals), "bhi"[es // 2]), a, 4 * len(vals))
         for v, g in zip(vals, got):
@@ -1396,7 +1402,7 @@ def test_float_binary_cast_act():
         a = bytearray(es * len(ints) + 4 * len(ints) + 4)
         yo = (es * len(ints) + 3) // 4 * 4
         struct.pack_into("<%d%s" % (len(ints), "bhi"[es // 2]), a, 0, *ints)
-        got = run_float("cast", a, (), check.FCAST, [0, yo, len(ints), xt, 1])
+        got = run_float("fcast", a, (), check.FCAST, [0, yo, len(ints), xt, 1])
         assert [got[yo // 4 + i] for i in range(len(ints))] == [f32r(float(v)) for v in ints], xt
     # activations: hardswish, hardsigmoid (alpha 0.25, beta 0.4), gelu, gelu (tanh)
     xs = [f32r(r.int(-700, 700) / 100.0) for _ in range(60)] + [-3.0, 3.0, 0.0, -1.6, 2.4]
@@ -1426,7 +1432,7 @@ def test_float_resize_and_layernorm():
             words += [i0, i1, f32_bits_of(d)]
         slot = bytearray(array.array("i", words))
         a = bytearray(array.array("f", x)) + bytearray(4 * oh * ow * c)
-        got = run_float("resize", a, (slot,), check.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
+        got = run_float("fresize", a, (slot,), check.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
         want = []
         for oy in range(oh):
             for ox in range(ow):
@@ -1444,7 +1450,7 @@ def test_float_resize_and_layernorm():
         slot = bytearray(array.array("f", gam + bet))
         for hasb in (0, 1):
             a = bytearray(array.array("f", x)) + bytearray(48)
-            got = run_float("layernorm", a, (slot,), check.FLAYERNORM,
+            got = run_float("flayernorm", a, (slot,), check.FLAYERNORM,
                             [0, 48, g, n, gs, es, 0, 0, hasb, 0, 4 * n, f32_bits_of(eps)])
             for gi in range(g):
                 idx = [gi * gs + j * es for j in range(n)]
