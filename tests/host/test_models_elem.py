@@ -82,7 +82,8 @@ class SeqNorm(nn.Module):
 
 
 class ResizeNet(nn.Module):
-    """nn.Upsample nearest and bilinear (half pixel, align_corners), F.interpolate by 1.5 x 0.75."""
+    """nn.Upsample nearest and bilinear (half pixel, align_corners), F.interpolate by 1.5 x 0.75
+    and to a size (the TorchScript exporter computes its sizes from the input's Shape)."""
 
     def __init__(self):
         super().__init__()
@@ -92,7 +93,8 @@ class ResizeNet(nn.Module):
         x = F.interpolate(self.c1(x), scale_factor=2, mode="nearest")
         x = F.interpolate(self.c2(x), scale_factor=2, mode="bilinear")
         x = F.interpolate(self.c3(x), scale_factor=(1.5, 0.75), mode="bilinear")
-        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        x = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        return F.interpolate(x, size=(9, 7), mode="nearest")
 
 
 class MinMaxDiv(nn.Module):
@@ -119,8 +121,8 @@ MODELS = {
     "seq_norm": (SeqNorm, (5, 6), ["LayerNormalization"], ["layernorm", "conv2d"],
                  ["dequantize", "layernorm", "quantize", "conv2d"]),
     "resize": (ResizeNet, (3, 4, 5), ["Resize"],
-               ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize"],
-               ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize"]),
+               ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize", "resize"],
+               ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize", "resize"]),
     "minmax_div": (MinMaxDiv, (3, 4, 5), ["Max", "Min", "Div"],
                    ["conv2d", "conv2d", "maximum", "minimum", "conv2d", "sigmoid", "div"],
                    ["conv2d", "conv2d", "maximum", "minimum", "conv2d", "lut", "div"]),
