@@ -8,11 +8,16 @@ What it does to the graph, so the board runs fewer, simpler ops:
 - Relu and Clip(0, 6) are fused into the op before them; a zero Pad into the next conv;
 - NCHW becomes NHWC: conv weights are stored OHWI ([1, kh, kw, C] for depthwise), Gemm/MatMul
   weights [out, in]; a Flatten of C, H, W keeps torch's element order (reshape order=chw);
-  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does).
+  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does);
+  1-D (N, C, L) values are H=1 images (1, L, C); Reshape, Squeeze, Unsqueeze, Transpose, Slice
+  and Concat map torch's axes to the stored ones (a copy only where the element order changes);
+- reductions over any axes become mean / maxpool (after a transpose when the reduced axes are
+  not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling;
 - HardSwish, HardSigmoid, Gelu, PRelu, Min, Max, Div of two activations, Resize (nearest and
   linear: ONNX's coordinate modes computed into the op's table) and LayerNormalization become
   the graph's ops of those names.
-Anything else raises PackError naming the node and its op: the board could not run it."""
+Every node's op is checked before any is translated; anything the board cannot run raises
+PackError naming the node and its op."""
 import math
 import os
 
@@ -185,7 +190,7 @@ class _Importer:
         name = self.node.input[i]
         name = self.alias.get(name, name)
         if name in self.consts:
-            raise self.err("input %d is a constant where an activation is expected" % i)
+            raise self.err("input %r is a constant where an activation is expected" % name)
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
         if name not in self.ir.shapes:
@@ -477,11 +482,9 @@ class _Importer:
         if op not in ("Add", "Mul", "Sub"):
             raise self.err("%s of two activations is not supported" % op)
         a, b = self.x(0), self.x(1)
-        sa, sb = self.ir.shapes[a], self.ir.shapes[b]
-        if sa != sb:
+        if self._torch_shape(a) != self._torch_shape(b):
             a, b = self._broadcast(op, a, b)
-            sa, sb = self.ir.shapes[a], self.ir.shapes[b]
-        big = a if _size(sa) >= _size(sb) else b
+        big = a if _size(self.ir.shapes[a]) >= _size(self.ir.shapes[b]) else b
         self.emit(op.lower(), [a, b], self.out(), self.ir.shapes[big], self.kind[big])
 
     def op_Add(self, a):
@@ -561,7 +564,7 @@ class _Importer:
     def op_Flatten(self, a):
         x = self.x()
         dims = (1,) + self._torch_shape(x)
-        axis = a.get("axis", 1) % len(dims) if a.get("axis", 1) else 0
+        axis = a.get("axis", 1) % len(dims)
         if int(np.prod(dims[:axis])) != 1:
             raise self.err("flattening into %d rows: only a flatten after the batch dimension is supported"
                            % int(np.prod(dims[:axis])))
@@ -588,10 +591,12 @@ class _Importer:
 
     def op_Softmax(self, a):
         x = self.x()
-        axis = a.get("axis", -1)
+        rank = len(self._torch_shape(x)) + 1
+        axis = a.get("axis", -1) % rank
         kind = self.kind[x]
-        if not (kind == "nf" and axis in (1, -1) or kind == "nchw" and axis == 1):
-            raise self.err("softmax over axis %s of a %s value is not supported" % (axis, kind))
+        if axis != 1:  # the channels (stored last), or a vector's elements
+            raise self.err("softmax over axis %d of a %s value (only over axis 1, the channels)"
+                           % (axis, (1,) + self._torch_shape(x)))
         self.emit("softmax", [x], self.out(), self.ir.shapes[x], kind)
 
     def op_Concat(self, a):
@@ -735,7 +740,6 @@ class _Importer:
         sperm = tuple(axis[perm[out_axes[j]]] if j in out_axes else j for j in range(len(store)))
         if sperm == tuple(range(len(store))):
             self.alias[self.out()] = x
-            self.kind[self.out()] = self.kind[x]
             return
         self.emit("transpose", [x], self.out(), store, _KIND[len(target)], perm=sperm)
 
@@ -776,12 +780,11 @@ class _Importer:
 
     def _reduce(self, op, axes, keep):
         """Mean or max over torch axes of a value (None: every axis after the batch;
-        "spatial": those after the channels). Over H
-        and W of an image: `mean`, or `maxpool` over the whole image. Over other axes: the
-        reduced axes brought first (a transpose when they are not), the value seen as (R, 1,
-        K) (a reshape: no copy), then the same over its R rows: TFLM's MEAN arithmetic (which
-        depends on the count only); a max keeps its input's quantization, as TFLite's
-        REDUCE_MAX does."""
+        "spatial": those after the channels). Over H and W of an image: `mean`, or `maxpool`
+        over the whole image. Over other axes: the reduced axes brought first (a transpose
+        when they are not), the value seen as (R, 1, K) (a reshape: no copy), then the same
+        over its R rows: TFLM's MEAN arithmetic (which depends on the count only); a max keeps
+        its input's quantization, as TFLite's REDUCE_MAX does."""
         x = self.x()
         src = self._torch_shape(x)
         rank = len(src) + 1
@@ -830,25 +833,28 @@ class _Importer:
             self.emit("maxpool", [x], y, (1, 1, store[2]), self.kind[x], k=(store[0], store[1]))
 
     def _broadcast(self, op, a, b):
-        """Two activations of different shapes as the board's binary ops take them: one with C
-        elements ((C,) or (1, 1, C)) broadcast over the channels of the other; one with one
-        channel ((H, W, 1): a spatial gate) made C channels first (a concat of C copies: the
-        kernels broadcast per channel only)."""
-        sa, sb = self.ir.shapes[a], self.ir.shapes[b]
+        """Two activations of different shapes (ONNX's broadcasting: shapes aligned from the
+        right) as the board's binary ops take them: one of shape (1, C, 1, 1) or (1, C, 1)
+        over the channels of the other (the kernels repeat it every C elements); one of shape
+        (1, 1, H, W) (a spatial gate) over the channels of an image: made C channels first (a
+        concat of C copies)."""
         for big, small in ((a, b), (b, a)):
-            s, t = self.ir.shapes[big], self.ir.shapes[small]
-            if len(s) == 3 and _size(t) == s[2] and _size(t) != _size(s) and (len(t) == 1 or t[:2] == (1, 1)):
+            full, part = (1,) + self._torch_shape(big), (1,) + self._torch_shape(small)
+            if len(part) > len(full) or len(full) < 3:
+                continue
+            part = (1,) * (len(full) - len(part)) + part
+            if part[1] == full[1] and _size(part) == full[1]:  # one value per channel
                 if op == "Sub" and small == a:
                     raise self.err("%s minus %s: the board subtracts a per-channel second input only"
                                    % (self._torch_shape(a), self._torch_shape(b)))
                 return a, b
-            if len(s) == 3 and len(t) == 3 and t == s[:2] + (1,) and s[2] > 1:
-                tiled = small + ".x%d" % s[2]
+            if len(full) == 4 and self.kind[small] == "nchw" and part[1] == 1 and part[2:] == full[2:]:
+                tiled = small + ".x%d" % full[1]
                 if tiled not in self.ir.shapes:
-                    self.emit("concat", [small] * s[2], tiled, s, self.kind[small])
+                    self.emit("concat", [small] * full[1], tiled, self.ir.shapes[big], "nchw")
                 return (big, tiled) if big == a else (tiled, big)
         raise self.err("shapes %s and %s: equal, or one per channel or per pixel of the other"
-                       % (self._torch_shape(a), self._torch_shape(b)))
+                       % ((1,) + self._torch_shape(a), (1,) + self._torch_shape(b)))
 
     def op_ConvTranspose(self, a):
         """ConvTranspose (torch's ConvTranspose1d/2d, groups 1, no dilation) as tconv: input
@@ -932,12 +938,20 @@ class _Importer:
                       {"t": (names[1 - xi], per.astype(np.float32))}, shape=(1,) if per.size == 1 else None)
             return
         b = self.x(1 - xi)
+        if int(np.prod(self.ir.shapes[x])) < int(np.prod(self.ir.shapes[b])):
+            x, b = b, x
+        self._repeats(x, b)
+        self.emit(op, [x, b], self.out(), self.ir.shapes[x], self.kind[x])
+
+    def _repeats(self, x, b):
+        """Value b has x's shape, one element, or one per channel of x in torch's broadcasting
+        ((1, C, 1, 1) over (1, C, H, W), (1, C, 1) over (1, C, L)): what the op repeats."""
         sx, sb = self.ir.shapes[x], self.ir.shapes[b]
-        if int(np.prod(sx)) < int(np.prod(sb)):
-            x, b, sx, sb = b, x, sb, sx
-        if sx != sb and int(np.prod(sb)) not in (1, sx[-1]):
-            raise self.err("shapes %s and %s: equal, or one per channel" % (sx, sb))
-        self.emit(op, [x, b], self.out(), sx, self.kind[x])
+        if sx == sb or int(np.prod(sb)) == 1 or (
+                self.kind[x] == self.kind[b] and self.kind[x] in ("nchw", "ncl") and sb == (1, 1, sx[-1])):
+            return
+        raise self.err("shapes %s and %s: equal, one element, or one per channel"
+                       % (self._torch_shape(x), self._torch_shape(b)))
 
     def op_Min(self, a):
         self._minmax("minimum")
@@ -947,10 +961,8 @@ class _Importer:
 
     def _divide(self):
         x, b = self.x(0), self.x(1)
-        sx, sb = self.ir.shapes[x], self.ir.shapes[b]
-        if sx != sb and int(np.prod(sb)) not in (1, sx[-1]):
-            raise self.err("shapes %s and %s: the divisor equal, or one per channel" % (sx, sb))
-        self.emit("div", [x, b], self.out(), sx, self.kind[x])
+        self._repeats(x, b)  # (the divisor only)
+        self.emit("div", [x, b], self.out(), self.ir.shapes[x], self.kind[x])
 
     def op_Resize(self, a):
         x = self.x(0)

@@ -41,6 +41,13 @@ OPTIONS = {
     "SVDF": ("SVDFOptions", True), "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions", True),
     "GELU": ("GeluOptions", False), "PRELU": (None, False),
 }
+# op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
+ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
+         "ADD": (2, 2), "SUB": (2, 2), "MUL": (2, 2), "DIV": (2, 2), "MINIMUM": (2, 2), "MAXIMUM": (2, 2),
+         "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "PAD": (2, 2), "RESHAPE": (1, 2),
+         "SOFTMAX": (1, 1), "CONCATENATION": (1, 10000), "LOGISTIC": (1, 1), "TANH": (1, 1), "RELU": (1, 1),
+         "RELU6": (1, 1), "LEAKY_RELU": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "HARD_SWISH": (1, 1),
+         "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1)}
 # op -> (activation input, filter, bias): the weighted ops
 WEIGHTED = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECTED": (0, 1, 2),
             "TRANSPOSE_CONV": (2, 1, 3)}
@@ -50,7 +57,15 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
-IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
+IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "PAD")
+# ops whose output may have another rank than their input
+RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
+                 "STRIDED_SLICE")
+# elementwise ops with two inputs (numpy broadcasting in TFLM)
+BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
+# the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
+QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT16": ("INT8", "INT16", "INT32"),
+                  "INT8": ("INT8", "INT16", "INT32")}
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
 # ops whose activation inputs all have the output's type
@@ -87,6 +102,13 @@ def check(r, ops):
         outs = [op.Outputs(j) for j in range(op.OutputsLength())]
         if not outs:
             fail(where, "no output")
+        if name in ARITY:
+            lo, hi = ARITY[name]
+            if not lo <= len(ins) <= hi or len(outs) != 1:
+                fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and 1 output)"
+                     % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s"))
+            if -1 in ins[:lo]:
+                fail(where, "input %d is absent (-1): the op needs it" % ins.index(-1))
         for j, i in enumerate(ins):
             if i == -1:
                 continue  # an optional input left out
@@ -184,6 +206,29 @@ def _uses(r, name, op, ins, outs, where, fail):
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
     if typ(y) not in ACTIVATIONS and name not in ("CAST",):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
+    if name in BINARY and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
+        a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
+        try:
+            full = list(np.broadcast_shapes(tuple(a), tuple(b2)))
+        except ValueError:
+            full = None
+        small = b2 if int(np.prod(b2)) <= int(np.prod(a)) else a
+        per_channel = len(small) >= 1 and all(d == 1 for d in small[:-1]) and small[-1] == ys[-1]
+        if name in ("MINIMUM", "MAXIMUM", "DIV") and int(np.prod(small)) == 1:
+            per_channel = True  # (these kernels repeat a one-element operand too)
+        if full != list(ys) or (list(a) != list(b2) and not per_channel):
+            fail(where, "input shapes %s and %s, output %s: equal shapes, or one per channel (1, ..., C)"
+                 % (a, b2, ys))
+    if name == "QUANTIZE" and typ(y) not in QUANTIZE_PAIRS.get(typ(ins[0]), ()):
+        fail(where, "%s to %s: TFLM quantizes %s" % (typ(ins[0]), typ(y), "; ".join(
+            "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))
+    if name == "DEQUANTIZE" and (typ(ins[0]) not in ("INT8", "INT16") or typ(y) != "FLOAT32"):
+        fail(where, "%s to %s: TFLM dequantizes INT8 or INT16 to FLOAT32" % (typ(ins[0]), typ(y)))
+    if name not in RANK_CHANGING and ins and ins[0] >= 0:
+        x0 = max((ins[j] for j in range(min(len(ins), 2 if name in BINARY else 1)) if ins[j] >= 0),
+                 key=lambda i: len(shape(i)))
+        if len(shape(x0)) != len(shape(y)):
+            fail(where, "input shape %s, output %s: the op keeps the rank" % (shape(x0), shape(y)))
     if name in IMAGE:
         x = ins[WEIGHTED[name][0]] if name in WEIGHTED else ins[0]
         for i, what in ((x, "input"), (y, "output")):
@@ -225,6 +270,14 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         o.Init(t.Bytes, t.Pos)
         if o.DepthMultiplier() * c != oc:  # TFLM's kernels loop over depth_multiplier, not the filter
             fail(where, "depth_multiplier %d x %d input channels != %d filter channels" % (o.DepthMultiplier(), c, oc))
+    t = op.BuiltinOptions()
+    if t is not None and name != "DEPTHWISE_CONV_2D":
+        o = getattr(r.tfl, OPTIONS[name][0])()
+        o.Init(t.Bytes, t.Pos)
+        qbt = o.QuantizedBiasType() if hasattr(o, "QuantizedBiasType") else 0
+        bias_type = r.tensor(ins[bi])[0].Type() if len(ins) > bi and ins[bi] >= 0 else None
+        if qbt and qbt != bias_type:
+            fail(where, "quantized_bias_type %d: not the bias tensor's type" % qbt)
     if len(ins) > bi and ins[bi] >= 0:
         b = ins[bi]
         if r.data(b) is None:

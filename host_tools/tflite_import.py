@@ -382,7 +382,8 @@ class _Reader:
         x = self.value(self.ins[0])
         axes = self.data(self.ins[1])
         _, shape, _, _, _, _ = self.tensor(self.ins[0])
-        if axes is None or len(shape) != 4 or sorted(int(a) % 4 for a in axes.reshape(-1)) != [1, 2]:
+        if axes is None or len(shape) != 4 or any(not -4 <= int(a) < 4 for a in axes.reshape(-1)) or \
+                sorted(int(a) % 4 for a in axes.reshape(-1)) != [1, 2]:
             raise self.err("only the mean over height and width of an NHWC tensor is supported")
         o = self.options("ReducerOptions")
         keep = o.KeepDims() if o is not None else False
@@ -437,7 +438,7 @@ class _Reader:
         xs = [self.value(i) for i in self.ins]
         o = self.options("ConcatenationOptions")
         _, shape, _, _, _, _ = self.tensor(self.ins[0])
-        if o.Axis() % len(shape) != len(shape) - 1:
+        if not -len(shape) <= o.Axis() < len(shape) or o.Axis() % len(shape) != len(shape) - 1:
             raise self.err("only concatenation along the last (channel) axis is supported")
         if self._act(o.FusedActivationFunction()) is not None:
             raise self.err("a fused activation on CONCATENATION is not supported")

@@ -457,6 +457,8 @@ def _tconv(r, E):
         r.tensor(22, "weight", ("f32",), 4 * oc * kh * kw * c)
         if r.range(20, "b", 0, 1):
             r.tensor(24, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(24, "bias")
         return
     _clamp(r, size)
     top = (1 << (8 * size - 1)) - 1

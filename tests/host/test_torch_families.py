@@ -43,7 +43,7 @@ FORMS = {
     "se_block": ["conv2d", "mean", "conv2d", "conv2d", "sigmoid", "mul", "conv2d"],
     "se_linear": ["conv2d", "mean", "linear", "linear", "sigmoid", "mul"],
     "se_add_sub": ["conv2d", "mean", "conv2d", "add", "sigmoid", "sub"],
-    "conv1d_net": ["conv2d", "maxpool", "depthwise", "conv2d", "avgpool", "conv2d", "mean", "linear"],
+    "conv1d_net": ["depthwise", "conv2d", "maxpool", "depthwise", "conv2d", "avgpool", "conv2d", "mean", "linear"],
     "tcn": ["conv2d", "conv2d", "slice", "relu", "add", "reshape", "linear"],
     "conv1d_max": ["conv2d", "maxpool", "linear"],
     "amax_hw": ["conv2d", "maxpool", "linear"],
@@ -103,15 +103,9 @@ def test_family_packs_and_runs_on_cpython(fams, key):
             for x, want in zip(c.xs, c.ort):
                 m(x.reshape(-1).tolist())
                 assert cov.rel_err(m.tolist(), want) <= cov.FLOAT_RTOL, (key, path)
-    c.run_cpython()  # int8 (pure kernels) == the reference, f32 again on pure
+    c.run_cpython()  # int8 (pure kernels) == the reference and near the float model; f32 on pure
     assert not c.status, c.status
-    # int8 is near the float model (8-bit activations) and not a constant
-    text = _text(c.packs["int8"])
-    out = [kv["x"] for _, op, kv in mgraph.parse(text) if op == "output"][0]
-    s, z = [kv for _, op, kv in mgraph.parse(text) if kv.get("y") == out][0]["q"]
-    for ref, want in zip(c.ref(), c.ort):
-        assert cov.rel_err(s * (ref - z), want) < 0.25, key
-    assert c.ref()[0].tolist() != c.ref()[1].tolist()
+    assert c.ref()[0].tolist() != c.ref()[1].tolist()  # (not a constant output)
 
 
 @pytest.mark.parametrize("key", KEYS)

@@ -986,7 +986,7 @@ def test_float_tconv():
         xo, yo = 1, 2 + h * w * c + r.int(0, 3)  # word offsets in the arena (a guard word between)
         n = yo + oh * ow * oc + 2
         fields = [oc, act, 0, 0, 4 * xo, 4 * yo, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, 0, 1 if hasb else 0, 0,
-                  0, wo, 0, bo]
+                  0, wo, 0, bo if hasb else 0]  # (no bias: (0, 0), as the compiler writes it)
         P = record(check.FTCONV, fields)
         check._tconv(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
         for name, mod in impls:
