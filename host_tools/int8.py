@@ -19,7 +19,8 @@ from . import tflm
 from .container import PackError
 from .ir import Graph, Node
 
-_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat", "transpose", "slice")
+_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat", "transpose", "slice", "resize", "minimum",
+           "maximum")
 _FLOAT_FN = {
     "relu": lambda v: max(v, 0.0),
     "relu6": lambda v: min(max(v, 0.0), 6.0),
@@ -286,7 +287,8 @@ def quantize(graph, ranges):
             q[n.y] = q[n.x[0]]
         else:
             q[n.y] = qparams(*ranges[n.y])
-        out.nodes.append(_node(n, graph, out))
+        new = _node(n, graph, out)
+        out.nodes += new if isinstance(new, list) else [new]
     return out
 
 
@@ -375,6 +377,101 @@ def _node(n, src, g):
         new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
     elif n.op in ("reshape", "pad", "concat", "transpose", "slice"):
         pass
+    elif n.op in _ELEM:
+        return _ELEM[n.op](n, src, g, new)
     else:
         raise PackError("%s: %s has no int8 version" % (n.src, n.op))
     return new
+
+
+# --- elementwise ops, resize, layernorm: as TFLite's converter quantizes them where TFLite has
+# the op (HARD_SWISH, PRELU, DIV, MINIMUM, MAXIMUM, RESIZE_*: TFLM's integer arithmetic), a
+# table of the float function otherwise (HardSigmoid, Gelu), float between dequantize and
+# quantize for LayerNormalization (TFLite has no such op)
+
+def _hardswish(n, src, g, new):
+    (s_in, z_in), (s_out, z_out) = g.q[n.x[0]], g.q[n.y]
+    try:
+        table = tflm.hard_swish_table(s_in, z_in, s_out, z_out)
+    except ValueError as e:
+        raise PackError("%s: %s" % (n.src, e))
+    new = Node("lut", n.x, n.y, n.src)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
+    return new
+
+
+def _float_lut(n, src, g, new):
+    if n.op == "hardsigmoid":
+        alpha, beta = n.attrs.get("alpha", 0.2), n.attrs.get("beta", 0.5)
+        fn = lambda v: min(1.0, max(0.0, alpha * v + beta))  # noqa: E731
+    elif n.attrs.get("approx") == "tanh":
+        fn = lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))  # noqa: E731
+    else:
+        fn = lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))  # noqa: E731
+    new = Node("lut", n.x, n.y, n.src)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(tflm.float_table(fn, *(g.q[n.x[0]] + g.q[n.y])), np.int8))
+    return new
+
+
+def _minmax(n, src, g, new):
+    """One quantization for the inputs and the output (the converter's); a constant operand
+    quantized with it."""
+    if "t" in n.t:
+        s, z = g.q[n.x[0]]
+        r = src.tensors[n.t["t"]].astype(np.float64) / s
+        r = np.where(r >= 0, np.floor(r + 0.5), -np.floor(-r + 0.5))  # (half away from zero)
+        new.t["t"] = g.add_tensor(n.t["t"], np.clip(r + z, -128, 127).astype(np.int8))
+    return new
+
+
+def _prelu(n, src, g, new):
+    """alpha as the converter quantizes it: symmetric int8, one scale (zero point 0)."""
+    alpha = src.tensors[n.t["w"]].astype(np.float64)
+    s_a = tflm.f32(max(float(np.max(np.abs(alpha))), 1e-30) / 127.0)
+    new.t["w"] = g.add_tensor(n.t["w"], np.clip(np.rint(alpha / s_a), -127, 127).astype(np.int8))
+    (s_in, z_in), (s_out, z_out) = g.q[n.x[0]], g.q[n.y]
+    m1, s1, m2, s2 = tflm.prelu_params(s_in, s_a, s_out)
+    new.attrs["m"] = (m2, s2, 0)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(tflm.prelu_table(z_in, z_out, m1, s1), np.int8))
+    return new
+
+
+def _div(n, src, g, new):
+    s_out, z_out = g.q[n.y]
+    m, s = tflm.div_params(g.q[n.x[0]][0], g.q[n.x[1]][0], s_out)
+    if s > 22:
+        raise PackError("%s: the int8 quotient's multiplier is above 2**22 (a divisor range far wider "
+                        "than the quotient's)" % n.src)
+    new.attrs["m"] = (m, s)
+    new.t["t"] = g.add_tensor(n.y + ".recip", np.array(tflm.reciprocal_table(), np.int32))
+    new.attrs["clamp"] = tflm.activation_range(n.attrs.get("act"), s_out, z_out)
+    return new
+
+
+def _resize(n, src, g, new):
+    """Nearest: the float graph's indices. Bilinear: TFLM's integer coordinates for the TFLite
+    flags the ONNX mode maps to."""
+    if n.attrs.get("interp") != "bilinear":
+        new.t["t"] = g.add_tensor(n.t["t"], src.tensors[n.t["t"]])
+        return new
+    flags = getattr(n, "tflite_flags", None)
+    if flags is None:
+        raise PackError("%s: an int8 bilinear resize needs a coordinate mode TFLite has" % n.src)
+    table = tflm.resize_table(g.shapes[n.x[0]], n.attrs["size"], True, flags[0], flags[1], integer=True)
+    new.t["t"] = g.add_tensor(n.t["t"], table)
+    return new
+
+
+def _layernorm(n, src, g, new):
+    """dequantize, the float layernorm, quantize."""
+    xf, yf = n.x[0] + ".f", n.y + ".f"
+    g.shapes[xf] = g.shapes[yf] = g.shapes[n.y]
+    new = Node("layernorm", [xf], yf, n.src, **dict(n.attrs))
+    for key, name in n.t.items():
+        new.t[key] = name
+        g.tensors[name] = src.tensors[name]
+    return [Node("dequantize", n.x, xf, n.src), new, Node("quantize", [yf], n.y, n.src)]
+
+
+_ELEM = {"hardswish": _hardswish, "hardsigmoid": _float_lut, "gelu": _float_lut, "minimum": _minmax,
+         "maximum": _minmax, "prelu": _prelu, "div": _div, "resize": _resize, "layernorm": _layernorm}

@@ -12,7 +12,10 @@ What it does to the graph, so the board runs fewer, simpler ops:
   1-D (N, C, L) values are H=1 images (1, L, C); Reshape, Squeeze, Unsqueeze, Transpose, Slice
   and Concat map torch's axes to the stored ones (a copy only where the element order changes);
 - reductions over any axes become mean / maxpool (after a transpose when the reduced axes are
-  not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling.
+  not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling;
+- HardSwish, HardSigmoid, Gelu, PRelu, Min, Max, Div of two activations, Resize (nearest and
+  linear: ONNX's coordinate modes computed into the op's table) and LayerNormalization become
+  the graph's ops of those names.
 Every node's op is checked before any is translated; anything the board cannot run raises
 PackError naming the node and its op."""
 import math
@@ -494,6 +497,8 @@ class _Importer:
         self._binary("Sub")
 
     def op_Div(self, a):
+        if not any(self.alias.get(i, i) in self.consts for i in self.node.input):
+            return self._divide()  # two activations: TFLite's DIV
         self._binary("Div")
 
     def _pool(self, op, a, avg):
@@ -893,6 +898,142 @@ class _Importer:
                   size=(oh, ow), stride=strides if strides != [1, 1] else None,
                   pad=(pads[0], pads[1]) if pads[0] or pads[1] else None)
 
+    # --- elementwise ops, resize, layernorm -------------------------------------------------
+
+    def op_HardSwish(self, a):
+        self._activation(None, "hardswish")
+
+    def op_HardSigmoid(self, a):
+        self._activation(None, "hardsigmoid", alpha=float(a.get("alpha", 0.2)), beta=float(a.get("beta", 0.5)))
+
+    def op_Gelu(self, a):
+        approx = a.get("approximate", b"none")
+        approx = approx.decode() if isinstance(approx, bytes) else approx
+        if approx not in ("none", "tanh"):
+            raise self.err("approximate=%s is not supported" % approx)
+        self._activation(None, "gelu", approx="tanh" if approx == "tanh" else None)
+
+    def op_PRelu(self, a):
+        x = self.x(0)
+        slope = self._per_channel(self.const(1, "the slope"), x)
+        if slope is None:
+            raise self.err("the slope must be one value or one per channel")
+        self.emit("prelu", [x], self.out(), self.ir.shapes[x], self.kind[x],
+                  {"w": (self.node.input[1], slope.astype(np.float32))})
+
+    def _minmax(self, op):
+        names = [self.alias.get(i, i) for i in self.node.input]
+        if len(names) != 2:
+            raise self.err("takes two inputs")
+        if all(n in self.consts for n in names):
+            raise self.err("constant expression not folded")
+        xi = 1 if names[0] in self.consts else 0
+        x = self.x(xi)
+        if names[1 - xi] in self.consts:
+            c = np.asarray(self.consts[names[1 - xi]], np.float64)
+            per = np.full(1, float(c.reshape(-1)[0])) if c.size == 1 else self._per_channel(c, x)
+            if per is None:
+                raise self.err("a constant operand must be a scalar or one value per channel")
+            self.emit(op, [x], self.out(), self.ir.shapes[x], self.kind[x],
+                      {"t": (names[1 - xi], per.astype(np.float32))}, shape=(1,) if per.size == 1 else None)
+            return
+        b = self.x(1 - xi)
+        if int(np.prod(self.ir.shapes[x])) < int(np.prod(self.ir.shapes[b])):
+            x, b = b, x
+        self._repeats(x, b)
+        self.emit(op, [x, b], self.out(), self.ir.shapes[x], self.kind[x])
+
+    def _repeats(self, x, b):
+        """Value b has x's shape, one element, or one per channel of x in torch's broadcasting
+        ((1, C, 1, 1) over (1, C, H, W), (1, C, 1) over (1, C, L)): what the op repeats."""
+        sx, sb = self.ir.shapes[x], self.ir.shapes[b]
+        if sx == sb or int(np.prod(sb)) == 1 or (
+                self.kind[x] == self.kind[b] and self.kind[x] in ("nchw", "ncl") and sb == (1, 1, sx[-1])):
+            return
+        raise self.err("shapes %s and %s: equal, one element, or one per channel"
+                       % (self._torch_shape(x), self._torch_shape(b)))
+
+    def op_Min(self, a):
+        self._minmax("minimum")
+
+    def op_Max(self, a):
+        self._minmax("maximum")
+
+    def _divide(self):
+        x, b = self.x(0), self.x(1)
+        self._repeats(x, b)  # (the divisor only)
+        self.emit("div", [x, b], self.out(), self.ir.shapes[x], self.kind[x])
+
+    def op_Resize(self, a):
+        x = self.x(0)
+        if self.kind[x] != "nchw":
+            raise self.err("needs an (N, C, H, W) input")
+        h, w, c = self.ir.shapes[x]
+        s = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}
+        mode, coord = s.get("mode", "nearest"), s.get("coordinate_transformation_mode", "half_pixel")
+        if mode not in ("nearest", "linear") or s.get("antialias", 0) or s.get("keep_aspect_ratio_policy",
+                                                                                 "stretch") != "stretch":
+            raise self.err("mode %s%s is not supported (nearest and linear are)"
+                           % (mode, " with antialias" if s.get("antialias", 0) else ""))
+        scales, sizes = self.const(2, "scales"), self.const(3, "sizes")
+        if sizes is not None and np.asarray(sizes).size:
+            oh, ow = (int(v) for v in np.asarray(sizes).reshape(-1)[-2:])
+            fy, fx = oh / h, ow / w
+        elif scales is not None and np.asarray(scales).size == 4:
+            sc = np.asarray(scales, np.float64).reshape(-1)
+            if sc[0] != 1 or sc[1] != 1:
+                raise self.err("only H and W are resized")
+            fy, fx = float(sc[2]), float(sc[3])
+            oh, ow = int(math.floor(h * fy)), int(math.floor(w * fx))
+        else:
+            raise self.err("needs constant scales or sizes")
+        rows = _onnx_coords(oh, h, fy, coord, mode, s.get("nearest_mode", "round_prefer_floor"))
+        cols = _onnx_coords(ow, w, fx, coord, mode, s.get("nearest_mode", "round_prefer_floor"))
+        if rows is None or cols is None:
+            raise self.err("coordinate_transformation_mode %s is not supported" % coord)
+        if mode == "nearest":
+            table = np.array(rows + cols, np.int32)
+        else:
+            from .tflm import table_words
+
+            table = table_words(rows + cols, integer=False)
+        n = self.emit("resize", [x], self.out(), (oh, ow, c), "nchw", {"t": (self.out() + ".coords", table)},
+                      size=(oh, ow), interp="bilinear" if mode == "linear" else None)
+        # the int8 graph takes TFLM's integer coordinates (host_tools/int8.py): TFLite's flags
+        n.tflite_flags = {"align_corners": (True, False), "asymmetric": (False, False), "half_pixel": (False, True),
+                          "pytorch_half_pixel": (False, True)}.get(coord)
+
+    def op_LayerNormalization(self, a):
+        x = self.x(0)
+        gamma = self.const(1, "the scale")
+        beta = self.const(2, "the bias")
+        kind, shape = self.kind[x], self.ir.shapes[x]
+        rank = {"nf": 2, "ncl": 3, "nchw": 4}[kind]
+        axis = a.get("axis", -1) % rank
+        if kind == "nf" and axis == 1:
+            over = "c"
+        elif kind == "ncl" and axis == 2:
+            over = "w"
+        elif kind in ("ncl", "nchw") and axis == 1:
+            over = "all"
+        else:
+            raise self.err("a normalization over axis %d of a %s value is not supported" % (axis, kind))
+        n = int(np.prod(shape)) if over == "all" else (shape[1] if over == "w" else shape[-1])
+
+        def stored(t):  # torch's order (C, L) or (C, H, W) -> the stored order, channels last
+            t = np.asarray(t, np.float32)
+            if over == "all":
+                t = np.broadcast_to(t, self._torch_shape(x))
+                t = t.T if kind == "ncl" else t.transpose(1, 2, 0)
+            return np.ascontiguousarray(np.broadcast_to(t.reshape(-1), (n,)))
+
+        tensors = {"w": (self.node.input[1], stored(gamma))}
+        if beta is not None:
+            tensors["b"] = (self.node.input[2], stored(beta))
+        self.emit("layernorm", [x], self.out(), shape, kind, tensors, eps=float(a.get("epsilon", 1e-5)),
+                  over=over if over != "c" else None)
+
+
 
 _KIND = {1: "nf", 2: "ncl", 3: "nchw"}
 # torch axis (of a value of this rank, the batch included) -> axis of its stored value
@@ -911,3 +1052,38 @@ def _stored(torch_shape):
 
 def _size(shape):
     return int(np.prod(shape))
+
+
+def _onnx_coords(out, size, scale, coord, mode, nearest_mode):
+    """ONNX Resize's source coordinate of each output index along one axis: an index (nearest,
+    rounded by nearest_mode) or (i0, i1, d) (linear, the coordinate clamped to [0, size - 1]
+    as onnxruntime does); None for a coordinate mode without a formula here."""
+    out_list = []
+    for i in range(out):
+        if coord == "half_pixel":
+            v = (i + 0.5) / scale - 0.5
+        elif coord == "pytorch_half_pixel":
+            v = (i + 0.5) / scale - 0.5 if out > 1 else 0.0
+        elif coord == "align_corners":
+            v = i * (size - 1) / (out - 1) if out > 1 else 0.0
+        elif coord == "asymmetric":
+            v = i / scale
+        elif coord == "tf_half_pixel_for_nn" and mode == "nearest":
+            v = (i + 0.5) / scale
+        else:
+            return None
+        if mode == "nearest":
+            if nearest_mode == "floor":
+                j = math.floor(v)
+            elif nearest_mode == "ceil":
+                j = math.ceil(v)
+            elif nearest_mode == "round_prefer_ceil":
+                j = math.floor(v + 0.5)
+            else:  # round_prefer_floor
+                j = math.ceil(v - 0.5)
+            out_list.append(min(max(int(j), 0), size - 1))
+        else:
+            v = min(max(v, 0.0), size - 1.0)
+            i0 = int(math.floor(v))
+            out_list.append((i0, min(i0 + 1, size - 1), v - i0))
+    return out_list

@@ -11,7 +11,7 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize")
 
 
 def run(text, tensors, *inputs):
@@ -45,12 +45,16 @@ def run(text, tensors, *inputs):
         dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
             q[kv["y"]] = kv["q"]
+        elif op == "cast" and kv["dtype"] != "f32":
+            q[kv["y"]] = (1.0, 0)
         elif op in _KEEPS_Q and qin[0] is not None:
             q[kv["y"]] = qin[0]
     return outs
 
 
 def _out_dtype(op, kv, x_dtype):
+    if op == "cast":
+        return kv["dtype"]
     if op == "quantize":
         return kv.get("dtype", "i8")
     if op == "dequantize":
@@ -368,6 +372,133 @@ def dequantize(ins, kv, qin, tensors):
     return (s * (ins[0] - z)).astype(np.float32).astype(np.float64)
 
 
+# --- elementwise ops, cast, resize, layernorm ------------------------------------------------
+
+def _second(ins, kv, tensors):
+    """The second operand (a value, or the constant tensor t= / w=) as an array broadcast over
+    the first: its shape, one value per channel, or one value (docs/FORMAT.md)."""
+    x = ins[0]
+    if len(ins) > 1:
+        b = ins[1]
+    else:
+        b = np.asarray(tensors[kv["w" if "w" in kv else "t"]]).astype(x.dtype)
+    if b.shape == x.shape:
+        return b
+    return np.broadcast_to(b.reshape(-1), x.shape) if b.size > 1 else np.full(x.shape, b.reshape(-1)[0], x.dtype)
+
+
+def minimum(ins, kv, qin, tensors):
+    """TFLM's MINIMUM: el1 < el2 ? el1 : el2 (integers: the stored codes)."""
+    a, b = ins[0], _second(ins, kv, tensors)
+    return np.where(a < b, a, b)
+
+
+def maximum(ins, kv, qin, tensors):
+    a, b = ins[0], _second(ins, kv, tensors)
+    return np.where(a > b, a, b)
+
+
+def div(ins, kv, qin, tensors):
+    """Float: IEEE division, a fused activation. int8: TFLM's DIV (host_tools.tflm.div_np)."""
+    from .tflm import div_np
+
+    a, b = ins[0], _second(ins, kv, tensors)
+    if "q" not in kv:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = a.astype(np.float32) / b.astype(np.float32)
+        return _act(y.astype(np.float64), kv)
+    m, s = kv["m"]
+    lo, hi = kv.get("clamp", RANGE["i8"])
+    return div_np(a, b, qin[0][1], qin[1][1], kv["q"][1], m, s, lo, hi)
+
+
+def prelu(ins, kv, qin, tensors):
+    """Float: x if x >= 0 else x alpha. int8 (TFLM's PRELU): x >= z_x from the table t (the
+    packer's clamp(z_y + mbqm(x - z_x, m1, s1))), else clamp(z_y + mbqm((x - z_x)(alpha - ZA),
+    M, S))."""
+    x, alpha = ins[0], _second(ins, kv, tensors)
+    if "q" not in kv:
+        return np.where(x >= 0, x, (x.astype(np.float32) * alpha.astype(np.float32)).astype(np.float64))
+    m, s, za = kv["m"]
+    d = x - qin[0][1]
+    neg = np.clip(mbqm_np(d * (alpha - za), m, s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
+    return np.where(d >= 0, _t(tensors, kv["t"], np.int64)[x + 128], neg)
+
+
+def cast(ins, kv, qin, tensors):
+    """TFLM's CAST: integers wrap to the narrower type, become the nearest f32; f32 is
+    truncated toward zero and saturated (NaN: 0)."""
+    x, dt = ins[0], kv["dtype"]
+    if dt == "f32":
+        return x.astype(np.float32).astype(np.float64)
+    lo, hi = RANGE[dt]
+    if kv["x_dtype"] == "f32":
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), lo, hi)).astype(np.int64)
+    bits = {"i8": 8, "i16": 16, "i32": 32}[dt]
+    return (x + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+
+
+def resize(ins, kv, qin, tensors):
+    """From the packer's table (docs/FORMAT.md): nearest copies x[row[oy], col[ox]]; bilinear
+    weighs the neighbours of (row, col) by d (int8: TFLM's ResizeBilinearInteger, d in 1/1024,
+    the sum rounded half away from zero by 2**20; f32: d a float)."""
+    x = ins[0]
+    oh, ow = kv["size"]
+    t = np.asarray(tensors[kv["t"]]).astype(np.int64).reshape(-1)
+    if kv.get("interp", "nearest") == "nearest":
+        return x[t[:oh]][:, t[oh:]]
+    rows, cols = t[:3 * oh].reshape(oh, 3), t[3 * oh:].reshape(ow, 3)
+    if kv["dtype"] == "f32":
+        dy = rows[:, 2].astype(np.int32).view(np.float32).astype(np.float64)[:, None, None]
+        dx = cols[:, 2].astype(np.int32).view(np.float32).astype(np.float64)[None, :, None]
+    else:
+        dy, dx = rows[:, 2][:, None, None], cols[:, 2][None, :, None]
+    one = 1.0 if kv["dtype"] == "f32" else 1024
+    r0, r1, c0, c1 = x[rows[:, 0]], x[rows[:, 1]], rows, cols
+    v = (r0[:, cols[:, 0]] * (one - dy) * (one - dx) + r1[:, cols[:, 0]] * dy * (one - dx)
+         + r0[:, cols[:, 1]] * (one - dy) * dx + r1[:, cols[:, 1]] * dy * dx)
+    if kv["dtype"] == "f32":
+        return v.astype(np.float32).astype(np.float64)
+    v = np.where(v > 0, (v + (1 << 19)) // (1 << 20), -((-v + (1 << 19)) // (1 << 20)))
+    return (v + 128) % 256 - 128
+
+
+def layernorm(ins, kv, qin, tensors):
+    """ONNX's LayerNormalization of each group (over=c: the last axis; w: the W axis of a 1,W,C
+    value; all: everything): mean, variance (mean of squared differences), (x - mean) /
+    sqrt(variance + eps) x gamma + beta; sums in element order, in double, each result an f32."""
+    x = ins[0]
+    over = kv.get("over", "c")
+    g = x.reshape(-1, x.shape[-1]) if over == "c" else (x[0].T if over == "w" else x.reshape(1, -1))
+    gam = _t(tensors, kv["w"]).reshape(-1)
+    bet = _t(tensors, kv["b"]).reshape(-1) if "b" in kv else np.zeros(len(gam))
+    eps = float(np.float32(kv.get("eps", 1e-5)))
+    out = np.zeros(g.shape)
+    for i, row in enumerate(g.tolist()):
+        s = 0.0
+        for v in row:
+            s += v
+        mean = s / len(row)
+        s = 0.0
+        for v in row:
+            s += (v - mean) * (v - mean)
+        inv = 1.0 / math.sqrt(s / len(row) + eps)
+        out[i] = [(v - mean) * inv * float(gm) + float(bt) for v, gm, bt in zip(row, gam, bet)]
+    out = out.astype(np.float32).astype(np.float64)
+    return out.reshape(x.shape) if over != "w" else out.T.reshape(x.shape)
+
+
+def _hardswish(v):
+    return v * min(6.0, max(0.0, v + 3.0)) / 6.0
+
+
+def _gelu(kv):
+    if kv.get("approx") == "tanh":
+        return lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+    return lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
+
+
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
     "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
@@ -378,4 +509,9 @@ _OPS = {
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
     "sigmoid": _elementwise(lambda kv: _sigmoid),
     "tanh": _elementwise(lambda kv: math.tanh),
+    "hardswish": _elementwise(lambda kv: _hardswish),
+    "hardsigmoid": _elementwise(lambda kv: lambda v: min(1.0, max(0.0, kv.get("alpha", 0.2) * v + kv.get("beta", 0.5)))),
+    "gelu": _elementwise(_gelu),
+    "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
+    "layernorm": layernorm,
 }

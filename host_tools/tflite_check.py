@@ -214,6 +214,8 @@ def _uses(r, name, op, ins, outs, where, fail):
             full = None
         small = b2 if int(np.prod(b2)) <= int(np.prod(a)) else a
         per_channel = len(small) >= 1 and all(d == 1 for d in small[:-1]) and small[-1] == ys[-1]
+        if name in ("MINIMUM", "MAXIMUM", "DIV") and int(np.prod(small)) == 1:
+            per_channel = True  # (these kernels repeat a one-element operand too)
         if full != list(ys) or (list(a) != list(b2) and not per_channel):
             fail(where, "input shapes %s and %s, output %s: equal shapes, or one per channel (1, ..., C)"
                  % (a, b2, ys))

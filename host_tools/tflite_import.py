@@ -5,7 +5,9 @@ TFLite graphs are NHWC already, as the board runs them: weights keep their layou
 depthwise [1, kh, kw, C], fully connected [out, in]) and their int8 codes. Each op's integer
 parameters are computed as TensorFlow Lite Micro's Prepare computes them (host_tools.tflm), so
 the board reproduces TFLM's outputs bit for bit. Elementwise int8 ops (LOGISTIC, TANH, RELU,
-RELU6, LEAKY_RELU, int8 QUANTIZE) become 256-entry tables of TFLM's own integer results.
+RELU6, LEAKY_RELU, HARD_SWISH, int8 QUANTIZE) become 256-entry tables of TFLM's own integer
+results. Hybrid models (the converter's dynamic-range mode: float activations, int8 weights)
+are refused, as TFLM refuses them.
 A model with any other op, or a form of an op the board cannot run, raises PackError naming
 the op."""
 import numpy as np
@@ -17,9 +19,12 @@ from .ir import Graph, Node
 SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D",
              "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX", "CONCATENATION", "LOGISTIC",
              "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU", "STRIDED_SLICE",
-             "TRANSPOSE", "TRANSPOSE_CONV")
+             "TRANSPOSE", "TRANSPOSE_CONV", "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV",
+             "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "PRELU")
 _INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
+HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
+          "convert with full-integer quantization or float weights")
 
 
 def _schema():
@@ -98,7 +103,11 @@ class _Reader:
         _, shape, typ, scales, zps, _ = self.tensor(i)
         name = "t%d" % i
         self.ir.shapes[name] = _hwc(shape, self)
-        if typ in _INT:
+        if typ in _INT and not scales:  # not quantized (CAST's integers): value = code
+            self.ir.q[name] = (1.0, 0)
+            if _INT[typ] != "i8":
+                self.ir.dtypes[name] = _INT[typ]
+        elif typ in _INT:
             dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
                 raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
@@ -115,6 +124,8 @@ class _Reader:
 
     def qof(self, i):
         _, _, typ, scales, zps, _ = self.tensor(i)
+        if typ in _INT and not scales:
+            return (1.0, 0)
         return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ in _INT else None
 
     def dtof(self, i):
@@ -212,6 +223,8 @@ class _Reader:
         n = self.emit(op, [self.x0], **extra)
         oc = extra.get("out") or wdata.shape[3]
         if yq is None:  # float
+            if wdata.dtype == np.int8:
+                raise self.err(HYBRID)
             if wdata.dtype != np.float32:
                 raise self.err("float model with %s weights" % wdata.dtype)
             n.t["w"] = self.add("weight", wdata)
@@ -574,6 +587,8 @@ class _Reader:
         pads, _, _ = self._padding(o.Padding(), oh, ow, kh, kw, sh, sw, 1, 1)  # TFLM: from the output's size
         act = self._act(o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0)
         xq, yq = self.qof(x_t), self.qof(self.outs[0])
+        if yq is None and w.dtype == np.int8:
+            raise self.err(HYBRID)
         if yq is None:
             raise self.err("a float TRANSPOSE_CONV is not supported (int8 and 16x8 are)")
         if w.dtype != np.int8:
@@ -594,6 +609,135 @@ class _Reader:
         self._check_shifts(shift, 7 if dt == "i16" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+
+    # --- elementwise ops, cast, resize ------------------------------------------------------
+
+    def op_HARD_SWISH(self):
+        def table():
+            try:
+                return tflm.hard_swish_table(*(self.qof(self.ins[0]) + self.qof(self.outs[0])))
+            except ValueError as e:
+                raise self.err(str(e))
+        self._lut(table, "hardswish")
+
+    def _operands(self, commutes):
+        """(activation, other): other a value name, or (constant codes, their shape attr)."""
+        a, b = self.ins[:2]
+        if self.data(a) is not None and commutes:
+            a, b = b, a
+        if self.data(a) is not None:
+            raise self.err("the first operand must be an activation")
+        x = self.value(a)
+        c = self.data(b)
+        if c is None:
+            y = self.value(b)
+            sx, sy = self.ir.shapes[x], self.ir.shapes[y]
+            if int(np.prod(sx)) < int(np.prod(sy)):
+                if not commutes:
+                    raise self.err("only the second operand may be broadcast")
+                x, y, sx, sy = y, x, sy, sx
+            if sy != sx and int(np.prod(sy)) not in (1, sx[-1]):
+                raise self.err("shapes %s and %s: equal, one per channel or one value" % (sx, sy))
+            return x, y
+        if self.dtof(b) != self.dtof(a):
+            raise self.err("a %s constant with a %s activation" % (self.tensor(b)[2], self.tensor(a)[2]))
+        shape = self.ir.shapes[x]
+        if c.size == 1:
+            return x, (c.reshape(1), (1,))
+        if c.size == shape[-1] and c.shape[-1] == c.size:
+            return x, (c.reshape(-1), None)
+        if c.size == int(np.prod(shape)):
+            return x, (c.reshape(shape), shape)
+        raise self.err("a constant of shape %s over %s: one value, one per channel or the same shape"
+                       % (list(c.shape), list(shape)))
+
+    def _minmax(self, op):
+        x, other = self._operands(True)
+        if isinstance(other, str):
+            self.emit(op, [x, other])
+            return
+        n = self.emit(op, [x], shape=other[1])
+        n.t["t"] = self.add("const", other[0])
+
+    def op_MINIMUM(self):
+        self._minmax("minimum")
+
+    def op_MAXIMUM(self):
+        self._minmax("maximum")
+
+    def op_CAST(self):
+        x = self.value(self.ins[0])
+        for t in (self.ins[0], self.outs[0]):
+            if self.tensor(t)[2] not in ("FLOAT32",) + tuple(_INT):
+                raise self.err("CAST of %s is not supported (float32, int8, int16, int32)" % self.tensor(t)[2])
+        self.emit("cast", [x], dtype=self.dtof(self.outs[0]))
+
+    def op_DIV(self):
+        x, y = self._operands(False)
+        if not isinstance(y, str):
+            raise self.err("a constant divisor is not supported (the converter makes it a MUL)")
+        o = self.options("DivOptions")
+        act = self._act(o.FusedActivationFunction() if o is not None else 0)
+        n = self.emit("div", [x, y])
+        yq = self.qof(self.outs[0])
+        if yq is None:
+            n.attrs["act"] = act
+            return
+        if self.dtof(self.outs[0]) != "i8":
+            raise self.err("%s DIV is not supported (float32 and int8 are)" % self.tensor(self.outs[0])[2])
+        (s1, _), (s2, _) = self.qof(self.ins[0]), self.qof(self.ins[1])
+        n.attrs["m"] = tflm.div_params(s1, s2, yq[0])
+        if n.attrs["m"][1] > 22:
+            raise self.err("a DIV multiplier above 2**22 is not supported")
+        n.t["t"] = self.add("recip", np.array(tflm.reciprocal_table(), np.int32))
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+
+    def _resize(self, bilinear, cls):
+        x = self.value(self.ins[0])
+        size = self.data(self.ins[1])
+        if size is None or size.size != 2:
+            raise self.err("the size must be a constant of 2 integers")
+        if len(self.ir.shapes[x]) != 3:
+            raise self.err("the input must be 1, H, W, C")
+        o = self.options(cls)
+        align = bool(o.AlignCorners()) if o is not None else False
+        half = bool(o.HalfPixelCenters()) if o is not None else False
+        if align and half and bilinear:
+            raise self.err("align_corners and half_pixel_centers together (TFLM refuses them)")
+        dt = self.dtof(self.ins[0])
+        if bilinear and dt not in ("i8", "f32"):
+            raise self.err("a %s RESIZE_BILINEAR is not supported (TFLM runs float32 and int8)" % dt)
+        if self.qof(self.outs[0]) != self.qof(self.ins[0]):
+            raise self.err("different input and output quantization")
+        oh, ow = (int(v) for v in size.reshape(-1))
+        n = self.emit("resize", [x], size=(oh, ow), interp="bilinear" if bilinear else None)
+        n.t["t"] = self.add("coords", tflm.resize_table(self.ir.shapes[x], (oh, ow), bilinear, align, half,
+                                                        integer=dt != "f32"))
+        n.tflite_flags = (align, half)  # (a float model made int8 gets TFLM's integer coordinates)
+
+    def op_RESIZE_NEAREST_NEIGHBOR(self):
+        self._resize(False, "ResizeNearestNeighborOptions")
+
+    def op_RESIZE_BILINEAR(self):
+        self._resize(True, "ResizeBilinearOptions")
+
+    def op_PRELU(self):
+        x, alpha = self._operands(False)
+        if isinstance(alpha, str):
+            raise self.err("alpha must be a constant")
+        codes, shape = alpha
+        yq = self.qof(self.outs[0])
+        n = self.emit("prelu", [x], shape=shape)
+        n.t["w"] = self.add("alpha", codes)
+        if yq is None:
+            return
+        if self.dtof(self.outs[0]) != "i8":
+            raise self.err("%s PRELU is not supported (float32 and int8 are)" % self.tensor(self.outs[0])[2])
+        xq, aq = self.qof(self.ins[0]), self.qof(self.ins[1])
+        m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
+        n.attrs["m"] = (m2, s2, aq[1])
+        n.t["t"] = self.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
 
 
 def _check_scales(r, scales, w):

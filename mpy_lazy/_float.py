@@ -236,8 +236,9 @@ def mean(E, P, k):
         a[yo + ch] = s / hw
 
 
-# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh) 3 XO 4 YO 5 N
-# 6 A 7 B (f32: clip's lo and hi, leakyrelu's alpha)
+# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7
+# hardsigmoid, 8 gelu, 9 gelu's tanh approximation) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
+# hi, leakyrelu's alpha, hardsigmoid's alpha and beta)
 
 def act(E, P, k):
     a = E.af
@@ -255,8 +256,12 @@ def act(E, P, k):
             v = v if v >= 0.0 else v * lo
         elif fn == 4:
             v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
-        else:
+        elif fn == 5:
             v = math.tanh(v)
+        else:  # hardswish, hardsigmoid, gelu: _elem.act (imported by the first such record)
+            from ._elem import act
+
+            v = act(fn, v, lo, hi)
         a[yo + i] = v
 
 
@@ -305,3 +310,4 @@ def dequantize(E, P, k):
     s = E.pf[k + 6]
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)
+

@@ -661,3 +661,4 @@ def f16_to_f32(src, first, dst, d0, n):
         for j in range(m):
             dst[d0 + i + j] = vals[j]
         i += m
+

@@ -1716,3 +1716,4 @@ def f16_to_f32(src, first: int, dst, d0: int, n: int):
             f = sign | (e << 23) | ((m & 0x3FF) << 13)
         pd[i] = f
         i += 1
+

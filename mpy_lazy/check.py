@@ -14,18 +14,24 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
+# elementwise ops, cast, resize (kinds 44..53; 36..43 are other ops')
+MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
 FTCONV = 54
 KINDS = 60  # kinds are 1..KINDS-1
 # elementwise kinds that may write their output over their first input (same offset): the
 # record word of that input (the planner's in-place ops: mpy_lazy/model.py)
-_INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2}
+_INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2,
+            MINMAX: 4, FBINARY: 4, DIV: 6, FLAYERNORM: 2}
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub") + ("",) * 18 + ("tconv", "", "", "", "", "")
+         "tconv", "tconv", "sub") \
+    + ("",) * 8 + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
+    + ("tconv", "", "", "", "", "")
 LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11) + (0,) * 18 + (26, 0, 0, 0, 0, 0)
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11) + (0,) * 8 + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) \
+    + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -389,7 +395,7 @@ def _quant(r, E):
 
 
 def _act(r, E):
-    fn = r.range(2, "op", 0, 5)
+    fn = r.range(2, "op", 0, 9)
     n = r.range(5, "x", 1, 1 << 24)
     r.region(3, "x", 4 * n, 4)
     r.region(4, "y", 4 * n, 4)
@@ -468,10 +474,18 @@ def _tconv(r, E):
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
 
 
+
+def _elem(r, E):
+    """The checks of kinds 44..52 (mpy_lazy/_elem.py: imported for a program that has them)."""
+    from . import _elem
+
+    _elem.CHECK[r.kind - MINMAX](r, E)
+
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
           _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary) \
-    + (None,) * 18 + (_tconv, None, None, None, None, None)
+    + (None,) * 8 + (_elem,) * 9 + (None,) \
+    + (_tconv, None, None, None, None, None)
 
 
 class _Env:
@@ -694,6 +708,7 @@ def has_floats(P):
     """Whether any record computes on or moves f32 values (the float kernels' views are made
     only then)."""
     for kind, k in records(P):
-        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV):
+        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV, FBINARY, FCAST, FRESIZE,
+                                                  FLAYERNORM):
             return True
     return False

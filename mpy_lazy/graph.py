@@ -24,6 +24,7 @@ _KINDS = {
     "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
     "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
+    "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
 }
 _KINDS["axis"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
@@ -55,11 +56,22 @@ OPS = {
     "softmax": (("x", "y"), ("beta", "q", "m", "t")),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
+    # elementwise ops, cast, resize, layernorm
+    "hardswish": (("x", "y"), ()),
+    "hardsigmoid": (("x", "y"), ("alpha", "beta")),
+    "gelu": (("x", "y"), ("approx",)),
+    "minimum": (("x", "y"), ("t", "shape", "q")),
+    "maximum": (("x", "y"), ("t", "shape", "q")),
+    "div": (("x", "y"), ("act", "q", "m", "clamp", "t")),
+    "prelu": (("x", "y", "w"), ("shape", "q", "m", "t")),
+    "cast": (("x", "y", "dtype"), ("q",)),
+    "resize": (("x", "y", "size", "t"), ("interp", "q")),
+    "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "sub", "mul", "concat")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div")
 _WL = {"conv2d": "e:ohwi|oihw", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io", "tconv": "e:ohwi"}
 
 

@@ -30,7 +30,7 @@ if sys.implementation.name == "micropython":
 
 i8 = _pure
 _path = None
-_tables = [None, None]  # the kernel tables of the current path: int8 only, and with floats
+_tables = [None, None, None, None]  # the kernel tables of the current path: [floats + 2 x elem]
 
 # the integer kernels by record kind (mpy_lazy/check.py), and the float ones
 _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "dense"), (check.ADD, "add"),
@@ -43,6 +43,7 @@ _FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE,
           (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
           (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
           (check.DEQUANTIZE, "dequantize"), (check.FTCONV, "tconv"))
+
 _pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
 
 
@@ -69,7 +70,7 @@ def use(name=None):
     i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
-    _tables[0] = _tables[1] = None
+    _tables[0] = _tables[1] = _tables[2] = _tables[3] = None
     _pure_kinds[0] = None
     return name
 
@@ -78,12 +79,14 @@ def path():
     return _path or use()
 
 
-def table(floats=True):
+def table(floats=True, elem=False):
     """The kernels of the current path by record kind (a tuple; None for no kind). Without
-    floats, the float kinds are None (their module is not imported: heap on a board). An
-    integer kind the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
+    floats, the float kinds are None (their module is not imported: heap on a board); without
+    elem, kinds 44..52 too. An integer kind the path's module lacks runs on _pure's kernel
+    (pure_kinds() lists them)."""
     path()
-    t = _tables[1 if floats else 0]
+    slot = (1 if floats else 0) + (2 if elem else 0)
+    t = _tables[slot]
     if t is None:
         t = [None] * check.KINDS
         pure = []
@@ -103,7 +106,19 @@ def table(floats=True):
                 from . import _nd as fl
             for kind, name in _FLOAT:
                 t[kind] = getattr(fl, name, None) or getattr(_float, name)
-        t = _tables[1 if floats else 0] = tuple(t)
+        if elem:  # kinds 44..52: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
+            from . import _elem
+
+            ints = _elem
+            if i8 is not _pure and _viper is not None:
+                from . import _viper_elem as ints
+            for kind, name in ((check.MINMAX, "minmax"), (check.CAST, "cast"), (check.DIV, "div"),
+                               (check.RESIZE, "resize"), (check.PRELU, "prelu")):
+                t[kind] = getattr(ints, name)
+            for kind, name in ((check.FBINARY, "fbinary"), (check.FCAST, "fcast"), (check.FRESIZE, "fresize"),
+                               (check.FLAYERNORM, "flayernorm")) if floats else ():
+                t[kind] = getattr(_elem, name)
+        t = _tables[slot] = tuple(t)
     return t
 
 

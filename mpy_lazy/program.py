@@ -165,9 +165,13 @@ class Program:
     def _env(self):
         """Views the current kernel path needs (made when the path changes, kept; the path is
         recorded last, so a MemoryError here leaves the next call to make them again)."""
+        from . import check
+
         path = kernels.path()
         need_f = self._floats()
-        K = kernels.table(need_f)  # the float kernels' module is imported only for a model with floats
+        # the float kernels' module is imported only for a model with floats, kinds 44..52's only
+        # for one that has them
+        K = kernels.table(need_f, self._uses(range(check.MINMAX, check.FLAYERNORM + 1)))
         self._path = None
         pure = kernels.i8 is not kernels._viper or kernels._viper is None or self._uses(kernels.pure_kinds())
         for name in ("a8", "a16", "a32", "af", "pf", "s8", "s32", "sf", "cache"):

@@ -30,6 +30,8 @@ _MODULES = {
     "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
     "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
     "quantize": "quant", "dequantize": "quant",
+    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
+    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
 }
 
 

@@ -33,7 +33,7 @@ def _fixture_names():
         "make_tflite_fixtures", os.path.join(ROOT, "tools", "make_tflite_fixtures.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return [n for n in mod.FIXTURES if n != "unsupported_op"]
+    return [n for n in mod.FIXTURES if n not in mod.REFUSED]
 
 
 NAMES = _fixture_names()
@@ -259,6 +259,23 @@ def test_unsupported_op_is_refused(cli, tmp_path):
     line = cli.fails("pack", src, "-o", out)
     assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line and "operator " in line
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_hybrid_model_is_refused_as_tflm_refuses_it(cli, tmp_path):
+    """The converter's dynamic-range mode (float activations, int8 weights): TFLM's
+    FULLY_CONNECTED refuses the mix in its Prepare (the interpreter cannot be built), and pack
+    says so in one line naming the operator."""
+    src = fixture_path("hybrid_dynamic")
+    info = tflm_ref.tensors(src)
+    fc = tflm_ref.ops(src)[0]
+    assert fc.name == "FULLY_CONNECTED" and info[fc.inputs[0]].type == "FLOAT32" and info[fc.inputs[1]].type == "INT8"
+    with pytest.raises(RuntimeError):
+        tflm_ref.run(src, tflm_ref.sample_inputs(src, 1), arena_size=1 << 16)
+    out = tmp_path / "h.mpyl"
+    line = cli.fails("pack", src, "-o", out)
+    assert "operator 0 (FULLY_CONNECTED): hybrid model (float activations with int8 weights): TFLite Micro does " \
+           "not run these either" in line, line
+    assert not out.exists()
 
 
 def _damaged(src, tmp_path):

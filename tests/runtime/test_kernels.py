@@ -16,7 +16,7 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
                      weight_index)
 
-from mpy_lazy import _pure, backend, check, kernels
+from mpy_lazy import _elem, _pure, backend, check, kernels
 from mpy_lazy.program import WORK, _slot_view
 
 _viper = kernels._viper
@@ -24,14 +24,15 @@ _thumb = kernels._thumb
 
 
 class _Viper:
-    """_viper's kernels with the assembler inner loops on (the 'thumb' path) or off ('viper'),
-    whatever path kernels.use() last picked."""
+    """_viper's kernels (or _viper_elem's) with the assembler inner loops on (the 'thumb' path)
+    or off ('viper'), whatever path kernels.use() last picked."""
 
-    def __init__(self, asm):
+    def __init__(self, asm, module=None):
         self.asm = asm
+        self.module = module
 
     def __getattr__(self, name):
-        f = getattr(_viper, name)
+        f = getattr(self.module or _viper, name)
         asm = self.asm
 
         def call(*args):
@@ -47,6 +48,11 @@ class _Viper:
 
 IMPLS = [("pure", _pure)] + ([("viper", _Viper(None))] if _viper is not None else []) \
     + ([("thumb", _Viper(_thumb))] if _thumb is not None else [])
+if _viper is not None:
+    from mpy_lazy import _viper_elem
+# kinds 44..52's kernels: _elem's and their viper twins in _viper_elem
+ELEM_IMPLS = [("pure", _elem)] + ([("viper", _Viper(None, _viper_elem))] if _viper is not None else []) \
+    + ([("thumb", _Viper(_thumb, _viper_elem))] if _thumb is not None else [])
 CASES = 8 if small_board() else 40  # random cases per kernel test
 VECTORS = 400 if small_board() else 4000  # fixed-point vectors
 
@@ -196,10 +202,10 @@ def signed(buf):
     return [v - 256 if v > 127 else v for v in buf]
 
 
-def run_each(build, expected, what):
-    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`
-    (the buffer's bytes read as int8 when it is a bytearray)."""
-    for name, mod in IMPLS:
+def run_each(build, expected, what, impls=None):
+    """build(impl module) -> (run thunk, output buffer); every impl (of IMPLS, or `impls`)
+    must produce `expected` (the buffer's bytes read as int8 when it is a bytearray)."""
+    for name, mod in impls or IMPLS:
         fn, out = build(mod)
         fn()
         got = signed(out) if isinstance(out, bytearray) else out
@@ -1026,7 +1032,7 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            t = kernels.table()
+            t = kernels.table(True, True)
             assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
             assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
@@ -1085,3 +1091,371 @@ def test_f16_decode_every_value():
         out = array.array("f", (9.0, 9.0, 9.0, 9.0))
         fn(struct.pack("<4e", 1.0, -2.0, 0.5, 65504.0), 1, out, 1, 2)
         assert list(out) == [9.0, -2.0, 0.5, 9.0], name
+
+
+# --- elementwise ops, cast, resize (kinds 44..52) ---------------------------------------------
+
+def ints_of(r, n, es):
+    """n signed integers of es bytes, the type's edges now and then."""
+    top = (1 << (8 * es - 1)) - 1
+    out = []
+    for _ in range(n):
+        k = r.next() % 8
+        out.append(-top - 1 if k == 0 else top if k == 1 else r.int(-top - 1, top))
+    return out
+
+
+def pack_ints(vals, es):
+    return list(signed(struct.pack("<%d%s" % (len(vals), "bhi"[es // 2]), *vals)))
+
+
+def test_minmax():
+    """TFLM's MINIMUM / MAXIMUM on integers of 1, 2 and 4 bytes: the stored codes compared
+    (el1 > el2 ? el1 : el2), x2 repeating every BC elements, from the arena or a tensor."""
+    r = Lcg(90)
+    for case in range(CASES):
+        es = (1, 2, 4)[case % 3]
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        bc = r.pick((n, c, 1))
+        op, src = r.int(0, 1), r.int(0, 1)
+        x1, x2 = ints_of(r, n, es), ints_of(r, bc, es)
+        if r.chance(3):  # equal elements
+            x2 = [x1[i] for i in range(bc)]
+        ar = Arena(r, [es * n + es, es * bc + es, es * n + es])
+        o1, o2, yo = ((o + es - 1) // es * es for o in ar.offsets)
+        ar.put(o1, pack_ints(x1, es))
+        slot = Slot()
+        toff = slot.add(x2, "bhi"[es // 2])
+        if not src:
+            ar.put(o2, pack_ints(x2, es))
+        want = [max(x1[i], x2[i % bc]) if op else min(x1[i], x2[i % bc]) for i in range(n)]
+        expected = list(ar.expected)
+        expected[yo: yo + es * n] = pack_ints(want, es)
+        fields = [op, es, o1, yo, n, bc, src, o2, 0, toff]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "minmax", a, (slot.b,), check.MINMAX, fields)), a
+
+        run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
+
+
+def test_cast_integers():
+    """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
+    r = Lcg(91)
+    for case in range(CASES):
+        xes, yes = r.pick((1, 2, 4)), r.pick((1, 2, 4))
+        n = r.int(1, 40)
+        x = ints_of(r, n, xes)
+        ar = Arena(r, [xes * n + 4, yes * n + 4])
+        xo, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+        ar.put(xo, pack_ints(x, xes))
+        bits = 8 * yes
+        want = []
+        for v in x:
+            v &= (1 << bits) - 1
+            want.append(v - (1 << bits) if v >= 1 << (bits - 1) else v)
+        expected = list(ar.expected)
+        expected[yo: yo + yes * n] = pack_ints(want, yes)
+        fields = [xo, yo, n, xes, yes]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "cast", a, (), check.CAST, fields)), a
+
+        run_each(build, expected, "cast case %d %s" % (case, fields), ELEM_IMPLS)
+
+
+def ref_div(a, b, z1, z2, zy, m, s, recip):
+    """TFLM's int8 DIV (reference_ops::DivElementwise), written out:
+        input1_val = a - z1; input2_val = b - z2; both negated if input2_val < 0
+        input2_inv = GetReciprocal(input2_val, 31, &recip_shift)     (recip(d) -> (inv, shift))
+        headroom = CountLeadingSignBits(input1_val)
+        unscaled = MultiplyByQuantizedMultiplierGreaterThanOne(input1_val, input2_inv, headroom)
+        total_shift = output_shift - recip_shift - headroom
+        y = zy + MultiplyByQuantizedMultiplierSmallerThanOneExp(unscaled, m, total_shift)
+    where a right shift of 32 or more (undefined in C) gives the rounded value, 0."""
+    u, v = a - z1, b - z2
+    if v < 0:
+        u, v = -u, -v
+    inv, rshift = recip(v)
+    h = 0
+    while h < 31 and -(1 << (30 - h)) <= u < (1 << (30 - h)):
+        h += 1
+    q = ref_srdhm(ref_srdhm(u * (1 << h), inv), m)
+    e = h + rshift - s
+    y = zy + (ref_rdbpot(q, e) if e < 32 else 0)
+    return -128 if y < -128 else (127 if y > 127 else y)
+
+
+def recip_of(table):
+    def recip(d):
+        bits = 0
+        while d >> bits:
+            bits += 1
+        return table[d], bits - 1  # (TFLM: num_bits_over_unit = 31 - CountLeadingZeros(d))
+    return recip
+
+
+def test_div():
+    """TFLM's int8 DIV against the formula above, with gemmlowp's reciprocals (and arbitrary
+    int32 ones: the paths must agree on any table), zero denominators included."""
+    r = Lcg(92)
+    true_table = [ref_one_over_one_plus_x(((d << (32 - bitlen(d))) & 0xFFFFFFFF) - (1 << 31)) if d else 0
+                  for d in range(256)]
+    for case in range(CASES):
+        table = true_table if case % 4 else [r.int(INT32_MIN, INT32_MAX) for _ in range(256)]
+        c = r.int(1, 5)
+        n = c * r.pick((1, 3, 20))
+        bc = r.pick((n, c, 1))
+        z1, z2 = r.int(-128, 127), r.int(-128, 127)
+        m, s = multiplier(r), r.int(-20, 22)
+        zyc, lo, hi = head(r, 1)
+        x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
+        ar = Arena(r, [n, bc, n])
+        o1, o2, yo = ar.offsets
+        ar.put(o1, x1)
+        ar.put(o2, x2)
+        recip = recip_of(table)
+        for i in range(n):
+            v = ref_div(x1[i], x2[i % bc], z1, z2, zyc, m, s, recip)
+            ar.expected[yo + i] = lo if v < lo else (hi if v > hi else v)
+        slot = Slot()
+        fields = [1, zyc, lo, hi, o1, o2, yo, n, bc, z1, z2, m, s, 0, slot.i32(table)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "div", a, (slot.b,), check.DIV, fields)), a
+
+        run_each(build, ar.expected, "div case %d %s" % (case, fields[:13]), ELEM_IMPLS)
+
+
+def test_resize():
+    """Nearest (a gather of C elements of 1, 2 or 4 bytes per output pixel) and TFLM's int8
+    ResizeBilinearInteger (four products, rounded half away from zero by 2**20) from random
+    tables: edges, rows equal, weights outside [0, 1024] (TFLM's half-pixel extrapolation)."""
+    r = Lcg(93)
+    for case in range(CASES):
+        h, w, c, oh, ow = r.int(1, 5), r.int(1, 5), r.int(1, 4), r.int(1, 6), r.int(1, 6)
+        bil = case % 2
+        es = 1 if bil else r.pick((1, 2, 4))
+        x = ints_of(r, h * w * c, es)
+        if bil:
+            rows = [(r.int(0, h - 1), r.int(0, h - 1), r.pick((0, 1024, -512, 2559, -1535, r.int(0, 1024))))
+                    for _ in range(oh)]
+            cols = [(r.int(0, w - 1), r.int(0, w - 1), r.pick((0, 1024, -256, r.int(0, 1024)))) for _ in range(ow)]
+            table = [v for t in rows + cols for v in t]
+        else:
+            rows, cols = [r.int(0, h - 1) for _ in range(oh)], [r.int(0, w - 1) for _ in range(ow)]
+            table = rows + cols
+        want = []
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    if not bil:
+                        want.append(x[(rows[oy] * w + cols[ox]) * c + ch])
+                        continue
+                    (y0, y1, dy), (x0, x1, dx) = rows[oy], cols[ox]
+                    v = x[(y0 * w + x0) * c + ch] * (1024 - dy) * (1024 - dx) + x[(y1 * w + x0) * c + ch] * dy * (1024 - dx) \
+                        + x[(y0 * w + x1) * c + ch] * (1024 - dy) * dx + x[(y1 * w + x1) * c + ch] * dy * dx
+                    v = c_div(v + (524288 if v > 0 else -524288), 1 << 20)
+                    want.append(((v + 128) & 255) - 128)  # static_cast<int8_t>
+        ar = Arena(r, [es * h * w * c + es, es * oh * ow * c + es])
+        xo, yo = ((o + es - 1) // es * es for o in ar.offsets)
+        ar.put(xo, pack_ints(x, es))
+        expected = list(ar.expected)
+        expected[yo: yo + es * len(want)] = pack_ints(want, es)
+        slot = Slot()
+        fields = [bil, es, xo, yo, h, w, c, oh, ow, 0, slot.i32(table)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "resize", a, (slot.b,), check.RESIZE, fields)), a
+
+        run_each(build, expected, "resize case %d %s" % (case, fields[:9]), ELEM_IMPLS)
+
+
+def test_prelu():
+    """TFLM's int8 PRELU: x >= ZX from the table, else clamp(ZY + mbqm((x - ZX)(alpha - ZA), M,
+    S)); alpha repeating every BC elements; blocks of BLOCK elements."""
+    r = Lcg(94)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 4, 90))
+        bc = r.pick((n, c, 1))
+        zx, za = r.int(-128, 127), r.int(-128, 127)
+        m, s = multiplier(r), shift(r, 255 * 255)
+        zy, lo, hi = head(r, 1)
+        x, alpha, table = i8s(r, n, zx), i8s(r, bc, za), i8s(r, 256)
+        block = r.pick((1, 7, 256))
+        ar = Arena(r, [n, n], (block,))
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for i in range(n):
+            d = x[i] - zx
+            ar.expected[yo + i] = table[x[i] + 128] if d >= 0 else ref_requant(d * (alpha[i % bc] - za), m, s, zy, lo, hi)
+        slot = Slot()
+        ao, to = slot.i8(alpha), slot.i8(table)
+        fields = [1, zy, lo, hi, xo, yo, n, bc, zx, za, m, s, 0, ao, 0, to] + ar.scratch + [block]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "prelu", a, (slot.b,), check.PRELU, fields)), a
+
+        run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
+
+
+# --- float kernels of kinds 44..52 (_float.py: one implementation, against the formulas) --------
+
+class FEnv(Env):
+    """Env with the float kernels' views: the arena and the slots as f32, the program too."""
+
+    def __init__(self, arena, slots, P):
+        Env.__init__(self, arena, slots)
+        self.af = _slot_view(arena, "f32")
+        self.sf = tuple([_slot_view(b, "f32") for b in self.B])
+        self.pf = _slot_view(P, "f32")
+
+
+def f32r(v):
+    """v rounded to float32 (what an f32 arena holds)."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def run_float(name, arena, slots, kind, fields):
+    from mpy_lazy import _float
+
+    P = record(kind, fields)
+    getattr(_elem if kind != check.FACT else _float, name)(FEnv(arena, slots, P), P, 0)
+    return _slot_view(arena, "f32")
+
+
+def close_to(got, want, what, rtol=1e-6):
+    for i in range(len(want)):
+        w, g = want[i], got[i]
+        if w != w:
+            assert g != g, (what, i, g, w)
+        elif abs(w) == float("inf") or abs(g - w) > rtol * (abs(w) + 1e-30) and abs(g - w) > 1e-30:
+            assert g == w, (what, i, g, w)
+
+
+def f32_bits_of(v):
+    return struct.unpack("<i", struct.pack("<f", v))[0]
+
+
+def test_float_binary_cast_act():
+    """binary (min, max, div with IEEE's zeros, prelu; a fused activation; x2 from the arena or
+    a tensor, repeating), cast (TFLM's: f32 to integers truncated and saturated, NaN to 0), and
+    the activations hardswish, hardsigmoid, gelu and its tanh form."""
+    r = Lcg(95)
+    inf, nan = float("inf"), float("nan")
+    for case in range(CASES // 2):
+        c = r.int(1, 4)
+        n = c * r.pick((1, 3, 8))
+        bc = r.pick((n, c, 1))
+        x1 = [f32r(r.int(-400, 400) / 64.0) for _ in range(n)]
+        x2 = [f32r(r.pick((0.0, -0.0, 1.0, r.int(-400, 400) / 32.0))) for _ in range(bc)]
+        for op in range(4):
+            for act in (0, 1, 2):
+                src = r.int(0, 1)
+                a = bytearray(4 * (2 * n + bc))
+                af = _slot_view(a, "f32")
+                for i in range(n):
+                    af[i] = x1[i]
+                for j in range(bc):
+                    af[2 * n + j] = x2[j]
+                slot = bytearray(array.array("f", x2))
+                want = []
+                for i in range(n):
+                    u, v = x1[i], x2[i % bc]
+                    if op == 0:
+                        y = min(u, v)
+                    elif op == 1:
+                        y = max(u, v)
+                    elif op == 2:
+                        y = (u / v) if v != 0 else (nan if u == 0 else (inf if (u > 0) == (str(v)[0] != "-") else -inf))
+                    else:
+                        y = u if u >= 0 else u * v
+                    if act:
+                        y = max(y, 0.0) if y == y else y
+                    if act == 2:
+                        y = min(y, 6.0) if y == y else y
+                    want.append(f32r(y))
+                got = run_float("fbinary", a, (slot,), check.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
+                close_to([got[n + i] for i in range(n)], want, "binary %d %d" % (op, act))
+    # cast
+    vals = [0.4, -0.6, 1.5, -1.5, 127.9, 128.0, -129.0, 300.7, 40000.0, -40000.0, 3e9, -3e9, inf, -inf, nan]
+    for yt, top in ((3, 127), (5, 32767), (7, 2147483647)):
+        a = bytearray(4 * 2 * len(vals))
+        af = _slot_view(a, "f32")
+        for i, v in enumerate(vals):
+            af[i] = v
+        run_float("fcast", a, (), check.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
+        es = {3: 1, 5: 2, 7: 4}[yt]
+        got = struct.unpack_from("<%d%s" % (len(vals), "bhi"[es // 2]), a, 4 * len(vals))
+        for v, g in zip(vals, got):
+            want = 0 if v != v else (top if v >= top else (-top - 1 if v <= -top - 1 else int(v)))
+            assert g == want, (yt, v, g, want)
+    for xt, es in ((3, 1), (5, 2), (7, 4)):
+        ints = ints_of(r, 20, es) + [16777217, -16777217][:2 if es == 4 else 0]
+        a = bytearray(es * len(ints) + 4 * len(ints) + 4)
+        yo = (es * len(ints) + 3) // 4 * 4
+        struct.pack_into("<%d%s" % (len(ints), "bhi"[es // 2]), a, 0, *ints)
+        got = run_float("fcast", a, (), check.FCAST, [0, yo, len(ints), xt, 1])
+        assert [got[yo // 4 + i] for i in range(len(ints))] == [f32r(float(v)) for v in ints], xt
+    # activations: hardswish, hardsigmoid (alpha 0.25, beta 0.4), gelu, gelu (tanh)
+    xs = [f32r(r.int(-700, 700) / 100.0) for _ in range(60)] + [-3.0, 3.0, 0.0, -1.6, 2.4]
+    forms = {6: lambda v: v * min(6.0, max(0.0, v + 3.0)) / 6.0,
+             7: lambda v: min(1.0, max(0.0, 0.25 * v + 0.4)),
+             8: lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) if hasattr(math, "erf") else None,
+             9: lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))}
+    for fn, form in forms.items():
+        if form(0.5) is None:
+            continue
+        a = bytearray(array.array("f", xs)) + bytearray(4 * len(xs))
+        got = run_float("act", a, (), check.FACT, [fn, 0, 4 * len(xs), len(xs), f32_bits_of(0.25), f32_bits_of(0.4)])
+        close_to([got[len(xs) + i] for i in range(len(xs))], [f32r(form(v)) for v in xs], "act %d" % fn, 1e-5)
+
+
+def test_float_resize_and_layernorm():
+    """resize (bilinear f32: the four neighbours weighted by the table's d) and layernorm over
+    groups at any strides (mean, variance, (x - mean) / sqrt(var + eps) gamma + beta)."""
+    r = Lcg(96)
+    for case in range(CASES // 4):
+        h, w, c, oh, ow = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 5), r.int(1, 5)
+        x = [f32r(r.int(-100, 100) / 16.0) for _ in range(h * w * c)]
+        rows = [(r.int(0, h - 1), r.int(0, h - 1), f32r(r.int(-8, 16) / 16.0)) for _ in range(oh)]
+        cols = [(r.int(0, w - 1), r.int(0, w - 1), f32r(r.int(-8, 16) / 16.0)) for _ in range(ow)]
+        words = []
+        for i0, i1, d in rows + cols:
+            words += [i0, i1, f32_bits_of(d)]
+        slot = bytearray(array.array("i", words))
+        a = bytearray(array.array("f", x)) + bytearray(4 * oh * ow * c)
+        got = run_float("fresize", a, (slot,), check.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
+        want = []
+        for oy in range(oh):
+            for ox in range(ow):
+                (y0, y1, dy), (x0, x1, dx) = rows[oy], cols[ox]
+                for ch in range(c):
+                    v = lambda yy, xx: x[(yy * w + xx) * c + ch]  # noqa: E731
+                    want.append(f32r(v(y0, x0) * (1 - dy) * (1 - dx) + v(y1, x0) * dy * (1 - dx)
+                                     + v(y0, x1) * (1 - dy) * dx + v(y1, x1) * dy * dx))
+        close_to([got[len(x) + i] for i in range(len(want))], want, "resize case %d" % case, 1e-5)
+    for g, n, gs, es in ((3, 4, 4, 1), (4, 3, 1, 4), (1, 12, 0, 1)):
+        x = [f32r(r.int(-100, 100) / 16.0) for _ in range(12)]
+        gam = [f32r(r.int(1, 40) / 16.0) for _ in range(n)]
+        bet = [f32r(r.int(-40, 40) / 16.0) for _ in range(n)]
+        eps = 1e-3
+        slot = bytearray(array.array("f", gam + bet))
+        for hasb in (0, 1):
+            a = bytearray(array.array("f", x)) + bytearray(48)
+            got = run_float("flayernorm", a, (slot,), check.FLAYERNORM,
+                            [0, 48, g, n, gs, es, 0, 0, hasb, 0, 4 * n, f32_bits_of(eps)])
+            for gi in range(g):
+                idx = [gi * gs + j * es for j in range(n)]
+                mean = sum(x[i] for i in idx) / n
+                var = sum((x[i] - mean) ** 2 for i in idx) / n
+                for j, i in enumerate(idx):
+                    want = (x[i] - mean) / math.sqrt(var + f32r(eps)) * gam[j] + (bet[j] if hasb else 0.0)
+                    close_to([got[12 + i]], [f32r(want)], "layernorm %d %d" % (g, j), 1e-5)
