@@ -14,14 +14,15 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
-KINDS = 36  # kinds are 1..KINDS-1
+LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
+KINDS = 44  # kinds are 1..KINDS-1 (40..43 reserved: unused)
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub")
+         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "")
 LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11)
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -298,7 +299,8 @@ def _lut(r, E):
 def _softmax(r, E):
     n, rows = r.range(8, "x", 1, 511), r.range(9, "x", 1, 1 << 24)
     r.region(6, "x", n * rows)
-    r.region(7, "y", n * rows)
+    es = 2 if r.kind == SOFTMAX16 else 1
+    r.region(7, "y", n * rows * es, es)
     r.tensor(10, "table", ("i32",), 1024)
     t = E.words(r[10], r[11], 256)
     for d in range(256):
@@ -413,9 +415,16 @@ def _tconv(r, E):
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
 
 
+def _recurrent(r, E):
+    from . import _recurrent  # (imported by the programs that have such records only)
+
+    _recurrent.check(r, E)
+
+
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
-          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary)
+          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary, _recurrent,
+          _recurrent, _recurrent, _softmax, None, None, None, None)
 
 
 class _Env:
@@ -428,6 +437,11 @@ class _Env:
         from . import backend
 
         return backend.typed_view(memoryview(self.B[slot])[off: off + 4 * n], "i32", n)
+
+    def halfs(self, slot, off, n):
+        from . import backend
+
+        return backend.typed_view(memoryview(self.B[slot])[off: off + 2 * n], "i16", n)
 
     def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc):
         """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
@@ -535,6 +549,10 @@ def record_macs(P, k):
         return P[k + 8] * P[k + 2]
     if kind in (TCONV, TCONV16):  # every input pixel's channels over every tap
         return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
+    if kind in (LSTM, FLSTM):  # every step: four gates over the input and the hidden state
+        return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
+    if kind == SVDF:
+        return P[k + 2] * (P[k + 3] + P[k + 4])
     return 0
 
 
@@ -550,6 +568,20 @@ def has_floats(P):
     """Whether any record computes on or moves f32 values (the float kernels' views are made
     only then)."""
     for kind, k in records(P):
-        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB):
+        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FLSTM):
             return True
     return False
+
+
+def state(P, k):
+    """The state the record at k keeps from one call to the next (LSTM, SVDF: TFLM's variable
+    tensors), as (arena byte offset, elements, initial value, bytes per element) regions; ()
+    for a stateless record. (P checked.)"""
+    kind = P[k] & 255
+    if kind == LSTM:
+        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    if kind == FLSTM:
+        return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))
+    if kind == SVDF:
+        return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)
+    return ()
