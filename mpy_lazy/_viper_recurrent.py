@@ -3,6 +3,7 @@
 # Imported only by a program that has such a record (kernels.table).
 import micropython
 
+from . import _viper
 from ._viper import requant
 
 
@@ -34,6 +35,21 @@ def _dots(accb: uint, colb: uint, csum: int, wb: uint, n: int, rows: int, bias: 
             i -= 1
         acc[o] = s  # (the store wraps to int32, as TFLM's sums do)
         o += 1
+
+
+@micropython.viper
+def _asm_dots(t, accb: uint, xb: uint, wb: uint, n: int, rows: int, bias: uint):
+    # _dots on the int8 input itself, by _thumb.dots (its parameter array T.Q)
+    qo = t.Q
+    q = ptr32(qo)
+    q[0] = wb
+    q[1] = xb
+    q[2] = n
+    q[3] = rows
+    q[4] = n
+    q[5] = accb
+    q[6] = bias
+    t.dots(qo)
 
 
 @micropython.viper
@@ -87,23 +103,26 @@ def lstm(E, P, k: int):
             j += 1
     cx = ptr32(colx)
     ch = ptr32(colh)
+    t = _viper.T  # the 'thumb' path: the dot products in assembler (_thumb.dots)
     step = 0
     while step < steps:
-        x8 = ptr8(arena + xo + step * nin)
+        xb = arena + xo + step * nin
+        x8 = ptr8(xb)
         csx = 0
-        i = 0
-        while i < nin:
-            v = (x8[i] ^ 0x80) - 0x80
-            cx[i] = v
-            csx += v
-            i += 1
         csh = 0
-        i = 0
-        while i < hid:
-            v = (h8[i] ^ 0x80) - 0x80
-            ch[i] = v
-            csh += v
-            i += 1
+        if not t:
+            i = 0
+            while i < nin:
+                v = (x8[i] ^ 0x80) - 0x80
+                cx[i] = v
+                csx += v
+                i += 1
+            i = 0
+            while i < hid:
+                v = (h8[i] ^ 0x80) - 0x80
+                ch[i] = v
+                csh += v
+                i += 1
         # the products, requantized per row to int16 (requant()'s header: W[0..7])
         wk[1] = h4
         wk[2] = h4
@@ -112,10 +131,16 @@ def lstm(E, P, k: int):
         wk[5] = 32767
         wk[6] = 2
         wk[7] = 0
-        _dots(accb, colx, 0 - (csx << 7), wb, nin, h4, bb)
+        if t:
+            _asm_dots(t, accb, xb, wb, nin, h4, bb)
+        else:
+            _dots(accb, colx, 0 - (csx << 7), wb, nin, h4, bb)
         wk[0] = 0
         requant(accb, mq, gb, W)
-        _dots(accb, colh, 0 - (csh << 7), rb, hid, h4, bb + 4 * h4)
+        if t:
+            _asm_dots(t, accb, hb, rb, hid, h4, bb + 4 * h4)
+        else:
+            _dots(accb, colh, 0 - (csh << 7), rb, hid, h4, bb + 4 * h4)
         wk[0] = 0
         requant(accb, mq + 8 * h4, tb, W)
         q = 0

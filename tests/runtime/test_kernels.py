@@ -895,8 +895,32 @@ def recurrent_impls():
     if _viper is not None:
         from mpy_lazy import _viper_recurrent
 
-        out.append(("viper", _viper_recurrent))
+        out.append(("viper", _Recurrent(_viper_recurrent, None)))
+        if _thumb is not None:  # the dot products in assembler
+            out.append(("thumb", _Recurrent(_viper_recurrent, _thumb)))
     return out
+
+
+class _Recurrent(_Viper):
+    """_viper_recurrent's kernels with _viper.T (the assembler loops) set as the path would."""
+
+    def __init__(self, mod, asm):
+        _Viper.__init__(self, asm)
+        self.mod = mod
+
+    def __getattr__(self, name):
+        f = getattr(self.mod, name)
+        asm = self.asm
+
+        def call(*args):
+            saved = _viper.T
+            _viper.T = asm
+            try:
+                return f(*args)
+            finally:
+                _viper.T = saved
+
+        return call
 
 
 def sigmoid_table(r):
