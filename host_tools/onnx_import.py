@@ -17,6 +17,7 @@ import numpy as np
 
 from .container import PackError
 from .ir import Graph, Node
+from .onnx_seq import SequenceOps
 
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
@@ -76,7 +77,7 @@ def from_onnx(model):
         raise PackError("%s: cannot read the graph: %s" % (where, _first_line(e)))
 
 
-class _Importer:
+class _Importer(SequenceOps):
     def __init__(self, model):
         from onnx import numpy_helper
 
@@ -90,7 +91,8 @@ class _Importer:
                 self.dims[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         self.ir = Graph()
         self.alias = {}  # ONNX value -> the value that holds it (Identity, Dropout)
-        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D)
+        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
+        self.seq = {}  # ONNX value -> (ONNX shape, T axis, F axis) of a sequence (host_tools/onnx_seq.py)
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
         self.uses = {}
         for n in g.node:
@@ -101,8 +103,12 @@ class _Importer:
 
     def run(self):
         g = self.model.graph
+        seqs = self.seq_inputs()
         for inp in g.input:
             if inp.name in self.consts:
+                continue
+            if inp.name in seqs:
+                self.seq_input(inp, self.dims.get(inp.name) or [], seqs[inp.name])
                 continue
             self._input(inp)
         if not self.ir.inputs:
@@ -138,7 +144,18 @@ class _Importer:
         return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def _fold(self, node):
-        """Evaluate a node whose inputs are all constants; True if it was."""
+        """Evaluate a node whose inputs are all constants (or the Shape of a value whose shape
+        is static); True if it was."""
+        if node.op_type == "Shape" and node.input[0] not in self.consts:
+            dims = self.dims.get(self.alias.get(node.input[0], node.input[0])) or self.dims.get(node.input[0])
+            info = self.seq.get(node.input[0])
+            if info is not None:
+                dims = list(info[0])
+            if not dims or any(d is None or d <= 0 for d in dims):
+                return False
+            a = self._attrs(node)
+            self.consts[node.output[0]] = np.array(dims[a.get("start", 0): a.get("end", len(dims))], np.int64)
+            return True
         if node.op_type not in _FOLDABLE or not all(i == "" or i in self.consts for i in node.input):
             return False
         if node.op_type in ("Mul", "Add", "Sub", "Div") and not node.input:
@@ -559,9 +576,13 @@ class _Importer:
     def op_Flatten(self, a):
         if a.get("axis", 1) != 1:
             raise self.err("only axis=1 is supported")
+        if self.is_seq():
+            return self.seq_flatten()
         self._flatten(self.x())
 
     def op_Reshape(self, a):
+        if self.is_seq():
+            return self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
         x = self.x()
         target = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
         n = int(np.prod(self.ir.shapes[x]))

@@ -363,13 +363,12 @@ def _room(n):
     if n > MAX_ARENA:
         raise ContainerError("graph: needs %d bytes of activation memory (more than %d)" % (n, MAX_ARENA),
                              None, "graph")
-    try:
-        import gc
+    import gc
 
-        gc.collect()
-        free = gc.mem_free()
-    except (ImportError, AttributeError):
+    if not hasattr(gc, "mem_free"):  # CPython: no heap to measure (and a full collection is slow there)
         return
+    gc.collect()
+    free = gc.mem_free()
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")
