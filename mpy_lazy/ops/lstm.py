@@ -88,6 +88,12 @@ class Op(Base):
     def persist(self):
         return self._state_bytes() if self.keep else 0
 
+    def lag(self):
+        # int8: step t reads x_t whole before it writes y_t, so y may lie over a dying x as long
+        # as no later row of x is under y_t: y starting (T - 1)(H - I) bytes or more before x
+        steps, nin, hid = self.dims
+        return max(0, (steps - 1) * (hid - nin)) if self.y.dtype == "i8" else None
+
     def records(self, c):
         steps, nin, hid = self.dims
         x, y = self.x[0], self.y
