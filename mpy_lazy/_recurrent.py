@@ -71,7 +71,7 @@ def _svdf(r, E):
     r.range(11, "sq", -top - 1, top)
     r.range(12, "zero_point", -128, 127)
     _mq(r, 13, 2, "m")
-    r.region(17, "scratch", 4 * (f + units), 4)
+    r.region(17, "scratch", 4 * (f + units + nin), 4)
     r.tensor(18, "weight", ("i8",), f * nin)
     r.tensor(20, "time", ("i16" if es == 2 else "i8",), f * mem * es)
     r.tensor(22, "bias", ("i32",), 4 * units)
@@ -162,7 +162,7 @@ def lstm(E, P, k):
 
 # svdf record (int8): 2 F (filters) 3 I 4 M (memory) 5 U (units) 6 XO 7 YO 8 SO (state: F x M
 # elements of SES bytes) 9 SES (2 int16, 1 int8) 10 ZX 11 ZS 12 ZY 13 M1 14 S1 15 M2 16 S2
-# 17 ACC (F + U int32) 18 19 w [F, I] i8 20 21 t [F, M] (SES bytes) 22 23 b [U] i32
+# 17 ACC (F + U + I int32) 18 19 w [F, I] i8 20 21 t [F, M] (SES bytes) 22 23 b [U] i32
 
 def svdf(E, P, k):
     """TFLM's integer SVDF (svdf_common.cc): the state shifts one step; each filter's newest

@@ -10,12 +10,14 @@ from ._viper import requant
 @micropython.viper
 def _dots(accb: uint, colb: uint, csum: int, wb: uint, n: int, rows: int, bias: uint):
     # acc[o] = bias[o] + sum_i w[o n + i] col[i], o < rows: int8 weights [rows, n] at wb, the
-    # input as int32 in col (csum: -128 x its sum, for the weights read unsigned)
+    # input as int32 in col (csum: -128 x its sum, for the weights read unsigned); bias 0: none
     acc = ptr32(accb)
     pb = ptr32(bias)
     o = 0
     while o < rows:
-        s = csum + int(pb[o])
+        s = csum
+        if bias:  # (0: none)
+            s += int(pb[o])
         pw = ptr8(wb + o * n)
         pc = ptr32(colb)
         i = n >> 3
@@ -272,22 +274,24 @@ def svdf(E, P, k: int):
         hi = 32767
     n = f * mem
     i = 0
-    while i < n - 1:  # the state moves one step
-        if es == 2:
+    if es == 2:  # the state moves one step
+        while i < n - 1:
             s16[i] = s16[i + 1]
-        else:
-            s8[i] = s8[i + 1]
-        i += 1
-    o = 0
-    while o < f:
-        s = 0
-        wi = o * nin
-        i = 0
-        while i < nin:
-            s += ((w8[wi + i] ^ 0x80) - 0x80) * (((x8[i] ^ 0x80) - 0x80) - zx)
             i += 1
-        acc[o] = s
-        o += 1
+    else:
+        while i < n - 1:
+            s8[i] = s8[i + 1]
+            i += 1
+    colb = accb + 4 * (f + units)  # x - ZX as int32, then dot products as linear's
+    col = ptr32(colb)
+    csum = 0
+    i = 0
+    while i < nin:
+        v = ((x8[i] ^ 0x80) - 0x80) - zx
+        col[i] = v
+        csum += v
+        i += 1
+    _dots(accb, colb, 0 - (csum << 7), uint(w8), nin, f, 0)
     wk[0] = 0
     wk[1] = f
     wk[2] = -1  # raw: mbqm(acc, M1, S1) into acc
@@ -311,17 +315,16 @@ def svdf(E, P, k: int):
     u = 0
     while u < units:
         s = int((bias[u] ^ sg) - sg)
-        o = u * rank
-        while o < (u + 1) * rank:
-            q = o * mem
-            j = 0
-            while j < mem:
-                if es == 2:
-                    s += ((t16[q + j] ^ 0x8000) - 0x8000) * (((s16[q + j] ^ 0x8000) - 0x8000) - zs)
-                else:
-                    s += ((t8[q + j] ^ 0x80) - 0x80) * (((s8[q + j] ^ 0x80) - 0x80) - zs)
-                j += 1
-            o += 1
+        q = u * rank * mem
+        end = q + rank * mem  # the unit's filters, one after the other
+        if es == 2:
+            while q < end:
+                s += ((t16[q] ^ 0x8000) - 0x8000) * (((s16[q] ^ 0x8000) - 0x8000) - zs)
+                q += 1
+        else:
+            while q < end:
+                s += ((t8[q] ^ 0x80) - 0x80) * (((s8[q] ^ 0x80) - 0x80) - zs)
+                q += 1
         acc[u] = s  # (wraps to int32, as TFLM's sums)
         u += 1
     wk[0] = pp[7]  # requant()'s header: int8 out at YO, one channel, ZY, the int8 range

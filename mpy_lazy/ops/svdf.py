@@ -44,7 +44,7 @@ class Op(Base):
 
     @property
     def scratch(self):
-        return self.p[0] + self.p[3]  # int32: the filters' sums, the units' accumulators
+        return self.p[0] + self.p[3] + self.p[1]  # int32: the filters' sums, the units', x - z_x
 
     @property
     def persist(self):

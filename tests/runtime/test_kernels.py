@@ -1135,7 +1135,7 @@ def test_svdf():
         for x in xs:
             y, st = ref_svdf(x, st, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es)
             units_out.append(y)
-        ar = Arena(r, [nin, units], (f * mem * es // 4 + 1, f + units))
+        ar = Arena(r, [nin, units], (f * mem * es // 4 + 1, f + units + nin))
         xo, yo = ar.offsets
         so = ar.scratch[0]
         for i in range(f * mem):
