@@ -423,7 +423,7 @@ def _node(n, src, g):
         h, w, _ = g.shapes[n.x[0]]
         new.attrs["m"] = tflm.mean_params(q[n.x[0]][0], s_out, h * w)
     elif n.op == "softmax":
-        if n.attrs.get("beta", 1.0) != 1.0:
+        if n.attrs.get("beta") not in (None, 1.0):  # (a float .tflite's beta 1 is None: not written)
             raise PackError("%s: int8 softmax with beta != 1 is not supported" % n.src)
         new.t["t"] = g.add_tensor(n.y + ".exp", np.array(tflm.softmax_table(q[n.x[0]][0]), dtype=np.int32))
     elif n.op in ("relu", "relu6", "clip", "leakyrelu", "sigmoid", "tanh"):

@@ -292,3 +292,24 @@ def test_hand_made_lstm_runs(tmp_path):
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     m(x.reshape(-1).tolist())
     assert rel_err(m.tolist(), want) <= FLOAT_RTOL
+
+
+def test_float_tflite_lstm_quantized_as_tflite_converter(tmp_path):
+    """The float MNIST LSTM of tflite-micro (tests/golden/thirdparty) packed `--quantize int8`:
+    its LSTM weights are the int8 codes of TFLite's converter's own int8 model of it (each gate's
+    eight tensors symmetric per tensor, max |w| / 127), and it keeps the .tflite's state and cell
+    clip; the cell state a power-of-two scale."""
+    from host_util import ROOT
+
+    d = os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro")
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.random.default_rng(0).uniform(0, 1, (16, 28, 28)).astype(np.float32))
+    run_cli("pack", os.path.join(d, "mnist_lstm_float.tflite"), "-o", tmp_path / "ours.mpyl", "-q",
+            "--quantize", "int8", "--calibrate", cal)
+    run_cli("pack", os.path.join(d, "mnist_lstm_int8.tflite"), "-o", tmp_path / "tflite.mpyl", "-q")
+    ours, theirs = (mpy_lazy.open((tmp_path / n).read_bytes()) for n in ("ours.mpyl", "tflite.mpyl"))
+    lines = [[kv for _, op, kv in mgraph.parse(c.meta["graph"]) if op == "lstm"][0] for c in (ours, theirs)]
+    for key in ("w", "r"):
+        a, b = (np.array(c.view(kv[key]).array()).reshape(c.view(kv[key]).shape) for c, kv in zip((ours, theirs), lines))
+        assert a.shape == (80, 28 if key == "w" else 20) and np.array_equal(a, b), key
+    assert lines[0]["state"] == "keep" and lines[0]["clip"] == 10.0 and -15 <= lines[0]["cell"] <= -10
