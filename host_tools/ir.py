@@ -95,7 +95,7 @@ class Graph:
             lines.append(" ".join(parts))
         for n in self.nodes:
             parts = [n.op, "x=" + ",".join(names[v] for v in n.x), "y=" + names[n.y]]
-            for key in ("w", "b", "m", "t"):
+            for key in ("w", "r", "b", "m", "t"):
                 if key in n.t:
                     parts.append("%s=%s" % (key, n.t[key]))
             for key, v in n.attrs.items():

@@ -25,6 +25,7 @@ import numpy as np
 
 from .container import PackError
 from .ir import Graph, Node
+from .onnx_seq import SequenceOps
 
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
@@ -84,7 +85,7 @@ def from_onnx(model):
         raise PackError("%s: cannot read the graph: %s" % (where, _first_line(e)))
 
 
-class _Importer:
+class _Importer(SequenceOps):
     def __init__(self, model):
         from onnx import numpy_helper
 
@@ -98,7 +99,8 @@ class _Importer:
                 self.dims[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         self.ir = Graph()
         self.alias = {}  # ONNX value -> the value that holds it (Identity, Dropout)
-        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D)
+        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
+        self.seq = {}  # ONNX value -> (ONNX shape, T axis, F axis) of a sequence (host_tools/onnx_seq.py)
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
         self.uses = {}
         for n in g.node:
@@ -109,8 +111,12 @@ class _Importer:
 
     def run(self):
         g = self.model.graph
+        seqs = self.seq_inputs()
         for inp in g.input:
             if inp.name in self.consts:
+                continue
+            if inp.name in seqs:
+                self.seq_input(inp, self.dims.get(inp.name) or [], seqs[inp.name])
                 continue
             self._input(inp)
         if not self.ir.inputs:
@@ -121,7 +127,9 @@ class _Importer:
             if self._fold(node):
                 continue
             try:
-                getattr(self, "op_" + node.op_type)(self._attrs(node))
+                # a sequence's shape ops (host_tools/onnx_seq.py) or the op's translation
+                f = getattr(self, "seq_" + node.op_type, None) if node.input and self.is_seq() else None
+                (f or getattr(self, "op_" + node.op_type))(self._attrs(node))
             except (PackError, MemoryError, KeyboardInterrupt):
                 raise
             except Exception as e:  # a form the translation did not foresee: still this node's refusal
@@ -148,7 +156,18 @@ class _Importer:
         return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def _fold(self, node):
-        """Evaluate a node whose inputs are all constants; True if it was."""
+        """Evaluate a node whose inputs are all constants (or the Shape of a value whose shape
+        is static); True if it was."""
+        if node.op_type == "Shape" and node.input[0] not in self.consts:
+            dims = self.dims.get(self.alias.get(node.input[0], node.input[0])) or self.dims.get(node.input[0])
+            info = self.seq.get(node.input[0])
+            if info is not None:
+                dims = list(info[0])
+            if not dims or any(d is None or d <= 0 for d in dims):
+                return False
+            a = self._attrs(node)
+            self.consts[node.output[0]] = np.array(dims[a.get("start", 0): a.get("end", len(dims))], np.int64)
+            return True
         if node.op_type not in _FOLDABLE or not all(i == "" or i in self.consts for i in node.input):
             return False
         if node.op_type in ("Mul", "Add", "Sub", "Div") and not node.input:
@@ -562,6 +581,10 @@ class _Importer:
         self._to_shape(x, (int(np.prod(self.ir.shapes[x])),), self.out())
 
     def op_Flatten(self, a):
+        if self.is_seq():
+            if a.get("axis", 1) != 1:
+                raise self.err("a sequence's flatten: only axis=1 is supported")
+            return self.seq_flatten()
         x = self.x()
         dims = (1,) + self._torch_shape(x)
         axis = a.get("axis", 1) % len(dims)
@@ -571,6 +594,8 @@ class _Importer:
         self._flatten(x)
 
     def op_Reshape(self, a):
+        if self.is_seq():
+            return self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
         x = self.x()
         target = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
         dims = (1,) + self._torch_shape(x)

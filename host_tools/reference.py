@@ -14,11 +14,15 @@ from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 _KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize")
 
 
-def run(text, tensors, *inputs):
+def run(text, tensors, *inputs, state=None):
     """Outputs (numpy arrays) of the graph for the inputs, given in each input's layout (C, H, W
     data for layout=chw); each output in its own layout as the runtime's tolist() gives it (H, W,
-    C, or C, H, W for `output ... layout=chw`). tensors: name -> numpy array as stored."""
+    C, or C, H, W for `output ... layout=chw`). tensors: name -> numpy array as stored. state: a
+    dict kept by the caller from one run to the next, holding the state of the ops that keep
+    one (lstm state=keep, svdf) as a board's program does between calls; None: every run
+    starts from the initial state."""
     vals, q, dts, outs = {}, {}, {}, []
+    state = {} if state is None else state
     k = 0
     for _, op, kv in parse(text):
         if op == "input":
@@ -40,7 +44,10 @@ def run(text, tensors, *inputs):
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
         kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
-        y = _OPS[op](ins, kv, qin, tensors)
+        if op in _STATEFUL:
+            y = _OPS[op](ins, kv, qin, tensors, state)
+        else:
+            y = _OPS[op](ins, kv, qin, tensors)
         vals[kv["y"]] = y
         dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
@@ -53,10 +60,10 @@ def run(text, tensors, *inputs):
 
 
 def _out_dtype(op, kv, x_dtype):
-    if op == "cast":
+    if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
     if op == "quantize":
-        return kv.get("dtype", "i8")
+        return "i8"
     if op == "dequantize":
         return "f32"
     return x_dtype
@@ -347,12 +354,15 @@ def softmax(ins, kv, qin, tensors):
 
     exps = _t(tensors, kv["t"], np.int64)
     out = np.zeros_like(rows)
+    dt = kv.get("dtype", "i8")
+    bits = 16 if dt == "i16" else 8  # the output's: exponent 31 - bits, offset its minimum
+    lo, hi = RANGE[dt]
     for r, row in enumerate(rows):
         e = exps[row.max() - row]
         total = int(rdbpot_np(e, 12).sum())
         head = 32 - total.bit_length()
         scale = one_over_one_plus_x(((total << head) & 0xFFFFFFFF) - (1 << 31))
-        out[r] = np.clip(rdbpot_np(srdhm_np(scale, e), 12 - head + 23) - 128, -128, 127)
+        out[r] = np.clip(rdbpot_np(srdhm_np(scale, e), 12 - head + 31 - bits) + lo, lo, hi)
     return out.reshape(x.shape)
 
 
@@ -498,12 +508,126 @@ def _gelu(kv):
         return lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
     return lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
 
+def _wrap32(v):
+    return (np.asarray(v, dtype=np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _sigmoid_q15(v, table):
+    """TFLM's int16 Logistic (reference_integer_ops::Logistic): v is the Q3.12 input times 3;
+    interpolation in the uint16 sigmoid table, 9 fraction bits; Q0.15 out."""
+    a = np.abs(v)
+    hi = a >> 9
+    idx = np.minimum(hi, 254)
+    lo_t, hi_t = table[idx], table[idx + 1]
+    r = np.where(hi >= 255, 0x7FFF << 10, (lo_t << 9) + (a & 511) * (hi_t - lo_t))
+    return np.where(v >= 0, r + 512, (1 << 25) - r + 511) >> 10
+
+
+def _tanh_q15(v, table):
+    """TFLM's int16 Tanh (reference_integer_ops::Tanh) of the scaled input v: tanh(x) =
+    2 sigmoid(2x) - 1 from the same table, 8 fraction bits; Q0.15 out."""
+    a = np.abs(v)
+    hi = a >> 8
+    idx = np.minimum(hi, 254)
+    lo_t, hi_t = table[idx], table[idx + 1]
+    r = np.where(hi >= 255, 0xFFFF << 8, (lo_t << 8) + (a & 255) * (hi_t - lo_t))
+    return np.where(v >= 0, r - (1 << 23) + 128, (1 << 23) + 127 - r) >> 8
+
+
+def _sig(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def lstm(ins, kv, qin, tensors, state):
+    """One LSTM layer over the rows of x (gates i, f, c, o). Float: g = act(W x_t + b + R h),
+    c = f c + i g (clipped), h = o tanh(c). int8: TFLM's integer LSTM (lstm_eval.h): the two
+    products requantized to int16 Q3.12 apart and added with saturation, the gates through
+    TFLM's int16 sigmoid/tanh (Q0.15), c and h by its int16 multiplications."""
+    x = ins[0]
+    hid = kv["out"]
+    key = kv["y"]
+    int8 = "q" in kv
+    w = _t(tensors, kv["w"], np.int64 if int8 else np.float64)
+    r = _t(tensors, kv["r"], np.int64 if int8 else np.float64)
+    b = _t(tensors, kv["b"], np.int64 if int8 else np.float64)
+    clip = kv.get("clip", 0.0)
+    zh = kv["q"][1] if int8 else 0
+    h, c = (np.full(hid, zh, np.int64 if int8 else np.float64), np.zeros(hid, np.int64 if int8 else np.float64))
+    if kv.get("state") == "keep" and key in state:
+        h, c = state[key]
+    ys = []
+    if not int8:
+        for xt in x:
+            z = w @ xt + b + r @ h
+            i, f, g, o = _sig(z[:hid]), _sig(z[hid:2 * hid]), np.tanh(z[2 * hid:3 * hid]), _sig(z[3 * hid:])
+            c = f * c + i * g
+            if clip > 0:
+                c = np.clip(c, -clip, clip)
+            h = o * np.tanh(c)
+            ys.append(h)
+    else:
+        m = _t(tensors, kv["m"], np.int64)
+        table = _t(tensors, kv["t"], np.int64) & 0xFFFF
+        mx, sx, mh, sh = (m[k * 4 * hid:(k + 1) * 4 * hid] for k in range(4))  # per row
+        e = m[16 * hid:]  # f c's and i g's multipliers, their shifts, o tanh(c)'s multiplier and shift
+        p = kv["cell"]
+        # TFLM's Tanh(cell_state_scale_power): the input times 3 << (12 + p), or times 3 and
+        # shifted right (rounding) by -(12 + p)
+        lsh = 12 + p
+        qclip = min(int(clip * 2.0 ** -p), 32767) if clip > 0 else None
+        for xt in x:
+            gx = np.clip(mbqm_np(_wrap32(b[:4 * hid] + w @ xt), mx, sx), -32768, 32767)
+            gh = np.clip(mbqm_np(_wrap32(b[4 * hid:] + r @ h), mh, sh), -32768, 32767)
+            z = np.clip(gx + gh, -32768, 32767)
+            i, f, o = (_sigmoid_q15(3 * z[k * hid:(k + 1) * hid], table) for k in (0, 1, 3))
+            g = _tanh_q15(3 * z[2 * hid:3 * hid], table)
+            c = np.clip(np.clip(mbqm_np(f * c, e[0], e[2]), -32768, 32767)
+                        + np.clip(mbqm_np(i * g, e[1], e[3]), -32768, 32767), -32768, 32767)
+            if qclip is not None:
+                c = np.clip(c, -qclip, qclip)
+            tc = _tanh_q15(c * (3 << lsh) if lsh >= 0 else (3 * c + (1 << (-lsh - 1))) >> -lsh, table)
+            h = np.clip(zh + mbqm_np(tc * o, e[4], e[5]), -128, 127)
+            ys.append(h)
+    if kv.get("state") == "keep":
+        state[key] = (h, c)
+    return np.array(ys)
+
+
+def svdf(ins, kv, qin, tensors, state):
+    """TFLM's integer SVDF: the state (F filters x memory steps, initially its zero point) moves
+    one step; each filter's newest entry is its feature product requantized, saturated to the
+    state's dtype, plus the state's zero point (wrapping around that dtype as TFLM's cast); each
+    unit sums its rank filters' time products (int32, wrapping) and its bias, requantized."""
+    x = ins[0].reshape(-1) - qin[0][1]
+    w = _t(tensors, kv["w"], np.int64)
+    tw = _t(tensors, kv["t"], np.int64)
+    b = _t(tensors, kv["b"], np.int64)
+    filters, mem = tw.shape
+    zs = kv["sq"][1]
+    lo, hi = RANGE[kv.get("sdtype", "i16")]
+    s = state.get(kv["y"])
+    if s is None:
+        s = np.full(filters * mem, zs, np.int64)
+    s = np.concatenate([s[1:], s[:1]])  # (the last slot of each filter is rewritten below)
+    m1, s1, m2, s2 = kv["m"]
+    new = np.clip(mbqm_np(_wrap32(w @ x), m1, s1), lo, hi) + zs
+    s = s.reshape(filters, mem)
+    s[:, -1] = (new - lo) % (hi - lo + 1) + lo
+    acc = (tw * (s - zs)).sum(axis=1)
+    units = kv["out"]
+    acc = _wrap32(acc.reshape(units, -1).sum(axis=1) + b)
+    state[kv["y"]] = s.reshape(-1)
+    return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
+
+
+_STATEFUL = ("lstm", "svdf")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
     "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
+    "lstm": lstm, "svdf": svdf,
     "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
     "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),

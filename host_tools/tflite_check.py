@@ -68,6 +68,7 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
                   "INT8": ("INT8", "INT16", "INT32")}
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
+TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
 
@@ -184,7 +185,9 @@ def _options(r, op, name, where, names, fail):
     for f in ("StrideH", "StrideW", "DilationHFactor", "DilationWFactor", "FilterHeight", "FilterWidth"):
         if hasattr(o, f) and getattr(o, f)() < 1:
             fail(where, "%s %d (at least 1)" % (f, getattr(o, f)()))
-    if hasattr(o, "FusedActivationFunction") and o.FusedActivationFunction() not in (0, 1, 2, 3):
+    # (an LSTM's is its cell activation: the importer takes tanh, 4)
+    if hasattr(o, "FusedActivationFunction") and o.FusedActivationFunction() not in (0, 1, 2, 3) and \
+            not (name == "UNIDIRECTIONAL_SEQUENCE_LSTM" and o.FusedActivationFunction() == 4):
         fail(where, "fused activation %d is not supported (none, relu, relu_n1_to_1, relu6)"
              % o.FusedActivationFunction())
     for f in ("Beta", "Alpha"):
@@ -202,7 +205,8 @@ def _uses(r, name, op, ins, outs, where, fail):
     y = outs[0]
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
         for j in ((range(len(ins)) if name in SAME_TYPE else (0,))):
-            if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None:
+            if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
+                    (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
     if typ(y) not in ACTIVATIONS and name not in ("CAST",):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))

@@ -20,7 +20,7 @@ SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "M
              "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX", "CONCATENATION", "LOGISTIC",
              "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU", "STRIDED_SLICE",
              "TRANSPOSE", "TRANSPOSE_CONV", "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV",
-             "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "PRELU")
+             "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "PRELU", "UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF")
 _INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
@@ -321,8 +321,17 @@ class _Reader:
         _check_scales(self, wscales, w)
         bias = self.data(self.ins[2]) if len(self.ins) > 2 and self.ins[2] >= 0 else None
         act = self._act(o.FusedActivationFunction() if o is not None else 0)
-        self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
-                       dict(out=w.shape[0]))
+        n = self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
+                           dict(out=w.shape[0]))
+        if self.ir.shapes[n.y] != (w.shape[0],):  # keep_num_dims: (1, out) and the like, one row
+            y = n.y
+            n.y = y + ".flat"
+            self.ir.shapes[n.y] = (int(w.shape[0]),)
+            if y in self.ir.q:
+                self.ir.q[n.y] = self.ir.q[y]
+            if y in self.ir.dtypes:
+                self.ir.dtypes[n.y] = self.ir.dtypes[y]
+            self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
 
     def _binary(self, op, cls):
         xs = []
@@ -430,7 +439,13 @@ class _Reader:
         if yq is None:
             n.attrs["beta"] = beta if beta != 1.0 else None
             return
-        if yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
+        if self.dtof(self.ins[0]) != "i8":
+            raise self.err("a %s softmax is not supported (int8 and float are)" % self.dtof(self.ins[0]))
+        if self.dtof(self.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
+            if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:
+                raise self.err("an int16 softmax output must be scale 1/65536, zero point -32768")
+            n.attrs["dtype"] = "i16"
+        elif yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
             raise self.err("int8 softmax output must be scale 1/256, zero point -128")
         n.t["t"] = self.add("exp", np.array(tflm.softmax_table(self.qof(self.ins[0])[0], beta), dtype=np.int32))
 
@@ -738,6 +753,149 @@ class _Reader:
         m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
         n.attrs["m"] = (m2, s2, aq[1])
         n.t["t"] = self.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
+    # --- recurrent ops --------------------------------------------------------------------
+
+    _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "projection"),
+                      (17, "projection"), (20, "layer normalization"), (21, "layer normalization"),
+                      (22, "layer normalization"), (23, "layer normalization"))
+
+    def op_UNIDIRECTIONAL_SEQUENCE_LSTM(self):
+        """TFLM's standard LSTM (no peephole, projection, layer norm nor CIFG), batch 1: int8
+        (int16 cell state) or float. Its state tensors are variables: the state persists from
+        one call to the next (state=keep), as in TFLM."""
+        ins = list(self.ins) + [-1] * (24 - len(self.ins))
+        for i, what in self._LSTM_VARIANTS:
+            if ins[i] >= 0:
+                raise self.err("an LSTM with %s is not supported (the standard LSTM is)" % what)
+        if ins[1] < 0 or ins[5] < 0 or ins[12] < 0:
+            raise self.err("a coupled input-forget gate (CIFG) LSTM is not supported")
+        o = self.options("UnidirectionalSequenceLSTMOptions")
+        if o.FusedActivationFunction() != 4:
+            raise self.err("only a tanh cell activation is supported (has %d)" % o.FusedActivationFunction())
+        if o.ProjClip() > 0:
+            raise self.err("a projection clip is not supported")
+        x = self.value(ins[0])
+        _, xshape, xtyp, _, _, _ = self.tensor(ins[0])
+        if len(xshape) != 3 or (xshape[1] if o.TimeMajor() else xshape[0]) != 1:
+            raise self.err("input of shape %s: the board runs batch 1 (batch, steps, features)" % (xshape,))
+        steps, nin = int(xshape[0] if o.TimeMajor() else xshape[1]), int(xshape[2])
+        for i in (18, 19):
+            t = self.sg.Tensors(ins[i])
+            if not t.IsVariable() or self.data(ins[i]) is not None:
+                raise self.err("state tensor %d is not a variable" % ins[i])
+        ws = [self.data(ins[i]) for i in range(1, 9)]
+        bs = [self.data(ins[i]) for i in range(12, 16)]
+        if any(w is None for w in ws) or any(b is None for b in bs):
+            raise self.err("the weights and biases must be constants")
+        hid = int(ws[0].shape[0])
+        for w, n in zip(ws, (nin,) * 4 + (hid,) * 4):
+            if w.shape != (hid, n):
+                raise self.err("a weight of shape %s (expected %s)" % (w.shape, (hid, n)))
+        w = np.concatenate(ws[:4])  # gates i, f, c, o (TFLite's tensor order)
+        r = np.concatenate(ws[4:])
+        clip = float(np.float32(o.CellClip()))
+        if o.TimeMajor() and steps > 1:  # batch 1: (steps, 1, in) holds the rows of (steps, in)
+            x = self._reshape(x, (steps, nin))
+        attrs = dict(out=hid, state="keep", clip=clip if clip > 0 else None)
+        yq = self.qof(self.outs[0])
+        if xtyp == "FLOAT32":
+            if any(v.dtype != np.float32 for v in ws + bs) or self.dtof(ins[18]) != "f32" or yq is not None:
+                raise self.err("a hybrid LSTM (float activations, integer weights) is not supported")
+            n = self._lstm_node(x, steps, hid, o.TimeMajor(), **attrs)
+            n.t["w"], n.t["r"] = self.add("weight", w), self.add("recurrent", r)
+            n.t["b"] = self.add("bias", np.concatenate(bs).astype(np.float32))
+            return
+        if xtyp != "INT8" or any(v.dtype != np.int8 for v in ws) or any(v.dtype != np.int32 for v in bs):
+            raise self.err("a %s LSTM is not supported (int8 with int8 weights and int32 biases, and "
+                           "float, are)" % xtyp.lower())
+        xq, hq = self.qof(ins[0]), self.qof(ins[18])
+        _, _, ctyp, cscales, czps, _ = self.tensor(ins[19])
+        if self.dtof(ins[18]) != "i8" or hq != yq:
+            raise self.err("the hidden state must be int8 with the output's quantization")
+        if ctyp != "INT16" or len(cscales) != 1 or any(czps):
+            raise self.err("the cell state must be int16, symmetric")
+        scales = []
+        for i in range(1, 9):
+            _, _, _, sc, zps, _ = self.tensor(ins[i])
+            if len(sc) != 1 or any(zps):
+                raise self.err("per-channel or asymmetric LSTM weights are not supported")
+            scales.append(float(sc[0]))
+        s_cell = float(np.float32(cscales[0]))
+        try:
+            bx = tflm.fold_input_zero_point(np.concatenate(bs), w, 0, xq[1])
+            bh = tflm.fold_input_zero_point(None, r, 0, hq[1])
+        except ValueError as e:
+            raise self.err(str(e))
+        n = self._lstm_node(x, steps, hid, o.TimeMajor(), cell=tflm.lstm_cell_power(s_cell), **attrs)
+        n.t["w"], n.t["r"] = self.add("weight", w), self.add("recurrent", r)
+        for key, sc in (("w", scales[:4]), ("r", scales[4:])):  # each gate's scale on its rows
+            self.ir.wquant[n.t[key]] = (np.repeat(np.asarray(sc, np.float32), hid), 0)
+        n.t["b"] = self.add("bias", np.concatenate([bx, bh]))
+        n.t["m"] = self.add("requant", np.array(tflm.lstm_params(xq[0], scales[:4], hq[0], scales[4:], s_cell, hid),
+                                                dtype=np.int32))
+        n.t["t"] = self.add("sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16).view(np.int16))
+
+    def _reshape(self, x, shape):
+        y = "%s.%d" % (x, len(self.ir.nodes))
+        self.ir.shapes[y] = tuple(shape)
+        if x in self.ir.q:
+            self.ir.q[y] = self.ir.q[x]
+        self.ir.nodes.append(Node("reshape", [x], y, self.what, shape=tuple(shape)))
+        return y
+
+    def _lstm_node(self, x, steps, hid, time_major, **attrs):
+        y = self.define(self.outs[0])
+        n = Node("lstm", [x], y, self.what, **{k: v for k, v in attrs.items() if v is not None})
+        if time_major and steps > 1:
+            n.y = y + ".seq"
+            self.ir.shapes[n.y] = (steps, hid)
+            if y in self.ir.q:
+                self.ir.q[n.y] = self.ir.q[y]
+            self.ir.nodes.append(n)
+            self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
+        else:
+            self.ir.nodes.append(n)
+        return n
+
+    def op_SVDF(self):
+        """TFLM's integer SVDF (int8 input and output, int16 or int8 state and time weights)."""
+        if len(self.ins) != 5 or min(self.ins) < 0:
+            raise self.err("SVDF needs its five inputs (input, feature and time weights, bias, state)")
+        o = self.options("SVDFOptions")
+        x = self.value(self.ins[0])
+        wf, wt, b = (self.data(i) for i in self.ins[1:4])
+        if wf is None or wt is None or b is None:
+            raise self.err("the weights and the bias must be constants")
+        _, xshape, xtyp, _, _, _ = self.tensor(self.ins[0])
+        if len(xshape) != 2 or xshape[0] != 1:
+            raise self.err("input of shape %s: the board runs batch 1 (batch, features)" % (xshape,))
+        if xtyp == "FLOAT32":
+            raise self.err("a float SVDF is not supported (TFLM's integer SVDF is)")
+        st = self.sg.Tensors(self.ins[4])
+        _, sshape, styp, sscales, szps, _ = self.tensor(self.ins[4])
+        if not st.IsVariable() or self.data(self.ins[4]) is not None:
+            raise self.err("the state tensor is not a variable")
+        sdt = {"INT16": "i16", "INT8": "i8"}.get(styp)
+        if xtyp != "INT8" or wf.dtype != np.int8 or sdt is None or wt.dtype != {"i16": np.int16, "i8": np.int8}[sdt] \
+                or b.dtype != np.int32:
+            raise self.err("an SVDF of %s input, %s/%s weights and a %s state is not supported (int8 input, int8 "
+                           "feature weights, int16 or int8 time weights and state)" % (xtyp, wf.dtype, wt.dtype, styp))
+        rank = o.Rank()
+        filters, mem = int(wf.shape[0]), int(wt.shape[1])
+        if rank < 1 or filters % rank or wt.shape[0] != filters or wf.shape[1] != xshape[1]:
+            raise self.err("weights of shapes %s and %s do not fit rank %d" % (wf.shape, wt.shape, rank))
+        scale = []
+        for i in self.ins[1:3]:
+            _, _, _, sc, zps, _ = self.tensor(i)
+            if len(sc) != 1 or any(zps):
+                raise self.err("per-channel or asymmetric SVDF weights are not supported")
+            scale.append(float(sc[0]))
+        xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
+        sq = (float(np.float32(sscales[0])), szps[0] if szps else 0)
+        n = self.emit("svdf", [x], out=filters // rank, rank=rank, memory=mem, sq="%r,%d" % sq,
+                      sdtype=sdt if sdt != "i16" else None,
+                      m=tflm.svdf_params(xq[0], scale[0], sq[0], scale[1], yq[0]))
+        n.t["w"], n.t["t"], n.t["b"] = self.add("weight", wf), self.add("time", wt), self.add("bias", b)
 
 
 def _check_scales(r, scales, w):

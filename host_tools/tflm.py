@@ -312,6 +312,64 @@ def float_table(fn, s_in, z_in, s_out, z_out):
     return out
 
 
+# --- recurrent ops (int8 LSTM, SVDF) ---------------------------------------------------------
+
+# TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): its int16 Logistic and
+# Tanh interpolate in it; the int8 LSTM's table (an i16 tensor, the codes above 32767 wrapped)
+SIGMOID16 = (
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
+    41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
+    48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374,
+    54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544,
+    58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279,
+    61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990,
+    63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030,
+    64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652,
+    64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019,
+    65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234,
+    65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
+    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
+    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476,
+    65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
+    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
+    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529,
+    65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532,
+    65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534,
+    65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535)
+
+GATE_SCALE = 2.0 ** -12  # an LSTM gate's input, Q3.12
+GATE_OUT = 2.0 ** -15  # its output, Q0.15
+
+
+def lstm_cell_power(cell_scale):
+    """TFLM's CheckedLog2 of the cell state's scale: the power of two its tanh assumes."""
+    return tf_round(math.log(f32(cell_scale)) / math.log(2.0))
+
+
+def lstm_params(s_x, w_scales, s_h, r_scales, s_cell, hid):
+    """The int8 LSTM's m tensor (16 hid + 6 int32) from TFLM's PrepareGateParametersInteger: the
+    input products' multipliers, one per row (each gate's hid rows, gates i, f, c, o), then their
+    shifts, then the same for the hidden state's products (each GetQuantizedConvolutionMultipler:
+    the scales' float32 product over 2**-12); then the inter-gate products' (CreateInterGateMulParams,
+    in double): the multipliers of f x c -> c and i x g -> c, their shifts, and o x tanh(c) -> h's
+    multiplier and shift."""
+    out = []
+    for s_in, scales in ((s_x, w_scales), (s_h, r_scales)):
+        ms = [quantize_multiplier(float(np.float32(f32(s_in)) * np.float32(f32(s))) / GATE_SCALE) for s in scales]
+        out += [m for m, _ in ms for _ in range(hid)] + [s for _, s in ms for _ in range(hid)]
+    fc, ig, oh = (quantize_multiplier(f32(s1) * f32(s2) / f32(s_out)) for s1, s2, s_out in (
+        (GATE_OUT, s_cell, s_cell), (GATE_OUT, GATE_OUT, s_cell), (GATE_OUT, GATE_OUT, s_h)))
+    return out + [fc[0], ig[0], fc[1], ig[1], oh[0], oh[1]]
+
+
+def svdf_params(s_x, s_wf, s_state, s_wt, s_out):
+    """(m1, s1, m2, s2) of TFLM's integer SVDF: its effective scales computed in float32."""
+    e1 = np.float32(f32(s_x)) * np.float32(f32(s_wf)) / np.float32(f32(s_state))
+    e2 = np.float32(f32(s_state)) * np.float32(f32(s_wt)) / np.float32(f32(s_out))
+    return quantize_multiplier(float(e1)) + quantize_multiplier(float(e2))
+
+
 # --- vectorized, for the host reference interpreter ----------------------------------------
 
 def srdhm_np(a, b):

@@ -311,3 +311,53 @@ def dequantize(E, P, k):
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)
 
+
+# lstm record (f32): 2 T 3 I 4 H 6 XO 7 YO 8 HO 9 CO (f32 H each) 10 FLAGS (1: the state starts
+# from zero at every call) 11 CLIP (f32; 0 none) 14 S (scratch: the four gates, 4H f32) 15 16 w
+# [4H, I] 17 18 r [4H, H] 19 20 b [4H]. TFLM's float LSTM, each intermediate stored as f32 where
+# TFLM stores it: gate = act((w x_t + b) + r h), c = f c + i g (clipped), h = o tanh(c).
+
+def _sigmoid(v):
+    if v > 16.619047164916992:  # TFLM's reference Logistic
+        return 1.0
+    if v < -9.0:
+        return math.exp(v)
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def lstm(E, P, k):
+    p = [P[k + i] for i in range(21)]
+    a = E.af
+    steps, nin, hid = p[2], p[3], p[4]
+    xo, yo, ho, co, go = p[6] // 4, p[7] // 4, p[8] // 4, p[9] // 4, p[14] // 4
+    clip = E.pf[k + 11]
+    w, w0, r, r0, b, b0 = E.sf[p[15]], p[16] // 4, E.sf[p[17]], p[18] // 4, E.sf[p[19]], p[20] // 4
+    if p[10] & 1:
+        for j in range(hid):
+            a[ho + j] = 0.0
+            a[co + j] = 0.0
+    for step in range(steps):
+        x0 = xo + step * nin
+        for row in range(4 * hid):
+            s = 0.0
+            wi = w0 + row * nin
+            for i in range(nin):
+                s += a[x0 + i] * w[wi + i]
+            a[go + row] = s + b[b0 + row]
+            s = 0.0
+            ri = r0 + row * hid
+            for i in range(hid):
+                s += a[ho + i] * r[ri + i]
+            a[go + row] = a[go + row] + s
+            v = a[go + row]
+            a[go + row] = math.tanh(v) if 2 * hid <= row < 3 * hid else _sigmoid(v)
+        for j in range(hid):
+            a[co + j] = a[go + hid + j] * a[co + j]
+            a[go + j] = a[go + j] * a[go + 2 * hid + j]
+            c = a[co + j] + a[go + j]
+            if clip > 0.0:
+                c = -clip if c < -clip else (clip if c > clip else c)
+            a[co + j] = c
+            a[go + 2 * hid + j] = math.tanh(a[co + j])
+            a[ho + j] = a[go + 2 * hid + j] * a[go + 3 * hid + j]
+            a[yo + step * hid + j] = a[ho + j]

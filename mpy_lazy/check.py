@@ -14,7 +14,8 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
-# elementwise ops, cast, resize (kinds 44..53; 36..43 are other ops')
+# recurrent ops (kinds 36..39; 40..43 reserved), elementwise ops, cast, resize (44..52)
+LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
 MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
 FTCONV = 54
 KINDS = 60  # kinds are 1..KINDS-1
@@ -26,12 +27,12 @@ _INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub") \
-    + ("",) * 8 + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
+         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
+    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
     + ("tconv", "", "", "", "", "")
 LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11) + (0,) * 8 + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) \
-    + (26, 0, 0, 0, 0, 0)
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0) \
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -76,8 +77,8 @@ class _Rec:
         """Regions of one record overlap only as the planner lays them out (so every kernel
         path computes the same thing): an input and the output share bytes only at the same
         offset for an elementwise op (its first input), or with the output at least `lag`
-        bytes before the input for an int8 conv, depthwise or dense (conv_lag); scratch
-        shares bytes with nothing."""
+        bytes before the input for an int8 conv, depthwise, dense (conv_lag) or LSTM
+        (lstm_lag); scratch shares bytes with nothing."""
         spans = self.spans
         for a in range(len(spans)):
             ia, sa, ea, fa = spans[a]
@@ -346,7 +347,8 @@ def _lut(r, E):
 def _softmax(r, E):
     n, rows = r.range(8, "x", 1, 511), r.range(9, "x", 1, 1 << 24)
     r.region(6, "x", n * rows)
-    r.region(7, "y", n * rows)
+    es = 2 if r.kind == SOFTMAX16 else 1
+    r.region(7, "y", n * rows * es, es)
     r.tensor(10, "table", ("i32",), 1024)
     t = E.words(r[10], r[11], 256)
     for d in range(256):
@@ -474,6 +476,12 @@ def _tconv(r, E):
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
 
 
+def _recurrent(r, E):
+    """The checks of kinds 36..38 (mpy_lazy/_recurrent.py: imported for a program that has them)."""
+    from . import _recurrent
+
+    _recurrent.check(r, E)
+
 
 def _elem(r, E):
     """The checks of kinds 44..52 (mpy_lazy/_elem.py: imported for a program that has them)."""
@@ -481,11 +489,12 @@ def _elem(r, E):
 
     _elem.CHECK[r.kind - MINMAX](r, E)
 
+
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
-          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary) \
-    + (None,) * 8 + (_elem,) * 9 + (None,) \
-    + (_tconv, None, None, None, None, None)
+          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary, _recurrent,
+          _recurrent, _recurrent, _softmax, None, None, None, None) \
+    + (_elem,) * 9 + (None,) + (_tconv, None, None, None, None, None)
 
 
 class _Env:
@@ -498,6 +507,11 @@ class _Env:
         from . import backend
 
         return backend.typed_view(memoryview(self.B[slot])[off: off + 4 * n], "i32", n)
+
+    def halfs(self, slot, off, n):
+        from . import backend
+
+        return backend.typed_view(memoryview(self.B[slot])[off: off + 2 * n], "i16", n)
 
     def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc):
         """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
@@ -518,7 +532,15 @@ def _may_share(r, i, x, y):
         return y + conv_lag(r.P, r.k) <= x
     if kind == DENSE:
         return y <= x
+    if kind == LSTM:  # step t reads x_t whole before it writes y_t (mpy_lazy/ops/lstm.py: lag)
+        return y + lstm_lag(r[2], r[3], r[4]) <= x
     return x == y and _INPLACE.get(kind) == i
+
+
+def lstm_lag(steps, nin, hid):
+    """Bytes an int8 LSTM's output (T x H) may start before its dying input (T x I): no later
+    row of x may lie under y_t when step t writes it."""
+    return max(0, (steps - 1) * (hid - nin))
 
 
 def conv_lag(P, k):
@@ -693,6 +715,10 @@ def record_macs(P, k):
         return P[k + 8] * P[k + 2]
     if kind in (TCONV, TCONV16, FTCONV):  # every input pixel's channels over every tap
         return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
+    if kind in (LSTM, FLSTM):  # every step: four gates over the input and the hidden state
+        return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
+    if kind == SVDF:
+        return P[k + 2] * (P[k + 3] + P[k + 4])
     return 0
 
 
@@ -709,6 +735,20 @@ def has_floats(P):
     only then)."""
     for kind, k in records(P):
         if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV, FBINARY, FCAST, FRESIZE,
-                                                  FLAYERNORM):
+                                                  FLAYERNORM, FLSTM):
             return True
     return False
+
+
+def state(P, k):
+    """The state the record at k keeps from one call to the next (LSTM, SVDF: TFLM's variable
+    tensors), as (arena byte offset, elements, initial value, bytes per element) regions; ()
+    for a stateless record. (P checked.)"""
+    kind = P[k] & 255
+    if kind == LSTM:
+        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    if kind == FLSTM:
+        return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))
+    if kind == SVDF:
+        return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)
+    return ()

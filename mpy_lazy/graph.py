@@ -23,7 +23,8 @@ _KINDS = {
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
     "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
     "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
-    "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
+    "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
+    "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
 }
 _KINDS["axis"] = "i"
@@ -53,7 +54,9 @@ OPS = {
     "pad": (("x", "y", "pad"), ("q",)),
     "slice": (("x", "y", "begin", "end"), ("stride", "q")),
     "transpose": (("x", "y", "perm"), ("q",)),
-    "softmax": (("x", "y"), ("beta", "q", "m", "t")),
+    "softmax": (("x", "y"), ("beta", "q", "m", "t", "dtype")),
+    "lstm": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "cell", "clip", "state")),
+    "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory", "q", "m", "sq"), ("sdtype",)),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
     # elementwise ops, cast, resize, layernorm
@@ -199,7 +202,7 @@ def parse(text):
             if key == "x" and op in _MULTI_X:
                 kind = "vs"
             elif key == "m":
-                kind = "t" if op in _WL else "is"
+                kind = "t" if op in _WL or op == "lstm" else "is"
             elif key == "wl":
                 kind = _WL[op]
             else:

@@ -30,7 +30,7 @@ if sys.implementation.name == "micropython":
 
 i8 = _pure
 _path = None
-_tables = [None, None, None, None]  # the kernel tables of the current path: [floats + 2 x elem]
+_tables = [None] * 8  # the kernel tables of the current path: [floats + 2 x elem + 4 x recurrent]
 
 # the integer kernels by record kind (mpy_lazy/check.py), and the float ones
 _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "dense"), (check.ADD, "add"),
@@ -38,7 +38,10 @@ _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "den
         (check.LUT, "lut"), (check.SOFTMAX, "softmax"), (check.MOVE, "move"), (check.FILL, "fill"),
         (check.RESCALE, "rescale"), (check.ADD16, "add16"), (check.SUB, "sub"), (check.SUB16, "sub16"),
         (check.CONV16, "conv16"), (check.DW16, "dw16"), (check.DENSE16, "dense16"), (check.TCONV, "tconv"),
-        (check.TCONV16, "tconv16"))
+        (check.TCONV16, "tconv16"), (check.SOFTMAX16, "softmax16"))
+# the recurrent ops' kernels: in modules of their own, imported for the programs that use them
+_RECURRENT = ((check.LSTM, "lstm"), (check.SVDF, "svdf"))
+RECURRENT_KINDS = (check.LSTM, check.FLSTM, check.SVDF)
 _FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
           (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
           (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
@@ -70,7 +73,8 @@ def use(name=None):
     i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
-    _tables[0] = _tables[1] = _tables[2] = _tables[3] = None
+    for i in range(8):
+        _tables[i] = None
     _pure_kinds[0] = None
     return name
 
@@ -79,13 +83,13 @@ def path():
     return _path or use()
 
 
-def table(floats=True, elem=False):
+def table(floats=True, elem=False, recurrent=False):
     """The kernels of the current path by record kind (a tuple; None for no kind). Without
     floats, the float kinds are None (their module is not imported: heap on a board); without
-    elem, kinds 44..52 too. An integer kind the path's module lacks runs on _pure's kernel
-    (pure_kinds() lists them)."""
+    elem, kinds 44..52 too; without recurrent, the recurrent kinds (LSTM, SVDF). An integer kind
+    the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
     path()
-    slot = (1 if floats else 0) + (2 if elem else 0)
+    slot = (1 if floats else 0) + (2 if elem else 0) + (4 if recurrent else 0)
     t = _tables[slot]
     if t is None:
         t = [None] * check.KINDS
@@ -97,6 +101,14 @@ def table(floats=True, elem=False):
             if i8 is _pure or f is getattr(_pure, name):
                 pure.append(kind)
             t[kind] = f
+        if recurrent:
+            from . import _recurrent
+
+            rec = _recurrent
+            if i8 is _viper:
+                from . import _viper_recurrent as rec
+            for kind, name in _RECURRENT:
+                t[kind] = getattr(rec, name)
         _pure_kinds[0] = tuple(pure)
         if floats:
             from . import _float
@@ -106,6 +118,8 @@ def table(floats=True, elem=False):
                 from . import _nd as fl
             for kind, name in _FLOAT:
                 t[kind] = getattr(fl, name, None) or getattr(_float, name)
+            if recurrent:
+                t[check.FLSTM] = _float.lstm
         if elem:  # kinds 44..52: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
             from . import _elem
 

@@ -41,11 +41,13 @@ def export(module, shape, path, **kw):
 
 
 class LSTM(nn.Module):
+    """A bidirectional LSTM (one forward LSTM layer runs: tests/host/test_rnn.py)."""
+
     def __init__(self):
         super().__init__()
-        self.lstm = nn.LSTM(4, 3)
-        self.register_buffer("h0", torch.zeros(1, 1, 3))
-        self.register_buffer("c0", torch.zeros(1, 1, 3))
+        self.lstm = nn.LSTM(4, 3, bidirectional=True)
+        self.register_buffer("h0", torch.zeros(2, 1, 3))
+        self.register_buffer("c0", torch.zeros(2, 1, 3))
 
     def forward(self, x):
         return self.lstm(x, (self.h0, self.c0))[0]

@@ -119,10 +119,12 @@ class Arena:
     kernel must not read what it did not write); `expected` starts as a copy and gets the
     outputs the formula computes (the scratch is not compared)."""
 
-    def __init__(self, r, sizes, scratch=()):
+    def __init__(self, r, sizes, scratch=(), aligns=()):
         self.offsets = []
         n = r.int(0, 5)
-        for size in sizes:
+        for i, size in enumerate(sizes):
+            a = aligns[i] if i < len(aligns) else 1  # (an int16 region's offset is even)
+            n = (n + a - 1) // a * a
             self.offsets.append(n)
             n += size + r.int(0, 5)
         n += r.int(0, 5)
@@ -855,6 +857,315 @@ def test_softmax_sums_to_one():
     assert ref_softmax_row([100, -100, 0], exps, 255) == [127, -128, -128]
 
 
+def test_softmax16():
+    """TFLM's int8 -> int16 softmax (kind softmax16, the softmax kernel reading its kind): the
+    exponent 31 - 16, the offset -32768, int16 output."""
+    r = Lcg(71)
+    for case in range(CASES // 2):
+        n = (1, 2, 3, 10, 64, 255, 511)[case % 7] if not small_board() else r.int(1, 20)
+        rows = r.int(1, 3)
+        exps, dmax = exp_table(r, r.int(5, 60) if case % 3 == 0 else None)
+        x = []
+        for _ in range(rows):
+            top = r.int(-128, 127)
+            x += [top if r.chance(4) else max(-128, top - r.int(0, 255)) for _ in range(n)]
+        ar = Arena(r, [n * rows, 2 * n * rows], aligns=(1, 2))
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for row in range(rows):
+            got = ref_softmax_row(x[row * n:(row + 1) * n], exps, dmax, 16)
+            for i in range(n):
+                ar.put(yo + 2 * (row * n + i), i16_bytes(got[i]))
+        slot = Slot()
+        fields = [0, 0, 0, 0, xo, yo, n, rows, 0, slot.i32(exps)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "softmax16", a, (slot.b,), check.SOFTMAX16, fields)), a
+
+        run_each(build, ar.expected, "softmax16 case %d n %d" % (case, n))
+
+
+def i16_bytes(v):
+    """An int16 as its two little-endian bytes, each read as int8 (an Arena holds bytes)."""
+    lo, hi = v & 255, (v >> 8) & 255
+    return [lo - 256 if lo > 127 else lo, hi - 256 if hi > 127 else hi]
+
+
+# --- recurrent ops (mpy_lazy/_recurrent.py, _viper_recurrent.py) -------------------------------
+
+def recurrent_impls():
+    from mpy_lazy import _recurrent
+
+    out = [("pure", _recurrent)]
+    if _viper is not None:
+        from mpy_lazy import _viper_recurrent
+
+        out.append(("viper", _Recurrent(_viper_recurrent, None)))
+        if _thumb is not None:  # the dot products in assembler
+            out.append(("thumb", _Recurrent(_viper_recurrent, _thumb)))
+    return out
+
+
+class _Recurrent(_Viper):
+    """_viper_recurrent's kernels with _viper.T (the assembler loops) set as the path would."""
+
+    def __init__(self, mod, asm):
+        _Viper.__init__(self, asm)
+        self.mod = mod
+
+    def __getattr__(self, name):
+        f = getattr(self.mod, name)
+        asm = self.asm
+
+        def call(*args):
+            saved = _viper.T
+            _viper.T = asm
+            try:
+                return f(*args)
+            finally:
+                _viper.T = saved
+
+        return call
+
+
+def sigmoid_table(r):
+    """A table as TFLM's int16 sigmoid reads one (its sigmoid_table_uint16, or any other): from
+    32768 up, never decreasing, at most 65535."""
+    t = [32768 + r.pick((0, 0, r.int(1, 50)))]
+    for _ in range(255):
+        v = t[-1] + r.pick((0, 1, 5, 40, 200, 700))
+        t.append(65535 if v > 65535 else v)
+    return t
+
+
+def ref_logistic16(x, t):
+    """reference_integer_ops::Logistic(input_multiplier 0, input_left_shift 0) of one int16
+    (lstm_eval's Sigmoid): input_multiplier becomes 3, the table interpolated with 9 fraction
+    bits; C's unsigned arithmetic on the magnitude."""
+    v = x * 3
+    u = -v if v < 0 else v
+    uh = u >> 9
+    if uh >= 255:
+        res = 0x7FFF << 10
+    else:
+        res = (t[uh] << 9) + (u & 0x1FF) * (t[uh + 1] - t[uh])
+    res = res + (1 << 9) if v >= 0 else (1 << 25) - res + (1 << 9) - 1
+    return res >> 10
+
+
+def ref_tanh16(x, power, t):
+    """lstm_eval's Tanh(cell_state_scale_power, ...) of one int16: input_left_shift = 15 + power
+    - 3 (negative: its magnitude, with input_multiplier 3), then reference_integer_ops::Tanh:
+    multiplier 0 becomes 3 << shift; the table interpolated with 8 fraction bits."""
+    shift = 15 + power - 3
+    mult = 0
+    if shift < 0:
+        shift, mult = -shift, 3
+    if mult == 0:
+        mult, shift = 3 << shift, 0
+    rnd = (1 << (shift - 1)) if shift > 0 else 0
+    v = (x * mult + rnd) >> shift
+    u = -v if v < 0 else v
+    uh = u >> 8
+    if uh >= 255:
+        res = 0xFFFF << 8
+    else:
+        res = (t[uh] << 8) + (u & 0xFF) * (t[uh + 1] - t[uh])
+    res = res - (1 << 23) + (1 << 7) if v >= 0 else -res + (1 << 23) + (1 << 7) - 1
+    return res >> 8
+
+
+def sat(v, lo, hi):
+    return lo if v < lo else (hi if v > hi else v)
+
+
+def ref_lstm_step(x, h, c, W, R, bias, mq, zh, qclip, power, t, hid):
+    """One step of TFLM's integer LSTM (lstm_eval.h LstmStep, 8x8 -> 16): per gate (i, f, c, o
+    rows of W, R; bias[0:4H] with the input's products, bias[4H:] with the hidden state's) the
+    two FullyConnected outputs to int16, AddElementWise saturating, Sigmoid (Tanh for the cell
+    gate, power -12); UpdateLstmCell: Mul(f, c), Mul(i, g), AddElementWise, Clipping;
+    UpdateLstmHidden: Tanh(cell power), Mul(., o) to int8. Returns the new (h, c). mq: the m
+    tensor (per row the products' multipliers and shifts, then the inter-gate ones)."""
+    gates = []
+    n4 = 4 * hid
+    for row in range(n4):
+        g = row // hid
+        ax = bias[row] + sum(W[row][i] * x[i] for i in range(len(x)))
+        ah = bias[n4 + row] + sum(R[row][i] * h[i] for i in range(hid))
+        a = sat(ref_mbqm(ax, mq[row], mq[n4 + row]), -32768, 32767)
+        b = sat(ref_mbqm(ah, mq[2 * n4 + row], mq[3 * n4 + row]), -32768, 32767)
+        v = sat(a + b, -32768, 32767)
+        gates.append(ref_tanh16(v, -12, t) if g == 2 else ref_logistic16(v, t))
+    h2, c2 = [], []
+    m_fc, m_ig, s_fc, s_ig, m_h, s_h = mq[4 * n4:]
+    for j in range(hid):
+        ig, fg, cg, og = gates[j], gates[hid + j], gates[2 * hid + j], gates[3 * hid + j]
+        cv = sat(sat(ref_mbqm(fg * c[j], m_fc, s_fc), -32768, 32767)
+                 + sat(ref_mbqm(ig * cg, m_ig, s_ig), -32768, 32767), -32768, 32767)
+        if qclip >= 0:
+            cv = sat(cv, -qclip, qclip)
+        c2.append(cv)
+        h2.append(sat(zh + ref_mbqm(ref_tanh16(cv, power, t) * og, m_h, s_h), -128, 127))
+    return h2, c2
+
+
+def shift16(r, bound):
+    """A shift bringing accumulators of magnitude <= bound near the int16 range (or past it:
+    saturation), never one whose left shift leaves int32."""
+    top = 0
+    while (bound << (top + 1)) <= INT32_MAX and top < 30:
+        top += 1
+    s = 15 - bitlen(bound) + r.int(-4, 2)
+    return -31 if s < -31 else (top if s > top else s)
+
+
+def test_lstm():
+    """TFLM's integer LSTM over T steps, one record: gates from both products requantized apart,
+    TFLM's int16 sigmoid and tanh from a table (random monotone ones), the cell and hidden
+    updates, the cell clip, cell scales 2**-20..2**2; the state started from zero (FLAGS 1) or
+    kept from the record's last run (FLAGS 0: run twice, the second from the first's state).
+    The outputs and the state (h int8, c int16) equal the formula on every impl."""
+    r = Lcg(90)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 4), r.pick((1, 3, 8, 9, 17, r.int(1, 12))), r.int(1, 6)
+        keep = case % 2
+        W = [i8s(r, nin) for _ in range(4 * hid)]
+        R = [i8s(r, hid) for _ in range(4 * hid)]
+        bias = [r.int(-(1 << 16), 1 << 16) for _ in range(8 * hid)]
+        mq = []
+        for n in (nin, hid):  # per row: the products' multipliers, then their shifts
+            mq += [multiplier(r) for _ in range(4 * hid)]
+            mq += [shift16(r, (1 << 16) + 128 * 128 * n) for _ in range(4 * hid)]
+        ms = [multiplier(r) for _ in range(3)]
+        ss = [r.pick((-14, -15, -17, -22, r.int(-31, -1))) for _ in range(3)]
+        mq += [ms[0], ms[1], ss[0], ss[1], ms[2], ss[2]]
+        t = sigmoid_table(r)
+        power = r.pick((-12, -11, -15, -20, r.int(-20, 2)))
+        sh = 12 + power
+        tm, ts = (3 << sh, 0) if sh >= 0 else (3, -sh)
+        qclip = r.pick((-1, -1, 0, r.int(0, 32767), r.int(100, 5000)))
+        zh = r.pick((-128, 127, 0, r.int(-128, 127)))
+        x = i8s(r, steps * nin)
+        h0 = i8s(r, hid) if keep else [zh] * hid
+        c0 = [r.int(-32768, 32767) for _ in range(hid)] if keep else [0] * hid
+        runs = 2 if keep else 1
+        h, c, ys = h0, c0, []
+        for _ in range(runs):
+            ys = []
+            for step in range(steps):
+                h, c = ref_lstm_step(x[step * nin:(step + 1) * nin], h, c, W, R, bias, mq, zh, qclip, power, t, hid)
+                ys += h
+        words = nin + 9 * hid
+        ar = Arena(r, [steps * nin, steps * hid], (words, (hid + 3) // 4, (hid + 1) // 2))
+        xo, yo = ar.offsets
+        ho, co = ar.scratch[1], ar.scratch[2]
+        ar.put(xo, x)
+        for i in range(steps * hid):
+            ar.expected[yo + i] = ys[i]
+        for j in range(hid):
+            ar.init[ho + j] = h0[j]
+            ar.init[co + 2 * j: co + 2 * j + 2] = i16_bytes(c0[j])
+        slot = Slot()
+        wo = slot.i8([v for row in W for v in row])
+        ro = slot.i8([v for row in R for v in row])
+        bo, mo = slot.i32(bias), slot.i32(mq)
+        to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")
+        fields = [steps, nin, hid, zh, xo, yo, ho, co, 0 if keep else 1, qclip, tm, ts, ar.scratch[0],
+                  0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+        what = "lstm case %d T %d I %d H %d keep %d power %d clip %d" % (case, steps, nin, hid, keep, power, qclip)
+        for name, mod in impls:
+            a = ar.fresh()
+            for _ in range(runs):
+                run_record(mod, "lstm", a, (slot.b,), check.LSTM, fields)
+            got = signed(a)
+            assert got[:ar.size] == ar.expected, (what, name)
+            assert got[ho:ho + hid] == h, (what, name, "h")
+            cs = array.array("h", bytes(a[co:co + 2 * hid]))
+            assert list(cs) == c, (what, name, "c")
+
+
+def ref_svdf(x, state, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es):
+    """TFLM's EvalIntegerSvdfReference (svdf_common.cc) for batch 1: the state shifts one
+    element left; each filter's dot product with x - zx, MultiplyByQuantizedMultiplier,
+    clamped to the state type, plus zs, stored with the C cast (wrapping); each filter's time
+    product with state - zs (int32, wrapping); per unit bias + its rank filters, requantized to
+    int8. Returns (y, new state)."""
+    lo, hi = (-32768, 32767) if es == 2 else (-128, 127)
+    st = state[1:] + state[-1:]
+    f = len(wf)
+    for o in range(f):
+        d = wrap(sum(wf[o][i] * (x[i] - zx) for i in range(len(x))))
+        d = sat(ref_mbqm(d, m1, s1), lo, hi) + zs
+        st[o * mem + mem - 1] = (d - lo) % (hi - lo + 1) + lo
+    rank = f // units
+    y = []
+    for u in range(units):
+        acc = bias[u]
+        for o in range(u * rank, (u + 1) * rank):
+            acc += wrap(sum(wt[o][j] * (st[o * mem + j] - zs) for j in range(mem)))
+        y.append(sat(zy + ref_mbqm(wrap(acc), m2, s2), -128, 127))
+    return y, st
+
+
+def wrap(v):
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def test_svdf():
+    """TFLM's integer SVDF, int16 and int8 state (and time weights), ranks 1..3, run three times
+    on the record (the state kept between runs); sums that wrap around int32 (as TFLM's do:
+    biases near the limits, large time weights) included. Outputs and the state equal the
+    formula on every impl."""
+    r = Lcg(91)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        es = 2 if case % 3 else 1
+        units, rank, mem, nin = r.int(1, 5), r.pick((1, 1, 2, 3)), r.pick((1, 2, 8, r.int(1, 10))), r.int(1, 12)
+        f = units * rank
+        lo, hi = (-32768, 32767) if es == 2 else (-128, 127)
+        zx, zy = r.pick((-128, 0, r.int(-128, 127))), r.pick((-128, 0, r.int(-128, 127)))
+        zs = 0 if es == 2 and r.chance(2) else r.int(lo, hi) // (256 if es == 2 else 1)
+        wf = [i8s(r, nin) for _ in range(f)]
+        wt = [[r.int(lo, hi) for _ in range(mem)] for _ in range(f)]
+        bias = [r.pick((r.int(-(1 << 20), 1 << 20), INT32_MAX - r.int(0, 9), INT32_MIN + r.int(0, 9)))
+                for _ in range(units)]
+        m1, s1 = multiplier(r), shift(r, 128 * 255 * nin) - (8 if es == 2 else 0) + r.int(0, 8)
+        s1 = -31 if s1 < -31 else (0 if s1 > 0 else s1)
+        m2, s2 = multiplier(r), r.int(-31, 0)
+        state0 = [r.int(lo, hi) for _ in range(f * mem)]
+        xs = [i8s(r, nin) for _ in range(3)]
+        units_out = []
+        st = list(state0)
+        for x in xs:
+            y, st = ref_svdf(x, st, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es)
+            units_out.append(y)
+        ar = Arena(r, [nin, units], (f * mem * es // 4 + 1, f + units + nin))
+        xo, yo = ar.offsets
+        so = ar.scratch[0]
+        for i in range(f * mem):
+            ar.init[so + es * i: so + es * i + es] = i16_bytes(state0[i]) if es == 2 else [state0[i]]
+        ar.expected[yo:yo + units] = units_out[-1]
+        ar.expected[xo:xo + nin] = xs[-1]  # (each run's input written in before it)
+        slot = Slot()
+        wfo = slot.i8([v for row in wf for v in row])
+        wto = slot.add([v for row in wt for v in row], "h" if es == 2 else "b")
+        bo = slot.i32(bias)
+        fields = [f, nin, mem, units, xo, yo, so, es, zx, zs, zy, m1, s1, m2, s2, ar.scratch[1],
+                  0, wfo, 0, wto, 0, bo]
+        what = "svdf case %d es %d F %d M %d U %d" % (case, es, f, mem, units)
+        for name, mod in impls:
+            a = ar.fresh()
+            for x in xs:
+                a[xo:xo + nin] = bytes(array.array("b", x))
+                run_record(mod, "svdf", a, (slot.b,), check.SVDF, fields)
+            got = signed(a)
+            assert got[:ar.size] == ar.expected, (what, name)
+            sv = array.array("h" if es == 2 else "b", bytes(a[so:so + es * f * mem]))
+            assert list(sv) == st, (what, name, "state")
+
+
 # --- move, fill ---------------------------------------------------------------------------------
 
 def test_move_and_fill():
@@ -1032,8 +1343,9 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            t = kernels.table(True, True)
+            t = kernels.table(True, True, True)
             assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
+            assert all(kernels.table()[k] is None for k in kernels.RECURRENT_KINDS)  # (imported when used)
             assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
             if _viper is not None:  # the assembler loops on 'thumb' (and 'ulab' where it exists)
