@@ -68,6 +68,7 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
                   "INT8": ("INT8", "INT16", "INT32")}
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
+MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
@@ -90,12 +91,20 @@ def check(r, ops):
 
     produced, inputs = set(), set()
     for k in range(sg.InputsLength()):
-        inputs.add(index(sg.Inputs(k), "model input %d" % k))
+        i = index(sg.Inputs(k), "model input %d" % k)
+        if r.data(i) is not None or i in inputs:
+            fail("model input %d" % k, "tensor %d is %s" % (i, "a constant (it has data)" if i not in inputs
+                                                            else "given twice"))
+        inputs.add(i)
     for k in range(sg.OutputsLength()):
         index(sg.Outputs(k), "model output %d" % k)
     for k, name, op in ops:
         for j in range(op.OutputsLength()):
-            produced.add(index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j)))
+            i = index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j))
+            if i in inputs or i in produced:  # (TFLM would overwrite the value it was given)
+                fail("operator %d (%s): output %d" % (k, name, j), "tensor %d is also %s"
+                     % (i, "a model input" if i in inputs else "an earlier operator's output"))
+            produced.add(i)
     checked = set()
     for k, name, op in ops:
         where = "operator %d (%s)" % (k, name)
@@ -133,6 +142,8 @@ def _tensor(r, i, where, fail, state, const):
     for d in shape:
         if d < 1:
             fail(where, "shape %s: every dimension must be at least 1" % (shape,))
+    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+        fail(where, "shape %s: more than 2^24 elements (the board's limit for one value)" % (shape,))
     if t.Sparsity() is not None:
         fail(where, "sparse tensors are not supported")
     if t.IsVariable() and not state:
@@ -203,6 +214,10 @@ def _uses(r, name, op, ins, outs, where, fail):
         return r.tensor(i)[1]
 
     y = outs[0]
+    for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
+        if i >= 0 and typ(i) in ("INT8", "INT16") and not len(r.tensor(i)[3]) and name != "CAST":  # scale
+            fail(where, "%s %d (tensor %d) is %s without quantization parameters"
+                 % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
         for j in ((range(len(ins)) if name in SAME_TYPE else (0,))):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \

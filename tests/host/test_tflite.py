@@ -416,6 +416,47 @@ def _depth_multiplier(m, sg):  # resnet/kws have depthwise ops: kws_int8
     raise AssertionError("no depthwise op")
 
 
+def _unquantized_output(m, sg):  # TFLM reads scale 0 (its output all zeros, or an abort)
+    op, t = _conv(sg)
+    t[op.outputs[0]].quantization = None
+
+
+def _op(sg, cls):
+    for op in sg.operators:
+        if isinstance(op.builtinOptions, cls):
+            return op
+    raise AssertionError("no %s" % cls.__name__)
+
+
+def _svdf_state_transposed(m, sg):  # TFLM's Prepare takes (batch, memory x filters) only
+    t = sg.tensors[_op(sg, S.SVDFOptionsT).inputs[4]]
+    t.shape = list(t.shape)[::-1]
+
+
+def _softmax_tiny_beta(m, sg):  # TFLM's Prepare asserts beta x scale x 2^26 > 1 (an abort)
+    _op(sg, S.SoftmaxOptionsT).builtinOptions.beta = 1e-30
+
+
+def _constant_input(m, sg):  # TFLM would let the caller write over a weight
+    sg.inputs = list(sg.inputs) + [_conv(sg)[0].inputs[1]]
+
+
+def _fc_output_depth(m, sg):  # TFLM takes the output's last dimension as its depth
+    t = sg.tensors[_op(sg, S.FullyConnectedOptionsT).outputs[0]]
+    t.shape = list(t.shape) + [1]
+
+
+def _fc_bias_scale(m, sg):  # TFLM's Prepare: |s_x s_w - s_b| / s_y <= 0.02
+    t = sg.tensors[_op(sg, S.FullyConnectedOptionsT).inputs[2]]
+    t.quantization.scale = [s * 1000 for s in t.quantization.scale]
+
+
+def _resize_size(m, sg):  # a size that is not the output's (huge: the packer once hung on it)
+    op = _op(sg, S.ResizeBilinearOptionsT)
+    m.buffers[sg.tensors[op.inputs[1]].buffer].data = np.array([1 << 30, 3], "<i4").view(np.uint8)
+
+
+THIRDPARTY = "../thirdparty/tflite-micro/"
 MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "float_bias_int32": ("digits_cnn_f32", _float_bias_as_int32, ("operator 0 (CONV_2D)", "bias", "INT32")),
     "empty_bias": ("digits_cnn_int8", _empty_bias, ("operator 0 (CONV_2D)", "no data")),
@@ -429,6 +470,14 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
     "sign_bit_activation": ("digits_cnn_int8", _bad_activation, ("operator 0 (CONV_2D)", "fused activation 5")),
     "depth_multiplier": ("kws_int8", _depth_multiplier, ("DEPTHWISE_CONV_2D", "depth_multiplier")),
+    "unquantized_int8": ("digits_cnn_int8", _unquantized_output, ("operator 0 (CONV_2D)", "output 0",
+                                                                  "without quantization")),
+    "constant_input": ("digits_cnn_int8", _constant_input, ("model input 1", "constant")),
+    "fc_output_depth": ("digits_mlp_int8", _fc_output_depth, ("(FULLY_CONNECTED)", "output of shape")),
+    "fc_bias_scale": (THIRDPARTY + "hello_world_int8", _fc_bias_scale, ("(FULLY_CONNECTED)", "bias scale")),
+    "resize_size": ("resize_int8", _resize_size, ("(RESIZE_BILINEAR)", "size 1073741824 x 3")),
+    "svdf_state_shape": (THIRDPARTY + "keyword_scrambled", _svdf_state_transposed, ("(SVDF)", "state of shape")),
+    "softmax_tiny_beta": (THIRDPARTY + "mnist_lstm_int8", _softmax_tiny_beta, ("(SOFTMAX)", "beta")),
 }
 
 
