@@ -160,6 +160,9 @@ def _tensor(r, i, where, fail, state, const):
         for s in scales:
             if not (np.isfinite(s) and s > 0):
                 fail(where, "scale %r is not finite and > 0" % float(s))
+        if len(scales) > 1 and not const:  # (an op's output, a model input, an op's state)
+            fail(where, "%d scales (per-channel quantization along dimension %d): an activation has "
+                 "one scale, only constant weights are quantized per channel" % (len(scales), qdim))
         lo, hi = RANGE.get(typ, (0, 0))
         for z in zps:
             if not lo <= z <= hi:

@@ -110,7 +110,8 @@ class _Reader:
         elif typ in _INT:
             dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
-                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
+                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)"
+                               % (typ.lower(), i, [float(s) for s in scales]))
             zp = zps[0] if zps else 0
             lo, hi = tflm.RANGE[dt]
             if not lo <= zp <= hi:
@@ -164,7 +165,7 @@ class _Reader:
             if i in shapes_only:
                 self.ir.dropped.append(k)
                 continue
-            self.what = "input %d" % i
+            self.what = "%s: model input %d (tensor %d)" % (self.path, k, i)
             name = self.define(i)
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         for k, name, op in ops:

@@ -416,6 +416,21 @@ def _depth_multiplier(m, sg):  # resnet/kws have depthwise ops: kws_int8
     raise AssertionError("no depthwise op")
 
 
+def _per_channel(t, dim):
+    q = t.quantization
+    q.scale, q.zeroPoint = [q.scale[0]] * t.shape[dim], [q.zeroPoint[0]] * t.shape[dim]
+    q.quantizedDimension = dim
+
+
+def _per_channel_activation(m, sg):  # an op's output with a weight's per-channel scales
+    op, t = _conv(sg)
+    _per_channel(t[op.outputs[0]], 3)
+
+
+def _per_channel_input(m, sg):  # the model input (1, 8, 8, 1): 8 scales along its rows
+    _per_channel(sg.tensors[sg.inputs[0]], 1)
+
+
 MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "float_bias_int32": ("digits_cnn_f32", _float_bias_as_int32, ("operator 0 (CONV_2D)", "bias", "INT32")),
     "empty_bias": ("digits_cnn_int8", _empty_bias, ("operator 0 (CONV_2D)", "no data")),
@@ -429,6 +444,10 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
     "sign_bit_activation": ("digits_cnn_int8", _bad_activation, ("operator 0 (CONV_2D)", "fused activation 5")),
     "depth_multiplier": ("kws_int8", _depth_multiplier, ("DEPTHWISE_CONV_2D", "depth_multiplier")),
+    "per_channel_activation": ("digits_cnn_int8", _per_channel_activation,
+                               ("operator 0 (CONV_2D): output 0", "8 scales", "activation has one scale")),
+    "per_channel_input": ("digits_cnn_int8", _per_channel_input,
+                          ("operator 0 (CONV_2D): input 0", "8 scales", "activation has one scale")),
 }
 
 
