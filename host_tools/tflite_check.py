@@ -69,6 +69,12 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
+# ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
+# all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
+# its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+# TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
+# and the crossings)
+NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
 
@@ -213,6 +219,8 @@ def _uses(r, name, op, ins, outs, where, fail):
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
     if typ(y) not in ACTIVATIONS and name not in ("CAST",):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
+    if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
+        fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
     if name in BINARY and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:
@@ -291,6 +299,8 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
             fail(where, "the bias (input %d) must be a constant" % bi)
         bt = typ(b)
         want = {"FLOAT32": ("FLOAT32",), "INT8": ("INT32",), "INT16": ("INT64", "INT32")}.get(xt, ())
+        if xt == "INT16" and name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
+            want = ("INT64",)  # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type)
         if bt not in want:
             fail(where, "bias of type %s for %s activations (%s expected)" % (bt, xt, " or ".join(want) or "none"))
         if int(np.prod(shape(b), dtype=np.int64)) != oc:

@@ -441,7 +441,8 @@ class _Reader:
             n.attrs["beta"] = beta if beta != 1.0 else None
             return
         if self.dtof(self.ins[0]) != "i8":
-            raise self.err("a %s softmax is not supported (int8 and float are)" % self.dtof(self.ins[0]))
+            raise self.err("a SOFTMAX of %s activations is not supported (float32 and int8 are, to int8 or int16)"
+                           % self.tensor(self.ins[0])[2])
         if self.dtof(self.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
             if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:
                 raise self.err("an int16 softmax output must be scale 1/65536, zero point -32768")
@@ -723,7 +724,8 @@ class _Reader:
             raise self.err("align_corners and half_pixel_centers together (TFLM refuses them)")
         dt = self.dtof(self.ins[0])
         if bilinear and dt not in ("i8", "f32"):
-            raise self.err("a %s RESIZE_BILINEAR is not supported (TFLM runs float32 and int8)" % dt)
+            raise self.err("a RESIZE_BILINEAR of %s activations is not supported (TFLM runs float32 and int8)"
+                           % self.tensor(self.ins[0])[2])
         if self.qof(self.outs[0]) != self.qof(self.ins[0]):
             raise self.err("different input and output quantization")
         oh, ow = (int(v) for v in size.reshape(-1))
