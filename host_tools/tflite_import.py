@@ -110,7 +110,8 @@ class _Reader:
         elif typ in _INT:
             dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
-                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
+                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)"
+                               % (typ.lower(), i, [float(s) for s in scales]))
             zp = zps[0] if zps else 0
             lo, hi = tflm.RANGE[dt]
             if not lo <= zp <= hi:
@@ -164,7 +165,7 @@ class _Reader:
             if i in shapes_only:
                 self.ir.dropped.append(k)
                 continue
-            self.what = "input %d" % i
+            self.what = "%s: model input %d (tensor %d)" % (self.path, k, i)
             name = self.define(i)
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         for k, name, op in ops:
@@ -450,7 +451,8 @@ class _Reader:
             n.attrs["beta"] = beta if beta != 1.0 else None
             return
         if self.dtof(self.ins[0]) != "i8":
-            raise self.err("a %s softmax is not supported (int8 and float are)" % self.dtof(self.ins[0]))
+            raise self.err("a SOFTMAX of %s activations is not supported (float32 and int8 are, to int8 or int16)"
+                           % self.tensor(self.ins[0])[2])
         if self.dtof(self.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
             if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:
                 raise self.err("an int16 softmax output must be scale 1/65536, zero point -32768")
@@ -735,7 +737,8 @@ class _Reader:
             raise self.err("align_corners and half_pixel_centers together (TFLM refuses them)")
         dt = self.dtof(self.ins[0])
         if bilinear and dt not in ("i8", "f32"):
-            raise self.err("a %s RESIZE_BILINEAR is not supported (TFLM runs float32 and int8)" % dt)
+            raise self.err("a RESIZE_BILINEAR of %s activations is not supported (TFLM runs float32 and int8)"
+                           % self.tensor(self.ins[0])[2])
         if self.qof(self.outs[0]) != self.qof(self.ins[0]):
             raise self.err("different input and output quantization")
         oh, ow = (int(v) for v in size.reshape(-1))
