@@ -3,8 +3,8 @@
 seeded weights), each exported to ONNX with torch's default (dynamo) exporter and packed f32 and
 int8 (the integer pipeline: `--quantize int8 --calibrate`), plus the .tflite fixture of the same
 architecture (tests/golden/tflite, made by tools/make_tflite_fixtures.py) packed as it is; and
-.tflite models that have no ONNX twin here (TFLITE_ONLY: an LSTM keyword spotter from
-tflite-micro, tests/golden/thirdparty).
+.tflite models that have no ONNX twin here (TFLITE_ONLY, from tflite-micro, tests/golden/thirdparty:
+an int8 LSTM keyword spotter, and a 16x8 layer of SEANet: int16 activations, int8 weights).
 
     entries = models.prepare(out_dir)   # [Entry], in table order
 
@@ -33,8 +33,12 @@ DIGITS_MODELS = ("mlp", "cnn")
 FIXTURE = {"mlp": "digits_mlp_int8", "cnn": "digits_cnn_int8", "kws": "kws_int8", "vww": "vww_int8",
            "resnet8": "resnet8_int8", "ad": "ad_int8"}
 DTYPES = ("f32", "int8", "tflite-int8")
-# .tflite-only rows (model name: fixture): TFLM's micro_speech LSTM (49 steps, 80 units, int8)
-TFLITE_ONLY = {"lstm": os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro", "micro_speech_lstm.tflite")}
+# .tflite-only rows (model name: (fixture, dtype label)): TFLM's micro_speech LSTM (49 steps, 80
+# units, int8), and SEANet's first conv layer quantized 16x8 (int16 in and out, int8 weights, int64
+# bias: 8x166x2 -> 8x160x28, 7x1 kernel, 250 k MACs; tflite-micro's integration test model)
+_THIRDPARTY = os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro")
+TFLITE_ONLY = {"lstm": (os.path.join(_THIRDPARTY, "micro_speech_lstm.tflite"), "tflite-int8"),
+               "seanet": (os.path.join(_THIRDPARTY, "seanet_conv0.tflite"), "tflite-16x8")}
 SEED = 2026
 CALIB_N = 50  # seeded N(0, 1) calibration samples for the MLPerf models (the digits use training images)
 EXPORT_VERSION = 1
@@ -46,7 +50,7 @@ class Entry:
         self.dtype = dtype
         self.container = container
         self.input_file = input_file
-        self.fixture = fixture  # the .tflite file (tflite-int8 entries)
+        self.fixture = fixture  # the .tflite file (tflite-int8 and tflite-16x8 entries)
         self.note = note
         self.key = "%s-%s" % (model, dtype)
 
@@ -164,14 +168,14 @@ def prepare(out, log=print):
                 entries.append(Entry(name, dtype, cont, inp))
             with open(inp, "wb") as f:
                 f.write(data)
-    for name, fx in TFLITE_ONLY.items():
+    for name, (fx, dtype) in TFLITE_ONLY.items():
         import tflm_ref
 
-        cont = os.path.join(out, "%s-tflite-int8.mpyl" % name)
-        inp = os.path.join(out, "%s-tflite-int8.input" % name)
+        cont = os.path.join(out, "%s-%s.mpyl" % (name, dtype))
+        inp = os.path.join(out, "%s-%s.input" % (name, dtype))
         _pack([fx, "-o", cont])
         with open(inp, "wb") as f:
             f.write(tflm_ref.sample_inputs(fx, 1, seed=SEED)[0].tobytes())  # what TFLM gets
-        entries.append(Entry(name, "tflite-int8", cont, inp, fx))
+        entries.append(Entry(name, dtype, cont, inp, fx))
     return entries
 

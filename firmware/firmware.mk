@@ -77,14 +77,14 @@ check-mpy-lib-dir: check-mpy-dir
 	@if [ ! -f "$(MPY_LIB_DIR)/README.md" ]; then echo "MPY_LIB_DIR=$(MPY_LIB_DIR) is not a micropython-lib checkout: run 'git submodule update --init lib/micropython-lib' in MPY_DIR or set MPY_LIB_DIR (tested: $(MPY_LIB_TESTED))"; exit 1; fi
 
 # qemu boards: upstream ports/qemu built out of tree with our board dirs (boards/qemu/<BOARD>).
-# MICROBIT: the firmware image must end below the ROMFS partition at 0x80000.
+# MICROBIT: the firmware image must end below the ROMFS partition at 0x100000.
 $(addprefix firmware-QEMU_,$(QEMU_BOARDS)): firmware-QEMU_%: check-mpy-dir check-ulab-dir check-mpy-lib-dir
 	@command -v arm-none-eabi-gcc >/dev/null || { echo "arm-none-eabi-gcc not found: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"; exit 1; }
 	$(MAKE) -C $(MPY_DIR)/mpy-cross
 	$(MAKE) -C $(MPY_DIR)/ports/qemu BOARD=$* BOARD_DIR=$(CURDIR)/boards/qemu/$* \
 		BUILD=$(BUILD_DIR)/qemu-$* ULAB_DIR=$(abspath $(ULAB_DIR)) MPY_LIB_DIR=$(abspath $(MPY_LIB_DIR))
-	@if [ "$*" = MICROBIT ] && [ $$(stat -c %s $(BUILD_DIR)/qemu-$*/firmware.bin) -gt 524288 ]; then \
-		echo "firmware.bin is larger than 512 KB: it overlaps the ROMFS partition at 0x80000"; exit 1; fi
+	@if [ "$*" = MICROBIT ] && [ $$(stat -c %s $(BUILD_DIR)/qemu-$*/firmware.bin) -gt 1048576 ]; then \
+		echo "firmware.bin is larger than 1 MB: it overlaps the ROMFS partition at 0x100000"; exit 1; fi
 	@echo "built $(BUILD_DIR)/qemu-$*/firmware.elf: MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-$*/firmware.elf MICROPY_QEMU_BOARD=$*"
 
 # The unix port with ulab (double-precision floats). Features needing git submodules are off.

@@ -32,8 +32,8 @@ firmware-frozen-QEMU_MICROBIT: check-mpy-dir check-ulab-dir check-mpy-lib-dir fr
 	$(MAKE) -C $(MPY_DIR)/ports/qemu BOARD=MICROBIT BOARD_DIR=$(CURDIR)/boards/qemu/MICROBIT \
 		BUILD=$(BUILD_DIR)/frozen-MICROBIT ULAB_DIR=$(abspath $(ULAB_DIR)) MPY_LIB_DIR=$(abspath $(MPY_LIB_DIR)) \
 		FROZEN_MANIFEST=$(FROZEN_MODELS)/manifest-qemu.py
-	@if [ $$(stat -c %s $(BUILD_DIR)/frozen-MICROBIT/firmware.bin) -gt 524288 ]; then \
-		echo "firmware.bin is larger than 512 KB: it overlaps the ROMFS partition at 0x80000"; exit 1; fi
+	@if [ $$(stat -c %s $(BUILD_DIR)/frozen-MICROBIT/firmware.bin) -gt 1048576 ]; then \
+		echo "firmware.bin is larger than 1 MB: it overlaps the ROMFS partition at 0x100000"; exit 1; fi
 	@echo "built $(FROZEN_QEMU): MPY_LAZY_FROZEN_QEMU=$(FROZEN_QEMU) MPY_LAZY_FROZEN_MODELS=$(FROZEN_MODELS)"
 
 firmware-frozen-RPI_PICO_MPY_LAZY: check-rp2-deps frozen-models

@@ -31,11 +31,11 @@ BOARDS = {
         "cpu": "Cortex-M0",
         "banner": "microbit with nRF51",
         "qemu_args": [
-            "-global", "nrf51-soc.flash-size=1048576",
+            "-global", "nrf51-soc.flash-size=2097152",
             "-global", "nrf51-soc.sram-size=262144",
         ],
-        "romfs_start": 0x80000,
-        "romfs_size": 0x80000,
+        "romfs_start": 0x100000,
+        "romfs_size": 0x100000,
     },
 }
 

@@ -70,9 +70,14 @@ class Pico:
         _load("rp2_bootrom", os.path.join(HARNESS_DIR, "bootrom.py")).main(self.bootrom)
         self.offset = LAYOUT.layout()["romfs_offset"]
 
-    def run(self, scripts, image, timeout=900):
+    def run(self, scripts, image, timeout=900, emulated=None):
+        """timeout: wall-clock seconds; emulated: seconds of the Pico's own clock (a budget that
+        holds on a loaded machine; give a generous wall-clock timeout with it)."""
         cmd = ["node", os.path.join(HARNESS_DIR, "run.mjs"), "--uf2", self.uf2, "--bootrom", self.bootrom,
-               "--romfs", image, "--romfs-offset", str(self.offset), "--timeout", str(timeout)] + list(scripts)
+               "--romfs", image, "--romfs-offset", str(self.offset), "--timeout", str(timeout)]
+        if emulated:
+            cmd += ["--emulated-timeout", str(emulated)]
+        cmd += list(scripts)
         # subprocess.run kills and reaps node if it outlives its own timeout
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 100)
         results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]

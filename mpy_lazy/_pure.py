@@ -210,7 +210,8 @@ dw16 = conv16
 
 
 # dense record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 12 ACC (OC int32)
-# 13 COL (NIN int32: the viper dense converts the input into it once) 14 15 weights 16 17 bias
+# 13 COL (min(NIN, 256) int32: the viper dense converts the input into it, 256 at a time) 14 15
+# weights 16 17 bias
 # 18 19 requantization. ZX is folded into the bias.
 
 def dense(E, P, k):

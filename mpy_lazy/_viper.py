@@ -581,8 +581,9 @@ def depthwise(E, P, k: int):
 
 @micropython.viper
 def dense(E, P, k: int):
-    # x converted once into the int32 column COL, then one dot product per output (ZX is
-    # folded into the bias)
+    # x converted into the int32 column COL, 256 inputs at a time, each chunk's dot products
+    # added to the accumulators (ZX is folded into the bias): a large input (an LSTM's 49 x 80
+    # outputs flattened) needs 1 KB of scratch, not 4 bytes per input
     a = ptr8(E.A)
     arena = uint(a)
     B = E.B
@@ -620,46 +621,54 @@ def dense(E, P, k: int):
         rq_row(ro, accb, arena, int(pp[7]), oc)
         t.requant(ro)
         return
-    csum = 0
-    i = 0
-    while i < n:
-        v = (a[xo + i] ^ 0x80) - 0x80
-        col[i] = v
-        csum += v
-        i += 1
-    csum = 0 - (csum << 7)  # w * c = (w ^ 0x80) * c - 128 * c
     o = 0
     while o < oc:
-        s = csum
-        if hasb:
-            s += bias[o]
-        if wsi == 1:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
-            pw = ptr8(wbase + o * wso)
-            pc = col
-            i = n >> 3
-            while i:
-                s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
-                      + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
-                      + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
-                      + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
-                pw = ptr8(uint(pw) + 8)
-                pc = ptr32(uint(pc) + 32)
-                i -= 1
-            i = n & 7
-            while i:
-                s += (pw[0] ^ 0x80) * pc[0]
-                pw = ptr8(uint(pw) + 1)
-                pc = ptr32(uint(pc) + 4)
-                i -= 1
-        else:
-            wi = o * wso
-            i = 0
-            while i < n:
-                s += (w[wi] ^ 0x80) * col[i]
-                wi += wsi
-                i += 1
-        acc[o] = s
+        acc[o] = bias[o] if hasb else 0
         o += 1
+    c0 = 0
+    while c0 < n:  # the input in chunks of at most 256 (check.DENSE_COL): COL holds one
+        m = n - c0
+        if m > 256:
+            m = 256
+        csum = 0
+        i = 0
+        while i < m:
+            v = (a[xo + c0 + i] ^ 0x80) - 0x80
+            col[i] = v
+            csum += v
+            i += 1
+        csum = 0 - (csum << 7)  # w * c = (w ^ 0x80) * c - 128 * c
+        o = 0
+        while o < oc:
+            s = csum
+            if wsi == 1:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
+                pw = ptr8(wbase + o * wso + c0)
+                pc = col
+                i = m >> 3
+                while i:
+                    s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
+                          + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
+                          + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
+                          + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
+                    pw = ptr8(uint(pw) + 8)
+                    pc = ptr32(uint(pc) + 32)
+                    i -= 1
+                i = m & 7
+                while i:
+                    s += (pw[0] ^ 0x80) * pc[0]
+                    pw = ptr8(uint(pw) + 1)
+                    pc = ptr32(uint(pc) + 4)
+                    i -= 1
+            else:
+                wi = o * wso + c0 * wsi
+                i = 0
+                while i < m:
+                    s += (w[wi] ^ 0x80) * col[i]
+                    wi += wsi
+                    i += 1
+            acc[o] += s
+            o += 1
+        c0 += m
     wk[0] = pp[7]
     wk[1] = oc
     requant(accb, mq, arena, W)
@@ -918,20 +927,12 @@ def _mbqm64(t):
 
 
 @micropython.viper
-def _acc64(t, v: int):
-    # t[0], t[1] (the accumulator's low 16-bit limbs, before normalising) += the low and the
-    # high (signed) halves of the int32 v
-    pt = ptr32(t)
-    sg = 1
-    sg <<= 31
-    pt[0] = int(pt[0]) + (v & 0xFFFF)
-    pt[1] = int((pt[1] ^ sg) - sg) + (v >> 16)
-
-
-@micropython.viper
-def _out16(E, t, acc64: int, acc: int, m: int, s: int, dst: uint, lo: int, hi: int, zy: int):
-    # one 16x8 output: the accumulator (int64: the limbs in t[0], t[1]; int32: acc) through
-    # TFLM's MultiplyByQuantizedMultiplier, plus zy, clamped, stored at the int16 at dst
+def _out16(t, acc64: int, dst: uint, lo: int, hi: int, zy: int):
+    # one 16x8 output: the accumulator (int64: the limbs in t[0], t[1]; int32: t[8]) through
+    # TFLM's MultiplyByQuantizedMultiplier by t[3], t[4], plus zy, clamped, stored at the int16
+    # at dst. t is the program's work array W. The multiplier, shift and accumulator come in
+    # through it, not as arguments: a call boxes an int argument of 2**30 or more on a 32-bit
+    # board (a multiplier always is), 16 bytes of heap per output on the Pico.
     pt = ptr32(t)
     sg = 1
     sg <<= 31
@@ -942,17 +943,13 @@ def _out16(E, t, acc64: int, acc: int, m: int, s: int, dst: uint, lo: int, hi: i
         pt[0] = a0 & 0xFFFF
         pt[1] = a1 & 0xFFFF
         pt[2] = a1 >> 16
-        pt[3] = m
-        pt[4] = s
         _mbqm64(t)
         r = int((pt[5] ^ sg) - sg)
     else:
-        pw = ptr32(E.W)
-        pw[8] = acc
-        pw[9] = m
-        pw[10] = s
-        _mbqm32(E.W)
-        r = int((pw[11] ^ sg) - sg)
+        pt[9] = pt[3]
+        pt[10] = pt[4]
+        _mbqm32(t)
+        r = int((pt[11] ^ sg) - sg)
     r += zy
     if r < lo:
         r = lo
@@ -1016,11 +1013,42 @@ def conv16(E, P, k: int):
     hasb = int(pp[28])
     t = E.W  # W[0..5]: the accumulator's limbs and _mbqm64's arguments (W[8..11]: _mbqm32's)
     tw = ptr32(t)
+    m32 = (sg << 1) - 1
+    top = 0x7FFF
+    top <<= 16
+    col = ptr32(a + pp[31])
+    wb = uint(w)
+    nwin = kh * kw * c
+    fast = 0
+    if cpg == c and wsc == 1 and wsx == c and wsy == kw * c:
+        fast = 1  # one group, OHWI filters: the window gathered once per pixel, then a dot per output
     q = 0
     oy = 0
     while oy < oh:
         ox = 0
         while ox < ow:
+            if fast:  # the pixel's window into COL as int32 (padding: 0, the int16 zero point)
+                j = 0
+                ky = 0
+                while ky < kh:
+                    iy = oy * sh - pt + ky * dh
+                    kx = 0
+                    while kx < kw:
+                        ix = ox * sw - pl + kx * dw
+                        ci = 0
+                        if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                            xi = (iy * wd + ix) * c
+                            while ci < c:
+                                col[j] = (x[xi + ci] ^ 0x8000) - 0x8000
+                                j += 1
+                                ci += 1
+                        else:
+                            while ci < c:
+                                col[j] = 0
+                                j += 1
+                                ci += 1
+                        kx += 1
+                    ky += 1
             o = 0
             while o < oc:
                 tw[0] = 0
@@ -1029,33 +1057,98 @@ def conv16(E, P, k: int):
                 if hasb:
                     s32 = int((bias[o] ^ sg) - sg)
                 if acc64:
-                    _acc64(t, s32)
+                    tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                    tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
                     s32 = 0
-                ci0 = (o // opg) * cpg
-                ky = 0
-                while ky < kh:
-                    iy = oy * sh - pt + ky * dh
-                    if 0 <= iy and iy < h:
-                        kx = 0
-                        while kx < kw:
-                            ix = ox * sw - pl + kx * dw
-                            if 0 <= ix and ix < wd:
-                                wi = o * wso + ky * wsy + kx * wsx
-                                xi = (iy * wd + ix) * c + ci0
-                                ci = 0
-                                while ci < cpg:
-                                    s32 += ((w[wi] ^ 0x80) - 0x80) * ((x[xi + ci] ^ 0x8000) - 0x8000)
-                                    wi += wsc
-                                    ci += 1
-                                    if acc64 and (ci & 255) == 0:  # a chunk of 256 products
-                                        _acc64(t, s32)
+                if fast:  # the filter's KH KW C weights against the column, 256 at a time
+                    pw = ptr8(wb + o * wso)
+                    j = 0
+                    while j < nwin:
+                        e = nwin - j
+                        if e > 256:
+                            e = 256
+                        e += j
+                        while j < e:
+                            s32 += ((pw[j] ^ 0x80) - 0x80) * col[j]
+                            j += 1
+                        if acc64:  # the chunk's sum (|.| <= 2**30) as int32, into the limbs
+                            s32 = ((s32 & m32) ^ sg) - sg
+                            tw[0] = int(tw[0]) + (s32 & 0xFFFF)
+                            tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
+                            s32 = 0
+                else:
+                    ci0 = (o // opg) * cpg
+                    ky = 0
+                    while ky < kh:
+                        iy = oy * sh - pt + ky * dh
+                        if 0 <= iy and iy < h:
+                            kx = 0
+                            while kx < kw:
+                                ix = ox * sw - pl + kx * dw
+                                if 0 <= ix and ix < wd:
+                                    wi = o * wso + ky * wsy + kx * wsx
+                                    xi = (iy * wd + ix) * c + ci0
+                                    ci = 0
+                                    while ci < cpg:
+                                        s32 += ((w[wi] ^ 0x80) - 0x80) * ((x[xi + ci] ^ 0x8000) - 0x8000)
+                                        wi += wsc
+                                        ci += 1
+                                        if acc64 and (ci & 255) == 0:  # a chunk of 256 products
+                                            tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                                            tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
+                                            s32 = 0
+                                    if acc64:
+                                        tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                                        tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
                                         s32 = 0
-                                if acc64:
-                                    _acc64(t, s32)
-                                    s32 = 0
-                            kx += 1
-                    ky += 1
-                _out16(E, t, acc64, s32, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * q, lo, hi, zy)
+                                kx += 1
+                        ky += 1
+                if acc64:  # _out16 and _mbqm64 inline: a call per output cost more than its 7 MACs
+                    qa0 = int(tw[0])
+                    qa1 = int((tw[1] ^ sg) - sg)
+                    qa1 += qa0 >> 16  # normalise: 16-bit limbs, the top one signed
+                    qa0 = qa0 & 0xFFFF
+                    qa2 = qa1 >> 16
+                    qa1 = qa1 & 0xFFFF
+                    qm = int(mq[o])
+                    qr = 0x7FFF
+                    if qm < top:
+                        qr = (qm + 32768) >> 16
+                    qt = 15 - int((mq[oc + o] ^ sg) - sg)
+                    qc0 = qa0 * qr
+                    qc1 = qa1 * qr + (qc0 >> 16)
+                    qc0 = qc0 & 0xFFFF
+                    qc2 = qa2 * qr + (qc1 >> 16)
+                    qc1 = qc1 & 0xFFFF
+                    qb = qt - 1
+                    if qb < 16:
+                        qc0 += 1 << qb
+                    elif qb < 32:
+                        qc1 += 1 << (qb - 16)
+                    else:
+                        qc2 += 1 << (qb - 32)
+                    qc1 += qc0 >> 16
+                    qc0 = qc0 & 0xFFFF
+                    qc2 += qc1 >> 16
+                    qc1 = qc1 & 0xFFFF
+                    if qt >= 32:
+                        qres = qc2 >> (qt - 32)
+                    elif qt >= 16:
+                        qres = (qc2 << (32 - qt)) | (qc1 >> (qt - 16))
+                    else:
+                        qres = (qc2 << (32 - qt)) | (qc1 << (16 - qt)) | (qc0 >> qt)
+                    qres = (((qres & m32) ^ sg) - sg) + zy
+                    if qres < lo:
+                        qres = lo
+                    elif qres > hi:
+                        qres = hi
+                    yd = ptr16(yb + 2 * q)
+                    yd[0] = qres
+                else:
+                    tw[3] = mq[o]
+                    tw[4] = mq[oc + o]
+                    tw[8] = s32
+                    _out16(t, acc64, yb + 2 * q, lo, hi, zy)
                 q += 1
                 o += 1
             ox += 1
@@ -1097,7 +1190,8 @@ def dense16(E, P, k: int):
         if hasb:
             s32 = int((bias[o] ^ sg) - sg)
         if acc64:
-            _acc64(t, s32)
+            tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+            tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
             s32 = 0
         wi = o * wso
         i = 0
@@ -1106,12 +1200,17 @@ def dense16(E, P, k: int):
             wi += wsi
             i += 1
             if acc64 and (i & 255) == 0:
-                _acc64(t, s32)
+                tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
                 s32 = 0
         if acc64:
-            _acc64(t, s32)
+            tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+            tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
             s32 = 0
-        _out16(E, t, acc64, s32, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * o, lo, hi, zy)
+        tw[3] = mq[o]
+        tw[4] = mq[oc + o]
+        tw[8] = s32
+        _out16(t, acc64, yb + 2 * o, lo, hi, zy)
         o += 1
 
 
@@ -1170,7 +1269,8 @@ def tconv(E, P, k: int):
                 if hasb:
                     s32 = int((bias[o] ^ sg) - sg)
                 if wide:
-                    _acc64(W, s32)
+                    wk[0] = int(wk[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                    wk[1] = int((wk[1] ^ sg) - sg) + (s32 >> 16)
                     s32 = 0
                 ky = 0
                 while ky < kh:
@@ -1189,18 +1289,22 @@ def tconv(E, P, k: int):
                                     if wide:
                                         s32 += ((w[wi + ci] ^ 0x80) - 0x80) * ((x16[xi + ci] ^ 0x8000) - 0x8000)
                                         if (ci & 255) == 255:
-                                            _acc64(W, s32)
+                                            wk[0] = int(wk[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                                            wk[1] = int((wk[1] ^ sg) - sg) + (s32 >> 16)
                                             s32 = 0
                                     else:
                                         s32 += ((w[wi + ci] ^ 0x80) - 0x80) * (((x8[xi + ci] ^ 0x80) - 0x80) - zx)
                                     ci += 1
                                 if wide:
-                                    _acc64(W, s32)
+                                    wk[0] = int(wk[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
+                                    wk[1] = int((wk[1] ^ sg) - sg) + (s32 >> 16)
                                     s32 = 0
                             kx += 1
                     ky += 1
                 if wide:
-                    _out16(E, W, 1, 0, int(mq[o]), int((mq[oc + o] ^ sg) - sg), yb + 2 * q, lo, hi, zy)
+                    wk[3] = mq[o]
+                    wk[4] = mq[oc + o]
+                    _out16(W, 1, yb + 2 * q, lo, hi, zy)
                 else:
                     acc[o] = s32
                 q += 1

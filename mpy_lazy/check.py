@@ -19,6 +19,7 @@ LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
 MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM, FGROUPNORM = range(44, 54)
 FTCONV = 54
 KINDS = 60  # kinds are 1..KINDS-1
+DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 # elementwise kinds that may write their output over their first input (same offset): the
 # record word of that input (the planner's in-place ops: mpy_lazy/model.py)
 _INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2,
@@ -253,7 +254,7 @@ def _dense(r, E):
     acc64 = r.range(20, "acc", 0, 1) if wide else 0
     hasb = r.range(11, "b", 0, 1)
     r.region(12, "scratch", (8 if wide else 4) * oc, 4)
-    r.region(13, "scratch", 4 * n, 4)
+    r.region(13, "scratch", 4 * (n if wide else min(n, DENSE_COL)), 4)
     r.tensor(14, "weight", ("i8",), n * oc)
     _mq_tensor(r, 18, oc, E, 7 if acc64 else 30)
     bias = None

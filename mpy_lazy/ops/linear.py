@@ -45,11 +45,13 @@ class Op(Base):
 
     @property
     def scratch(self):
-        """int32 words. int8: the accumulators, then the input as int32. float with f16
-        weights: one decoded row."""
+        """int32 words. int8: the accumulators, then the input as int32 (at most
+        check.DENSE_COL of it at a time). float with f16 weights: one decoded row."""
         p = self.p
+        if self.y.dtype == "i8":
+            return p[0] + min(p[6], check.DENSE_COL)
         if self.y.dtype != "f32":
-            return p[0] * (2 if self.y.dtype == "i16" else 1) + p[6]
+            return p[0] * 2 + p[6]
         v = self.weight.view
         if v is None or v.dtype != "f16":
             return 0

@@ -79,6 +79,16 @@ def i8s(r, n, zp=0):
     return out
 
 
+def i8a(r, n):
+    """i8s(r, n) (the same values) as an array('b'): one block of n bytes, not a list of n
+    ints (4n bytes, and on a board a large block its fragmented heap may not have)."""
+    out = array.array("b", bytes(n))
+    for i in range(n):
+        k = r.next() % 16
+        out[i] = -128 if k == 0 else 127 if k == 1 else 0 if k == 2 else r.int(-128, 127)
+    return out
+
+
 def multiplier(r):
     return r.pick(EDGE_M) if r.chance(4) else r.int(1 << 30, INT32_MAX)
 
@@ -134,7 +144,7 @@ class Arena:
         for words in scratch:
             self.scratch.append(n)
             n += 4 * words
-        self.init = i8s(r, n)
+        self.init = i8a(r, n)  # (an array: the scratch regions make it the big one)
         self.expected = list(self.init[: self.size])
 
     def put(self, off, vals):
@@ -142,8 +152,13 @@ class Arena:
             self.init[off + i] = vals[i]
             self.expected[off + i] = vals[i]
 
+    def put_init(self, off, vals):
+        """Initial bytes of a region outside the compared ones (a kernel's state)."""
+        for i in range(len(vals)):
+            self.init[off + i] = vals[i]
+
     def fresh(self):
-        return bytearray(array.array("b", self.init))
+        return bytearray(self.init)
 
 
 class Slot:
@@ -210,10 +225,13 @@ def run_each(build, expected, what, impls=None):
     for name, mod in impls or IMPLS:
         fn, out = build(mod)
         fn()
-        got = signed(out) if isinstance(out, bytearray) else out
+        wrap = 256 if isinstance(out, bytearray) else 0  # (read in place: no list of the arena)
         for i in range(len(expected)):
-            if got[i] != expected[i]:
-                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, got[i], expected[i]))
+            v = out[i]
+            if wrap and v > 127:
+                v -= 256
+            if v != expected[i]:
+                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, v, expected[i]))
 
 
 def requant(mod, acc, mq, dst, p):
@@ -539,9 +557,11 @@ def test_grouped_conv_equals_depthwise():
 
 def test_dense():
     """oi (WSI 1: viper's 4-wide unrolled loop, n_in not a multiple of 4 included) and io
-    layouts, with gaps between weight rows; bias or not."""
+    layouts, with gaps between weight rows; bias or not; inputs longer than the viper kernel's
+    int32 column (check.DENSE_COL: the input in chunks), the column exactly as long as the
+    record says."""
     r = Lcg(20)
-    sizes = (1, 2, 3, 4, 5, 7, 8, 9, 13, 32, 33)
+    sizes = (1, 2, 3, 4, 5, 7, 8, 9, 13, 32, 33, 255, 256, 257, 600)
     for case in range(CASES + 10):
         n_in = sizes[case % len(sizes)] if case < 2 * len(sizes) else r.int(1, 40)
         n_out = r.int(1, 6)
@@ -550,7 +570,7 @@ def test_dense():
         wso, wsi = (1, n_out + gap) if io else (n_in + gap, 1)
         wts = [i8s(r, n_in) for _ in range(n_out)]  # wts[o][i]
         size = (n_in - 1) * wsi + (n_out - 1) * wso + 1
-        wbuf = i8s(r, size)  # garbage in the gaps
+        wbuf = i8a(r, size)  # garbage in the gaps (an array: 600 x 6 of them on a board's heap)
         for o in range(n_out):
             for i in range(n_in):
                 wbuf[o * wso + i * wsi] = wts[o][i]
@@ -570,7 +590,7 @@ def test_dense():
                 bias.append(r.pick((big, -big)))
                 mq[n_out + o] = r.int(-31, 0)
         zy, lo, hi = head(r, n_out)
-        ar = Arena(r, [n_in, n_out], (n_out, n_in))
+        ar = Arena(r, [n_in, n_out], (n_out, min(n_in, check.DENSE_COL)))
         xo, yo = ar.offsets
         ar.put(xo, x)
         for o in range(n_out):
@@ -1066,7 +1086,7 @@ def test_lstm():
             ar.expected[yo + i] = ys[i]
         for j in range(hid):
             ar.init[ho + j] = h0[j]
-            ar.init[co + 2 * j: co + 2 * j + 2] = i16_bytes(c0[j])
+            ar.put_init(co + 2 * j, i16_bytes(c0[j]))
         slot = Slot()
         wo = slot.i8([v for row in W for v in row])
         ro = slot.i8([v for row in R for v in row])
@@ -1145,7 +1165,7 @@ def test_svdf():
         xo, yo = ar.offsets
         so = ar.scratch[0]
         for i in range(f * mem):
-            ar.init[so + es * i: so + es * i + es] = i16_bytes(state0[i]) if es == 2 else [state0[i]]
+            ar.put_init(so + es * i, i16_bytes(state0[i]) if es == 2 else [state0[i]])
         ar.expected[yo:yo + units] = units_out[-1]
         ar.expected[xo:xo + nin] = xs[-1]  # (each run's input written in before it)
         slot = Slot()
@@ -1514,10 +1534,16 @@ def test_div():
     """TFLM's int8 DIV against the formula above, with gemmlowp's reciprocals (and arbitrary
     int32 ones: the paths must agree on any table), zero denominators included."""
     r = Lcg(92)
-    true_table = [ref_one_over_one_plus_x(((d << (32 - bitlen(d))) & 0xFFFFFFFF) - (1 << 31)) if d else 0
-                  for d in range(256)]
+    # int32 arrays, not lists: 256 boxed ints each would scatter over a board's heap
+    true_table = array.array("i", bytes(1024))
+    for d in range(1, 256):
+        true_table[d] = ref_one_over_one_plus_x(((d << (32 - bitlen(d))) & 0xFFFFFFFF) - (1 << 31))
     for case in range(CASES):
-        table = true_table if case % 4 else [r.int(INT32_MIN, INT32_MAX) for _ in range(256)]
+        table = true_table
+        if not case % 4:
+            table = array.array("i", bytes(1024))
+            for d in range(256):
+                table[d] = r.int(INT32_MIN, INT32_MAX)
         c = r.int(1, 5)
         n = c * r.pick((1, 3, 20))
         bc = r.pick((n, c, 1))

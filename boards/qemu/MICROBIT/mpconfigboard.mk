@@ -1,18 +1,22 @@
 # mpy-lazy on qemu microbit (nRF51): Cortex-M0 (ARMv6-M: unaligned LDR/LDRH fault, like the
 # RP2040's Cortex-M0+), soft float, single-precision MicroPython floats, ulab, mpy_lazy frozen.
-# The emulated SoC is given RP2040-like memory: 1 MB flash and 256 KB SRAM (upstream's nrf51.ld
-# hard-codes both sizes, so qemu must be started with
-#   -global nrf51-soc.flash-size=1048576 -global nrf51-soc.sram-size=262144).
+# The emulated SoC is given RP2040-like memory: 2 MB flash (the Pico's) and 256 KB SRAM. Upstream's
+# nrf51.ld hard-codes 1 MB of flash for the firmware (its ROM region) and the 256 KB of SRAM;
+# the ROMFS partition is the second megabyte, outside the linker's view. qemu must be started with
+#   -global nrf51-soc.flash-size=2097152 -global nrf51-soc.sram-size=262144
 include $(TOP)/ports/qemu/boards/MICROBIT/mpconfigboard.mk
 
 # 192 KB GC heap out of 256 KB SRAM (a stock RP2040 build has ~230 KB).
 MICROPY_HEAP_SIZE ?= 196608
 
-# ROMFS partition: the upper 512 KB of flash; the firmware must end below it
-# (firmware/firmware.mk checks). qemu writes the image there with
-#   -device loader,file=romfs.img,addr=0x80000,force-raw=on
-MICROPY_HW_ROMFS_PART0_START = 0x00080000
-MICROPY_HW_ROMFS_PART0_SIZE = 0x00080000
+# ROMFS partition: the upper 1 MB of the 2 MB flash; the firmware (at most 1 MB: the linker's ROM
+# region) ends below it (firmware/firmware.mk checks too). qemu writes the image there with
+#   -device loader,file=romfs.img,addr=0x100000,force-raw=on
+# (It was the upper 512 KB of a 1 MB flash until the runtime's frozen bytecode outgrew 512 KB.)
+MICROPY_HW_ROMFS_PART0_START = 0x00100000
+MICROPY_HW_ROMFS_PART0_SIZE = 0x00100000
+# for upstream's `make run` / `make test` (a later -global wins over upstream's 1 MB)
+QEMU_ARGS += -global nrf51-soc.flash-size=2097152
 
 # Viper/native code for ARMv6-M, as the rp2 port does on the RP2040 (upstream's qemu microbit
 # board leaves the native emitter off and cross-compiles frozen code for armv7m).
