@@ -20,7 +20,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
          "tconv", "tconv", "sub")
-LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
+LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
@@ -139,7 +139,13 @@ def _conv(r, E):
         r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
     if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
         r.fail("oh", "more than 2**24 elements")
-    ext = wso * (oc - 1) + wsy * (kh - 1) + wsx * (kw - 1) + wsc * (cpg - 1) + 1
+    wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE) else 0
+    if wb not in (0, 3):
+        r.fail("wl", "output channels in blocks of %d (1 or 8)" % (1 << wb))
+    blk = 1 << wb  # output channels in blocks of blk: o at (o // blk) * WSO + o % blk
+    if oc % blk:
+        r.fail("wl", "%d output channels in blocks of %d" % (oc, blk))
+    ext = wso * (oc // blk - 1) + blk - 1 + wsy * (kh - 1) + wsx * (kw - 1) + wsc * (cpg - 1) + 1
     n = oc * kh * kw * cpg
     if ext > n:
         r.fail("wl", "weight strides reach element %d of %d" % (ext, n))
@@ -174,7 +180,7 @@ def _conv(r, E):
     # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
     if wide and not acc64:
         return
-    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc)
+    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb)
     _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
@@ -192,7 +198,13 @@ def _dense(r, E):
     wide = r.kind == DENSE16
     n, oc = r.range(8, "x", 1, 1 << 24), r.range(2, "out", 1, MAX_DIM)
     wso, wsi = r.range(9, "wl", 0, 1 << 24), r.range(10, "wl", 0, 1 << 24)
-    if wso * (oc - 1) + wsi * (n - 1) + 1 > n * oc:
+    wb = r.range(20, "wl", 0, 3) if r.kind == DENSE else 0
+    if wb not in (0, 3):
+        r.fail("wl", "outputs in blocks of %d (1 or 8)" % (1 << wb))
+    blk = 1 << wb  # as conv's
+    if oc % blk:
+        r.fail("wl", "%d outputs in blocks of %d" % (oc, blk))
+    if wso * (oc // blk - 1) + blk - 1 + wsi * (n - 1) + 1 > n * oc:
         r.fail("wl", "weight strides reach past %d elements" % (n * oc))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
@@ -219,7 +231,7 @@ def _dense(r, E):
         bias = E.words(r[16], r[17], oc)
     if wide and not acc64:
         return
-    sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi)
+    sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi, wb)
     _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
@@ -429,14 +441,14 @@ class _Env:
 
         return backend.typed_view(memoryview(self.B[slot])[off: off + 4 * n], "i32", n)
 
-    def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc):
+    def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb=0):
         """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
         from . import kernels
 
         import array
 
         out = array.array("i", bytes(4 * oc))
-        geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc))
+        geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb))
         (kernels._viper or kernels._pure).abs_sums(self.B[slot], geo, out)
         return out
 
