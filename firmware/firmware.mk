@@ -34,7 +34,9 @@ firmware-help:
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
 	@echo "make emulate-demo            digits + MLPerf Tiny int8 models on the emulated boards [EMULATE_DEMO_ARGS=--full]"
-	@echo "make bench-emulated          cycles per MAC of each kernel path and model on the emulated Pico"
+	@echo "make bench-emulated          mpy-lazy against TFLite Micro (C++) on the emulated Pico, then cycles per MAC"
+	@echo "                             of each kernel path and model (TFLM_PICO_UF2: the TFLM firmware,"
+	@echo "                             firmware/tflm_pico/NOTES.md; PICO_TFLMICRO_DIR: person_detect's source)"
 	@echo "build variables (none is fetched; tested versions in brackets):"
 	@echo "  MPY_DIR       MicroPython checkout: qemu boards and unix-ulab [$(MPY_TESTED)];"
 	@echo "                RPI_PICO_MPY_LAZY needs its own checkout [$(RP2_TESTED)]"
@@ -118,6 +120,8 @@ emulate-demo: $(STAMP)
 	$(PY) firmware/emulate_digits.py --build-dir $(BUILD_DIR) $(EMULATE_DEMO_ARGS)
 	$(PY) firmware/emulate_models.py --build-dir $(BUILD_DIR)
 
-# Cycles per multiply-accumulate of every int8 kernel path on the emulated Pico (deterministic).
+# mpy-lazy against TFLite Micro's C++ on the same .tflite files (TFLM_PICO_UF2, PICO_TFLMICRO_DIR or
+# PERSON_DETECT_TFLITE from the environment), then cycles per multiply-accumulate of every int8
+# kernel path on the emulated Pico (deterministic).
 bench-emulated: $(STAMP)
 	MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(BUILD_DIR)/rp2/firmware.uf2} $(PY) bench/emulated.py
