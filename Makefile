@@ -39,7 +39,9 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(PY) tools/fuzz.py --count 1000000 --micropython-count 100000 --seed 13
-	$(PY) tools/fuzz.py --graphs --count 20000 --seed 13
+	$(PY) tools/fuzz.py --graphs --count 100000 --micropython-count 10000 --seed 13
+	$(PY) tools/fuzz.py --programs --count 100000 --micropython-count 10000 --seed 13
+	$(PY) tools/fuzz_tflite.py --count 100000 --seed 13
 
 tflite-fixtures: $(STAMP)
 	$(PY) tools/make_tflite_fixtures.py

@@ -7,7 +7,8 @@ same run for the .tflite models.
 Models (bench/models.py): the digits demo's MLP and CNN (trained) and the four MLPerf Tiny models
 (kws, vww, resnet8, ad; seeded weights), each exported to ONNX with torch's dynamo exporter and
 packed f32 and int8 (calibrated), plus the .tflite fixture of the same architecture
-(tests/golden/tflite) packed as it is ("tflite-int8").
+(tests/golden/tflite) packed as it is ("tflite-int8"); and .tflite-only rows: TFLM's micro_speech
+LSTM keyword spotter (tests/golden/thirdparty: 49 steps of an int8 LSTM, 80 units).
 
 Memory (one micropython process, model after model, each after a warm-up: the same model
 declared once and dropped, so the op modules and interned names are not counted and no figure

@@ -2,7 +2,9 @@
 (examples/digits: trained, cached there) and the four MLPerf Tiny models (examples/mlperf_tiny:
 seeded weights), each exported to ONNX with torch's default (dynamo) exporter and packed f32 and
 int8 (the integer pipeline: `--quantize int8 --calibrate`), plus the .tflite fixture of the same
-architecture (tests/golden/tflite, made by tools/make_tflite_fixtures.py) packed as it is.
+architecture (tests/golden/tflite, made by tools/make_tflite_fixtures.py) packed as it is; and
+.tflite models that have no ONNX twin here (TFLITE_ONLY: an LSTM keyword spotter from
+tflite-micro, tests/golden/thirdparty).
 
     entries = models.prepare(out_dir)   # [Entry], in table order
 
@@ -31,6 +33,8 @@ DIGITS_MODELS = ("mlp", "cnn")
 FIXTURE = {"mlp": "digits_mlp_int8", "cnn": "digits_cnn_int8", "kws": "kws_int8", "vww": "vww_int8",
            "resnet8": "resnet8_int8", "ad": "ad_int8"}
 DTYPES = ("f32", "int8", "tflite-int8")
+# .tflite-only rows (model name: fixture): TFLM's micro_speech LSTM (49 steps, 80 units, int8)
+TFLITE_ONLY = {"lstm": os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro", "micro_speech_lstm.tflite")}
 SEED = 2026
 CALIB_N = 50  # seeded N(0, 1) calibration samples for the MLPerf models (the digits use training images)
 EXPORT_VERSION = 1
@@ -160,5 +164,14 @@ def prepare(out, log=print):
                 entries.append(Entry(name, dtype, cont, inp))
             with open(inp, "wb") as f:
                 f.write(data)
+    for name, fx in TFLITE_ONLY.items():
+        import tflm_ref
+
+        cont = os.path.join(out, "%s-tflite-int8.mpyl" % name)
+        inp = os.path.join(out, "%s-tflite-int8.input" % name)
+        _pack([fx, "-o", cont])
+        with open(inp, "wb") as f:
+            f.write(tflm_ref.sample_inputs(fx, 1, seed=SEED)[0].tobytes())  # what TFLM gets
+        entries.append(Entry(name, "tflite-int8", cont, inp, fx))
     return entries
 

@@ -19,7 +19,8 @@ from . import tflm
 from .container import PackError
 from .ir import Graph, Node
 
-_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat")
+_SAME_Q = ("maxpool", "avgpool", "reshape", "pad", "concat", "transpose", "slice", "resize", "minimum",
+           "maximum")
 _FLOAT_FN = {
     "relu": lambda v: max(v, 0.0),
     "relu6": lambda v: min(max(v, 0.0), 6.0),
@@ -106,15 +107,30 @@ def _onnx_values(onnx_model, graph, samples):
     except Exception as e:
         raise PackError("calibration: onnxruntime cannot load the model: %s" % str(e).splitlines()[0])
     names = [o.name for o in sess.get_outputs()]
-    inp = sess.get_inputs()[0].name
+    inp = sess.get_inputs()[0]
+    # batch 1 in the input's own ONNX shape (a time-major sequence is (T, 1, F))
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    # values onnxruntime does not name (made by the importer): copies of their input where the
+    # importer only reshaped; else (an unrolled GRU) the host reference on the float graph
+    unnamed = [n for n in graph.nodes if n.y not in known and n.y != graph.inputs[0][0]]
+    ref = None
+    if any(n.op != "reshape" for n in unnamed):
+        ref = _graph_values(graph, samples)
     for i in range(len(samples)):
-        outs = sess.run(names, {inp: samples[i: i + 1]})
+        outs = sess.run(names, {inp.name: samples[i: i + 1].reshape(shape)})
         vals = {k: v for k, v in zip(names, outs) if k in wanted}
         vals[graph.inputs[0][0]] = samples[i]
-        for n in graph.nodes:  # values onnxruntime does not name (made by the importer)
+        if ref is not None:
+            rv = next(ref)
+            for n in unnamed:
+                vals[n.y] = rv[n.y]
+        for n in reversed(graph.nodes):  # values onnxruntime does not name (made by the importer):
+            if n.op == "reshape" and n.y in vals and n.x[0] not in vals:  # a reshape's input holds its values
+                vals[n.x[0]] = vals[n.y]
+        for n in graph.nodes:  # else the values of the op's input (a data move, a pad)
             if n.y not in vals and n.x[0] in vals:
                 vals[n.y] = vals[n.x[0]]
-        yield vals
+        yield _with_cells(graph, vals)
 
 
 def _graph_values(graph, samples):
@@ -136,7 +152,26 @@ def _graph_values(graph, samples):
             raise PackError("calibration: the reference interpreter cannot run the float graph: %s" % e)
         vals = dict(zip(g.outputs, outs))
         vals[graph.inputs[0][0]] = samples[i]
-        yield vals
+        yield _with_cells(graph, vals)
+
+
+def _with_cells(graph, vals):
+    """vals with, for each float lstm, its cell state over every step (value `y#cell`): what
+    TFLite's calibrator records of an LSTM's cell state, the int16 scale's source."""
+    for n in graph.nodes:
+        if n.op != "lstm" or n.x[0] not in vals:
+            continue
+        hid = n.attrs["out"]
+        w, r, b = (np.asarray(graph.tensors[n.t[k]], np.float64) for k in ("w", "r", "b"))
+        h, c, cells = np.zeros(hid), np.zeros(hid), []
+        for xt in np.asarray(vals[n.x[0]], np.float64).reshape(-1, w.shape[1]):
+            z = w @ xt + r @ h + b
+            i, f, o = (1.0 / (1.0 + np.exp(-z[k * hid:(k + 1) * hid])) for k in (0, 1, 3))
+            c = f * c + i * np.tanh(z[2 * hid:3 * hid])
+            h = o * np.tanh(c)
+            cells.append(c)
+        vals[n.y + "#cell"] = np.array(cells)
+    return vals
 
 
 def _ranges(values, progress=None):
@@ -283,8 +318,60 @@ def quantize(graph, ranges):
             q[n.y] = q[n.x[0]]
         else:
             q[n.y] = qparams(*ranges[n.y])
-        out.nodes.append(_node(n, graph, out))
+        new = _lstm(n, graph, out, ranges) if n.op == "lstm" else _node(n, graph, out)
+        out.nodes += new if isinstance(new, list) else [new]
     return out
+
+
+def _gate_weights(w, hid):
+    """An LSTM's [4H, n] float weights as int8 codes, each gate's H rows symmetric per tensor
+    as TFLite's converter quantizes an LSTM's eight weight tensors (narrow range, max |w| /
+    127), and the four scales."""
+    codes, scales = [], []
+    for g in range(4):
+        block = np.asarray(w[g * hid:(g + 1) * hid], np.float64)
+        top = float(np.max(np.abs(block)))
+        s = tflm.f32(top / 127.0) if top > 0 else 1.0
+        scales.append(s)
+        codes.append(np.clip(np.rint(block / s), -127, 127))
+    return np.concatenate(codes).astype(np.int8), scales
+
+
+def _lstm(n, src, g, ranges):
+    """The int8 lstm of a float one, as TFLite's converter quantizes UNIDIRECTIONAL_SEQUENCE_LSTM
+    (so the model runs as its .tflite twin would on TFLM): int8 weights per gate, int32 biases at
+    input scale x weight scale, the hidden state on the output's quantization, the cell state
+    int16 with a power-of-two scale covering its calibrated range (PowerOfTwoBound / 32768), the
+    gates at TFLM's fixed Q3.12 / Q0.15."""
+    q = g.q
+    hid = n.attrs["out"]
+    (s_x, z_x), (s_h, z_h) = q[n.x[0]], q[n.y]
+    wq, ws = _gate_weights(src.tensors[n.t["w"]], hid)
+    rq, rs = _gate_weights(src.tensors[n.t["r"]], hid)
+    b = np.asarray(src.tensors[n.t["b"]], np.float64)
+    bq = np.concatenate([np.rint(b[k * hid:(k + 1) * hid] / (float(s_x) * ws[k])) for k in range(4)])
+    if np.any(np.abs(bq) > 2 ** 31 - 1):
+        raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+    try:
+        bias = np.concatenate([tflm.fold_input_zero_point(bq, wq, 0, z_x),
+                               tflm.fold_input_zero_point(None, rq, 0, z_h)])
+    except ValueError as e:
+        raise PackError("%s: %s" % (n.src, e))
+    lo, hi = ranges.get(n.y + "#cell", (0.0, 0.0))
+    top = max(abs(lo), abs(hi))
+    power = int(math.ceil(math.log2(top))) - 15 if top > 0 else -15  # PowerOfTwoBound(top) = 2**(power + 15)
+    new = Node("lstm", n.x, n.y, n.src, **dict(n.attrs, cell=power))
+    for key, arr, scales in (("w", wq, ws), ("r", rq, rs)):
+        new.t[key] = n.t[key]
+        g.tensors[n.t[key]] = arr
+        g.wquant[n.t[key]] = (np.repeat(np.asarray(scales, np.float32), hid), 0)
+    new.t["b"] = n.t["b"]
+    g.tensors[n.t["b"]] = bias
+    new.t["m"] = g.add_tensor(n.y + ".requant", np.array(tflm.lstm_params(s_x, ws, s_h, rs, 2.0 ** power, hid),
+                                                         dtype=np.int32))
+    new.t["t"] = g.add_tensor(n.y + ".sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16)
+                              .view(np.int16))
+    return new
 
 
 def _weights(w, axis):
@@ -326,8 +413,25 @@ def _node(n, src, g):
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "tconv":  # TFLite's TRANSPOSE_CONV: per-channel weights, an int32 bias, z_x in the kernel
+        s_in = q[n.x[0]][0]
+        wq, scales = _weights(src.tensors[n.t["w"]], 0)
+        g.tensors[n.t["w"]] = wq
+        g.wquant[n.t["w"]] = (scales, 0)
+        new.t = dict(n.t)
+        if "b" in n.t:
+            bq = np.rint(src.tensors[n.t["b"]].astype(np.float64) / (float(s_in) * scales.astype(np.float64)))
+            if np.any(np.abs(bq) > 2 ** 31 - 1):
+                raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+            g.tensors[n.t["b"]] = bq.astype(np.int32)
+        mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
+        new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
     elif n.op == "add":
         new.attrs["m"] = tflm.add_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
+        new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
+    elif n.op == "sub":
+        new.attrs["m"] = tflm.sub_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
         new.attrs["clamp"] = tflm.activation_range(act, s_out, z_out)
     elif n.op == "mul":
         new.attrs["m"] = tflm.mul_params(q[n.x[0]][0], q[n.x[1]][0], s_out)
@@ -338,7 +442,7 @@ def _node(n, src, g):
         h, w, _ = g.shapes[n.x[0]]
         new.attrs["m"] = tflm.mean_params(q[n.x[0]][0], s_out, h * w)
     elif n.op == "softmax":
-        if n.attrs.get("beta", 1.0) != 1.0:
+        if n.attrs.get("beta") not in (None, 1.0):  # (a float .tflite's beta 1 is None: not written)
             raise PackError("%s: int8 softmax with beta != 1 is not supported" % n.src)
         new.t["t"] = g.add_tensor(n.y + ".exp", np.array(tflm.softmax_table(q[n.x[0]][0]), dtype=np.int32))
     elif n.op in ("relu", "relu6", "clip", "leakyrelu", "sigmoid", "tanh"):
@@ -353,8 +457,103 @@ def _node(n, src, g):
         table = tflm.float_table(fn, s_in, z_in, s_out, z_out)
         new = Node("lut", n.x, n.y, n.src)
         new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
-    elif n.op in ("reshape", "pad", "concat"):
+    elif n.op in ("reshape", "pad", "concat", "transpose", "slice"):
         pass
+    elif n.op in _ELEM:
+        return _ELEM[n.op](n, src, g, new)
     else:
         raise PackError("%s: %s has no int8 version" % (n.src, n.op))
     return new
+
+
+# --- elementwise ops, resize, layernorm: as TFLite's converter quantizes them where TFLite has
+# the op (HARD_SWISH, PRELU, DIV, MINIMUM, MAXIMUM, RESIZE_*: TFLM's integer arithmetic), a
+# table of the float function otherwise (HardSigmoid, Gelu), float between dequantize and
+# quantize for LayerNormalization (TFLite has no such op)
+
+def _hardswish(n, src, g, new):
+    (s_in, z_in), (s_out, z_out) = g.q[n.x[0]], g.q[n.y]
+    try:
+        table = tflm.hard_swish_table(s_in, z_in, s_out, z_out)
+    except ValueError as e:
+        raise PackError("%s: %s" % (n.src, e))
+    new = Node("lut", n.x, n.y, n.src)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(table, dtype=np.int8))
+    return new
+
+
+def _float_lut(n, src, g, new):
+    if n.op == "hardsigmoid":
+        alpha, beta = n.attrs.get("alpha", 0.2), n.attrs.get("beta", 0.5)
+        fn = lambda v: min(1.0, max(0.0, alpha * v + beta))  # noqa: E731
+    elif n.attrs.get("approx") == "tanh":
+        fn = lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))  # noqa: E731
+    else:
+        fn = lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))  # noqa: E731
+    new = Node("lut", n.x, n.y, n.src)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(tflm.float_table(fn, *(g.q[n.x[0]] + g.q[n.y])), np.int8))
+    return new
+
+
+def _minmax(n, src, g, new):
+    """One quantization for the inputs and the output (the converter's); a constant operand
+    quantized with it."""
+    if "t" in n.t:
+        s, z = g.q[n.x[0]]
+        r = src.tensors[n.t["t"]].astype(np.float64) / s
+        r = np.where(r >= 0, np.floor(r + 0.5), -np.floor(-r + 0.5))  # (half away from zero)
+        new.t["t"] = g.add_tensor(n.t["t"], np.clip(r + z, -128, 127).astype(np.int8))
+    return new
+
+
+def _prelu(n, src, g, new):
+    """alpha as the converter quantizes it: symmetric int8, one scale (zero point 0)."""
+    alpha = src.tensors[n.t["w"]].astype(np.float64)
+    s_a = tflm.f32(max(float(np.max(np.abs(alpha))), 1e-30) / 127.0)
+    new.t["w"] = g.add_tensor(n.t["w"], np.clip(np.rint(alpha / s_a), -127, 127).astype(np.int8))
+    (s_in, z_in), (s_out, z_out) = g.q[n.x[0]], g.q[n.y]
+    m1, s1, m2, s2 = tflm.prelu_params(s_in, s_a, s_out)
+    new.attrs["m"] = (m2, s2, 0)
+    new.t["t"] = g.add_tensor(n.y + ".lut", np.array(tflm.prelu_table(z_in, z_out, m1, s1), np.int8))
+    return new
+
+
+def _div(n, src, g, new):
+    s_out, z_out = g.q[n.y]
+    m, s = tflm.div_params(g.q[n.x[0]][0], g.q[n.x[1]][0], s_out)
+    if s > 22:
+        raise PackError("%s: the int8 quotient's multiplier is above 2**22 (a divisor range far wider "
+                        "than the quotient's)" % n.src)
+    new.attrs["m"] = (m, s)
+    new.t["t"] = g.add_tensor(n.y + ".recip", np.array(tflm.reciprocal_table(), np.int32))
+    new.attrs["clamp"] = tflm.activation_range(n.attrs.get("act"), s_out, z_out)
+    return new
+
+
+def _resize(n, src, g, new):
+    """Nearest: the float graph's indices. Bilinear: TFLM's integer coordinates for the TFLite
+    flags the ONNX mode maps to."""
+    if n.attrs.get("interp") != "bilinear":
+        new.t["t"] = g.add_tensor(n.t["t"], src.tensors[n.t["t"]])
+        return new
+    flags = getattr(n, "tflite_flags", None)
+    if flags is None:
+        raise PackError("%s: an int8 bilinear resize needs a coordinate mode TFLite has" % n.src)
+    table = tflm.resize_table(g.shapes[n.x[0]], n.attrs["size"], True, flags[0], flags[1], integer=True)
+    new.t["t"] = g.add_tensor(n.t["t"], table)
+    return new
+
+
+def _layernorm(n, src, g, new):
+    """dequantize, the float layernorm, quantize."""
+    xf, yf = n.x[0] + ".f", n.y + ".f"
+    g.shapes[xf] = g.shapes[yf] = g.shapes[n.y]
+    new = Node("layernorm", [xf], yf, n.src, **dict(n.attrs))
+    for key, name in n.t.items():
+        new.t[key] = name
+        g.tensors[name] = src.tensors[name]
+    return [Node("dequantize", n.x, xf, n.src), new, Node("quantize", [yf], n.y, n.src)]
+
+
+_ELEM = {"hardswish": _hardswish, "hardsigmoid": _float_lut, "gelu": _float_lut, "minimum": _minmax,
+         "maximum": _minmax, "prelu": _prelu, "div": _div, "resize": _resize, "layernorm": _layernorm}

@@ -95,7 +95,7 @@ class Graph:
             lines.append(" ".join(parts))
         for n in self.nodes:
             parts = [n.op, "x=" + ",".join(names[v] for v in n.x), "y=" + names[n.y]]
-            for key in ("w", "b", "m", "t"):
+            for key in ("w", "r", "b", "m", "t"):
                 if key in n.t:
                     parts.append("%s=%s" % (key, n.t[key]))
             for key, v in n.attrs.items():
@@ -128,13 +128,14 @@ class Graph:
         try:
             m = Model(text)
         except ContainerError as e:
-            raise PackError(str(e))
+            raise PackError(self._source(str(e)))
         declared = {vnames[k]: v for k, v in self.shapes.items() if k in vnames}
+        src = {vnames[n.y]: n.src for n in self.nodes if n.src}
         for v in m.values:  # a model file's own shapes must be what its ops compute
             want = declared.get(v.name)
             if want is not None and tuple(want) != tuple(v.shape):
-                raise PackError("graph: value %s is declared %s but its op computes %s"
-                                % (v.name, tuple(want), tuple(v.shape)))
+                raise PackError("%s: its output is declared %s but the op computes %s"
+                                % (src.get(v.name, "graph: value " + v.name), tuple(want), tuple(v.shape)))
         names = m.names()
         for pname, p in m.named_params():
             t = names[pname]
@@ -144,6 +145,18 @@ class Graph:
                 raise PackError("graph: tensor %r has shape %s, the op needs %s"
                                 % (t, tuple(self.tensors[t].shape), tuple(p.shape)))
         return m
+
+
+    def _source(self, msg):
+        """A graph error as its source node's (`graph line N: ...` -> that node's `src: ...`):
+        the refusal names the model's op, not a line of a description the user never saw."""
+        import re
+
+        m = re.match(r"graph line (\d+): (.*)", msg)
+        i = int(m.group(1)) - 1 - len(self.inputs) if m else -1
+        if 0 <= i < len(self.nodes) and self.nodes[i].src:
+            return "%s: %s" % (self.nodes[i].src, m.group(2))
+        return msg
 
 
 def _ints(v):

@@ -8,8 +8,16 @@ What it does to the graph, so the board runs fewer, simpler ops:
 - Relu and Clip(0, 6) are fused into the op before them; a zero Pad into the next conv;
 - NCHW becomes NHWC: conv weights are stored OHWI ([1, kh, kw, C] for depthwise), Gemm/MatMul
   weights [out, in]; a Flatten of C, H, W keeps torch's element order (reshape order=chw);
-  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does).
-Anything else raises PackError naming the node and its op: the board could not run it."""
+  the input keeps its layout (layout=chw: the board takes C, H, W data as torch does);
+  1-D (N, C, L) values are H=1 images (1, L, C); Reshape, Squeeze, Unsqueeze, Transpose, Slice
+  and Concat map torch's axes to the stored ones (a copy only where the element order changes);
+- reductions over any axes become mean / maxpool (after a transpose when the reduced axes are
+  not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling;
+- HardSwish, HardSigmoid, Gelu, PRelu, Min, Max, Div of two activations, Resize (nearest and
+  linear: ONNX's coordinate modes computed into the op's table) and LayerNormalization become
+  the graph's ops of those names.
+Every node's op is checked before any is translated; anything the board cannot run raises
+PackError naming the node and its op."""
 import math
 import os
 
@@ -17,11 +25,12 @@ import numpy as np
 
 from .container import PackError
 from .ir import Graph, Node
+from .onnx_seq import SequenceOps
 
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
              "Identity", "Flatten", "Expand", "Equal", "Where", "ReduceProd", "Neg", "Sqrt"}
-_ACT_FUSE = ("conv2d", "depthwise", "linear", "add")
+_ACT_FUSE = ("conv2d", "depthwise", "linear", "add", "sub", "tconv")
 
 
 def _first_line(e):
@@ -76,7 +85,7 @@ def from_onnx(model):
         raise PackError("%s: cannot read the graph: %s" % (where, _first_line(e)))
 
 
-class _Importer:
+class _Importer(SequenceOps):
     def __init__(self, model):
         from onnx import numpy_helper
 
@@ -90,7 +99,8 @@ class _Importer:
                 self.dims[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         self.ir = Graph()
         self.alias = {}  # ONNX value -> the value that holds it (Identity, Dropout)
-        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D)
+        self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
+        self.seq = {}  # ONNX value -> (ONNX shape, T axis, F axis) of a sequence (host_tools/onnx_seq.py)
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
         self.uses = {}
         for n in g.node:
@@ -101,21 +111,29 @@ class _Importer:
 
     def run(self):
         g = self.model.graph
+        seqs = self.seq_inputs()
         for inp in g.input:
             if inp.name in self.consts:
+                continue
+            if inp.name in seqs:
+                self.seq_input(inp, self.dims.get(inp.name) or [], seqs[inp.name])
                 continue
             self._input(inp)
         if not self.ir.inputs:
             raise PackError("ONNX graph: no input (every graph input is an initializer)")
+        self._check_ops()
         for node in g.node:
-            self.node = node
-            self.what = "ONNX node %r (%s)" % (node.name or node.output[0], node.op_type)
+            self._at(node)
             if self._fold(node):
                 continue
-            fn = getattr(self, "op_" + node.op_type, None)
-            if fn is None:
-                raise self.err("op not supported by the graph runner")
-            fn(self._attrs(node))
+            try:
+                # a sequence's shape ops (host_tools/onnx_seq.py) or the op's translation
+                f = getattr(self, "seq_" + node.op_type, None) if node.input and self.is_seq() else None
+                (f or getattr(self, "op_" + node.op_type))(self._attrs(node))
+            except (PackError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # a form the translation did not foresee: still this node's refusal
+                raise self.err("cannot translate it: %s" % _first_line(e))
         for o in g.output:
             name = self.alias.get(o.name, o.name)
             if name in self.consts:
@@ -138,7 +156,18 @@ class _Importer:
         return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def _fold(self, node):
-        """Evaluate a node whose inputs are all constants; True if it was."""
+        """Evaluate a node whose inputs are all constants (or the Shape of a value whose shape
+        is static); True if it was."""
+        if node.op_type == "Shape" and node.input[0] not in self.consts:
+            dims = self.dims.get(self.alias.get(node.input[0], node.input[0])) or self.dims.get(node.input[0])
+            info = self.seq.get(node.input[0])
+            if info is not None:
+                dims = list(info[0])
+            if not dims or any(d is None or d <= 0 for d in dims):
+                return False
+            a = self._attrs(node)
+            self.consts[node.output[0]] = np.array(dims[a.get("start", 0): a.get("end", len(dims))], np.int64)
+            return True
         if node.op_type not in _FOLDABLE or not all(i == "" or i in self.consts for i in node.input):
             return False
         if node.op_type in ("Mul", "Add", "Sub", "Div") and not node.input:
@@ -180,7 +209,7 @@ class _Importer:
         name = self.node.input[i]
         name = self.alias.get(name, name)
         if name in self.consts:
-            raise self.err("input %d is a constant where an activation is expected" % i)
+            raise self.err("input %r is a constant where an activation is expected" % name)
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
         if name not in self.ir.shapes:
@@ -325,7 +354,7 @@ class _Importer:
     def _affine(self, x, scale, shift, y):
         """y = x * scale + shift per channel: folded into the producing conv/linear when it
         can be, else a 1x1 depthwise conv (the per-channel affine op)."""
-        p = self.fusable(x, ("conv2d", "depthwise", "linear"))
+        p = self.fusable(x, ("conv2d", "depthwise", "linear", "tconv"))
         c = self.ir.shapes[x][-1]
         scale = np.broadcast_to(np.asarray(scale, np.float64).reshape(-1), (c,))
         shift = np.broadcast_to(np.asarray(shift, np.float64).reshape(-1), (c,))
@@ -422,7 +451,7 @@ class _Importer:
                 pass
             else:
                 raise self.err("input of shape %s, the weight takes %d features (flatten first)"
-                               % (self.ir.shapes[x], n_in))
+                               % ((1,) + self._torch_shape(x), n_in))
         tensors = {"w": (wname, w.astype(np.float32))}
         if bias is not None:
             bias = np.broadcast_to(bias.reshape(-1), (n_out,))
@@ -441,7 +470,7 @@ class _Importer:
             s = s[1:]
         if kind == "nchw" and len(s) == 3 and s[0] == c and s[1] == s[2] == 1:
             return arr.reshape(-1)
-        if kind == "nf" and s == [c]:
+        if kind == "nf" and s == [c] or kind == "ncl" and s == [c, 1]:
             return arr.reshape(-1)
         return None
 
@@ -469,13 +498,12 @@ class _Importer:
             if op == "Add":
                 return self._affine(x, np.ones_like(c), c, self.out())
             return self._affine(x, c, np.zeros_like(c), self.out())
-        if op not in ("Add", "Mul"):
+        if op not in ("Add", "Mul", "Sub"):
             raise self.err("%s of two activations is not supported" % op)
         a, b = self.x(0), self.x(1)
-        sa, sb = self.ir.shapes[a], self.ir.shapes[b]
-        if sa != sb and not (len(sb) == 1 and sb[0] == sa[-1]) and not (len(sa) == 1 and sa[0] == sb[-1]):
-            raise self.err("shapes %s and %s: equal, or one per channel" % (sa, sb))
-        big = a if len(sa) >= len(sb) else b
+        if self._torch_shape(a) != self._torch_shape(b):
+            a, b = self._broadcast(op, a, b)
+        big = a if _size(self.ir.shapes[a]) >= _size(self.ir.shapes[b]) else b
         self.emit(op.lower(), [a, b], self.out(), self.ir.shapes[big], self.kind[big])
 
     def op_Add(self, a):
@@ -488,6 +516,8 @@ class _Importer:
         self._binary("Sub")
 
     def op_Div(self, a):
+        if not any(self.alias.get(i, i) in self.consts for i in self.node.input):
+            return self._divide()  # two activations: TFLite's DIV
         self._binary("Div")
 
     def _pool(self, op, a, avg):
@@ -504,16 +534,26 @@ class _Importer:
         pads = self._pads(a, [w] if one_d else [h, w], k, strides, dil)
         if one_d:
             k, strides, pads = [1] + k, [1] + strides, [0, pads[0], 0, pads[1]]
+        # ceil_mode: the windows that start inside the input or its padding (torch's and ONNX's
+        # rule) get the last rows/columns; they reach into extra padding, which pooling skips
+        extra = [0, 0]
+        if a.get("ceil_mode", 0):
+            for i, n in enumerate((h, w)):
+                span = n + pads[i] + pads[i + 2] - k[i]
+                out = -(-span // strides[i]) + 1
+                if (out - 1) * strides[i] >= n + pads[i]:
+                    out -= 1
+                extra[i] = max(0, (out - 1) * strides[i] + k[i] - (n + pads[i] + pads[i + 2]))
         if avg and a.get("count_include_pad", 0) and any(pads):
-            raise self.err("count_include_pad=1 with padding is not supported (the board averages "
-                           "over the in-bounds elements, as TFLite does)")
+            # the padded zeros count in the divisor: an explicit zero pad, then pooling over it
+            # (TFLite's form: PAD then AVERAGE_POOL_2D; int8 pads with the zero point)
+            padded = self.out() + ".pad"
+            self.emit("pad", [x], padded, (h + pads[0] + pads[2], w + pads[1] + pads[3], c), self.kind[x],
+                      pad=tuple(pads))
+            x, h, w, pads = padded, h + pads[0] + pads[2], w + pads[1] + pads[3], [0, 0, 0, 0]
+        pads = [pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1]]
         oh = (h + pads[0] + pads[2] - k[0]) // strides[0] + 1
         ow = (w + pads[1] + pads[3] - k[1]) // strides[1] + 1
-        if a.get("ceil_mode", 0):
-            oh2 = -(-(h + pads[0] + pads[2] - k[0]) // strides[0]) + 1
-            ow2 = -(-(w + pads[1] + pads[3] - k[1]) // strides[1]) + 1
-            if (oh2, ow2) != (oh, ow):
-                raise self.err("ceil_mode=1 changes the output size here; it is not supported")
         self.emit(op, [x], self.out(), (oh, ow, c), self.kind[x], k=k, stride=strides,
                   pad=pads if any(pads) else None)
 
@@ -526,66 +566,549 @@ class _Importer:
         self._pool("avgpool", a, True)
 
     def op_GlobalAveragePool(self, a):
-        x = self.x()
-        if self.kind[x] != "nchw":
-            raise self.err("needs an (N, C, H, W) input")
-        c = self.ir.shapes[x][-1]
-        self.emit("mean", [x], self.out(), (1, 1, c), "nchw")
+        self._reduce("mean", "spatial", 1)
+
+    def op_GlobalMaxPool(self, a):
+        self._reduce("max", "spatial", 1)
 
     def op_ReduceMean(self, a):
-        x = self.x()
-        axes = a.get("axes")
-        if axes is None and len(self.node.input) > 1:
-            axes = self.const(1, "axes")
-        axes = sorted(int(i) % 4 for i in np.asarray(axes).reshape(-1)) if axes is not None else None
-        if self.kind[x] != "nchw" or axes != [2, 3]:
-            raise self.err("only the mean over H and W of an (N, C, H, W) value is supported")
-        c = self.ir.shapes[x][-1]
-        if a.get("keepdims", 1):
-            self.emit("mean", [x], self.out(), (1, 1, c), "nchw")
-        else:
-            mid = self.out() + ".hw"
-            self.emit("mean", [x], mid, (1, 1, c), "nchw")
-            self.emit("reshape", [mid], self.out(), (c,), "nf", shape=(c,))
+        self._reduce("mean", self._axes(a), a.get("keepdims", 1))
+
+    def op_ReduceMax(self, a):
+        self._reduce("max", self._axes(a), a.get("keepdims", 1))
 
     def _flatten(self, x):
-        shape = self.ir.shapes[x]
-        n = int(np.prod(shape))
-        order = None
-        if self.kind[x] in ("nchw", "ncl") and shape[-1] > 1 and shape[0] * shape[1] > 1:
-            order = "chw"  # torch's flatten of NCHW: the board stores H, W, C
-        self.emit("reshape", [x], self.out(), (n,), "nf", shape=(n,), order=order)
+        self._to_shape(x, (int(np.prod(self.ir.shapes[x])),), self.out())
 
     def op_Flatten(self, a):
-        if a.get("axis", 1) != 1:
-            raise self.err("only axis=1 is supported")
-        self._flatten(self.x())
+        if self.is_seq():
+            if a.get("axis", 1) != 1:
+                raise self.err("a sequence's flatten: only axis=1 is supported")
+            return self.seq_flatten()
+        x = self.x()
+        dims = (1,) + self._torch_shape(x)
+        axis = a.get("axis", 1) % len(dims)
+        if int(np.prod(dims[:axis])) != 1:
+            raise self.err("flattening into %d rows: only a flatten after the batch dimension is supported"
+                           % int(np.prod(dims[:axis])))
+        self._flatten(x)
 
     def op_Reshape(self, a):
+        if self.is_seq():
+            return self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
         x = self.x()
         target = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
-        n = int(np.prod(self.ir.shapes[x]))
-        if len(target) == 2 and target[0] in (1, -1, 0) and target[1] in (-1, n) or target in ([n], [-1]):
+        dims = (1,) + self._torch_shape(x)
+        n = int(np.prod(dims))
+        if not a.get("allowzero", 0):
+            target = [dims[i] if v == 0 and i < len(dims) else v for i, v in enumerate(target)]
+        if target.count(-1) == 1:
+            rest = int(np.prod([v for v in target if v != -1]))
+            target[target.index(-1)] = n // rest if rest and n % rest == 0 else 0
+        if int(np.prod(target)) != n or min(target) < 1:
+            raise self.err("cannot reshape %s to %s" % (list(dims), target))
+        if len(target) == 1:  # the batch folded in: one row of every element
             return self._flatten(x)
-        if self.kind[x] == "nf" and len(target) == 2 and target[1] in (-1, n):
-            self.alias[self.out()] = x
-            return
-        raise self.err("only a reshape to (batch, features) is supported, not %s" % target)
+        if target[0] != 1:
+            raise self.err("a reshape to %s moves elements into the batch dimension (the board runs batch 1)"
+                           % target)
+        self._to_shape(x, tuple(target[1:]), self.out())
 
     def op_Softmax(self, a):
         x = self.x()
-        axis = a.get("axis", -1)
+        rank = len(self._torch_shape(x)) + 1
+        axis = a.get("axis", -1) % rank
         kind = self.kind[x]
-        if not (kind == "nf" and axis in (1, -1) or kind == "nchw" and axis == 1):
-            raise self.err("softmax over axis %s of a %s value is not supported" % (axis, kind))
+        if axis != 1:  # the channels (stored last), or a vector's elements
+            raise self.err("softmax over axis %d of a %s value (only over axis 1, the channels)"
+                           % (axis, (1,) + self._torch_shape(x)))
         self.emit("softmax", [x], self.out(), self.ir.shapes[x], kind)
 
     def op_Concat(self, a):
         names = [self.x(i) for i in range(len(self.node.input))]
         kinds = {self.kind[n] for n in names}
-        axis = a.get("axis")
-        if len(kinds) != 1 or axis not in (1, -3 if "nchw" in kinds else -1, -1 if "nf" in kinds else 1):
-            raise self.err("only concatenation along the channels is supported")
         shapes = [self.ir.shapes[n] for n in names]
-        total = sum(s[-1] for s in shapes)
-        self.emit("concat", names, self.out(), shapes[0][:-1] + (total,), kinds.pop())
+        if len(kinds) != 1 or len({len(s) for s in shapes}) != 1:
+            raise self.err("inputs of different ranks %s" % [self._torch_shape(n) for n in names])
+        kind = kinds.pop()
+        rank = len(self._torch_shape(names[0])) + 1
+        axis = a.get("axis", 1) % rank
+        if axis == 0:
+            raise self.err("concatenation along the batch dimension (the board runs batch 1)")
+        at = _STORAGE_AXIS[rank][axis]  # the axis of the stored (H, W, C) value
+        for s in shapes:
+            if [d for i, d in enumerate(s) if i != at] != [d for i, d in enumerate(shapes[0]) if i != at]:
+                raise self.err("inputs %s differ outside the axis" % [self._torch_shape(n) for n in names])
+        out = list(shapes[0])
+        out[at] = sum(s[at] for s in shapes)
+        self.emit("concat", names, self.out(), tuple(out), kind, axis=at if at != len(out) - 1 else None)
+
+    # --- whole-graph checks, layouts, reductions -------------------------------------------
+
+    def _at(self, node):
+        self.node = node
+        self.what = "ONNX node %r (%s)" % (node.name or node.output[0], node.op_type)
+
+    def _check_ops(self):
+        """Every node an op the importer translates (or a constant expression it evaluates),
+        before any is translated: a refusal names the op that cannot run, not one in front of
+        it whose output it would have read."""
+        known = set(self.consts)
+        for node in self.model.graph.node:
+            ins = [i for i in node.input if i]
+            if node.op_type == "Constant" or node.op_type == "Shape" or (
+                    node.op_type in _FOLDABLE and ins and all(i in known for i in ins)):
+                known.update(node.output)  # (a Shape of an activation: its static shape)
+            elif not hasattr(self, "op_" + node.op_type):
+                self._at(node)
+                raise self.err("op not supported by the graph runner")
+
+    def _torch_shape(self, x):
+        """Value x's shape as torch sees it, without the batch: (C, H, W), (C, L) or (N,)."""
+        s = self.ir.shapes[x]
+        kind = self.kind[x]
+        if kind == "nchw":
+            return (s[2], s[0], s[1])
+        if kind == "ncl":
+            return (s[2], s[1])
+        return tuple(s)
+
+    def op_Shape(self, a):
+        dims = np.array((1,) + self._torch_shape(self.x()), np.int64)
+        start, end = a.get("start", 0), a.get("end")
+        self.consts[self.out()] = dims[start:end]
+
+    def _axes(self, a):
+        """The axes of a reduction (attribute, or constant input 1: opset 18); None for all."""
+        axes = a.get("axes")
+        if axes is None and len(self.node.input) > 1 and self.node.input[1]:
+            axes = self.const(1, "axes")
+        if axes is not None and np.asarray(axes).size == 0:
+            axes = None
+        if axes is None and a.get("noop_with_empty_axes", 0):
+            raise self.err("a reduction over no axes (noop_with_empty_axes) is not supported")
+        return axes
+
+    def _to_shape(self, x, target, y):
+        """Make value y: x with torch shape `target` (without the batch), torch's element
+        order kept. Values are stored channels last, so a reshape moves no byte when both
+        shapes put the channels alike (same C, or a value with one channel or one pixel);
+        otherwise the elements are read out in torch's order (reshape order=chw), and put
+        back channels last with a transpose."""
+        src = self._torch_shape(x)
+        if int(np.prod(src)) != int(np.prod(target)):
+            raise self.err("cannot reshape %s to %s" % (list(src), list(target)))
+        if not 1 <= len(target) <= 3:
+            raise self.err("a value of %d dimensions after the batch (the board runs at most 3)" % len(target))
+        kind = _KIND[len(target)]
+        store = _stored(target)
+
+        def plain(t):  # torch's flat order is the stored order
+            return len(t) == 1 or t[0] == 1 or int(np.prod(t[1:])) == 1
+
+        if not (plain(src) and plain(target) or len(src) > 1 and len(target) > 1 and src[0] == target[0]):
+            n = int(np.prod(src))
+            if not plain(src):
+                self.emit("reshape", [x], y + ".flat", (n,), "nf", shape=(n,), order="chw")
+                x = y + ".flat"
+            if not plain(target):  # C, S in torch's order -> S, C
+                c, hw = target[0], n // target[0]
+                self.emit("reshape", [x], y + ".cs", (1, c, hw), "ncl", shape=(1, c, hw))
+                self.emit("transpose", [y + ".cs"], y + ".sc", (1, hw, c), "ncl", perm=(0, 2, 1))
+                x = y + ".sc"
+        if tuple(self.ir.shapes[x]) == store and self.kind[x] == kind and x not in [i[0] for i in self.ir.inputs]:
+            self.alias[y] = x
+            return
+        self.emit("reshape", [x], y, store, kind, shape=store)
+
+    def op_Squeeze(self, a):
+        x = self.x()
+        dims = (1,) + self._torch_shape(x)
+        axes = a.get("axes")
+        if axes is None and len(self.node.input) > 1 and self.node.input[1]:
+            axes = self.const(1, "axes")
+        if axes is None:
+            axes = [i for i in range(1, len(dims)) if dims[i] == 1]
+        axes = {int(i) % len(dims) for i in np.asarray(axes).reshape(-1)}
+        if 0 in axes:
+            raise self.err("squeezing the batch dimension is not supported")
+        if any(dims[i] != 1 for i in axes):
+            raise self.err("squeezing an axis of size > 1")
+        self._to_shape(x, tuple(d for i, d in enumerate(dims) if i not in axes and i), self.out())
+
+    def op_Unsqueeze(self, a):
+        x = self.x()
+        dims = list((1,) + self._torch_shape(x))
+        axes = a.get("axes")
+        if axes is None:
+            axes = self.const(1, "axes")
+        axes = [int(i) for i in np.asarray(axes).reshape(-1)]
+        rank = len(dims) + len(axes)
+        for i in sorted(v % rank for v in axes):
+            dims.insert(i, 1)
+        if 0 in [v % rank for v in axes]:
+            raise self.err("unsqueezing in front of the batch dimension is not supported")
+        self._to_shape(x, tuple(dims[1:]), self.out())
+
+    def op_Transpose(self, a):
+        x = self.x()
+        src = self._torch_shape(x)
+        rank = len(src) + 1
+        perm = [int(v) for v in a.get("perm", list(range(rank))[::-1])]
+        if sorted(perm) != list(range(rank)) or perm[0] != 0:
+            raise self.err("a transpose that moves the batch dimension (perm %s)" % perm)
+        target = tuple(src[p - 1] for p in perm[1:])
+        axis = _STORAGE_AXIS[rank]
+        store = _stored(target)
+        # stored axis j of the output holds torch axis t of the output: input torch axis perm[t]
+        out_axes = {v: k for k, v in _STORAGE_AXIS[rank].items()}
+        sperm = tuple(axis[perm[out_axes[j]]] if j in out_axes else j for j in range(len(store)))
+        if sperm == tuple(range(len(store))):
+            self.alias[self.out()] = x
+            return
+        self.emit("transpose", [x], self.out(), store, _KIND[len(target)], perm=sperm)
+
+    def op_Slice(self, a):
+        x = self.x()
+        src = self._torch_shape(x)
+        rank = len(src) + 1
+        dims = (1,) + src
+        starts, ends = a.get("starts"), a.get("ends")
+        axes, steps = a.get("axes"), None
+        if starts is None:
+            starts, ends = self.const(1, "starts"), self.const(2, "ends")
+            axes, steps = self.const(3, "axes"), self.const(4, "steps")
+        starts = [int(v) for v in np.asarray(starts).reshape(-1)]
+        ends = [int(v) for v in np.asarray(ends).reshape(-1)]
+        axes = list(range(len(starts))) if axes is None else [int(v) % rank for v in np.asarray(axes).reshape(-1)]
+        steps = [1] * len(starts) if steps is None else [int(v) for v in np.asarray(steps).reshape(-1)]
+        store = list(self.ir.shapes[x])
+        begin, end, stride = [0] * len(store), list(store), [1] * len(store)
+        for ax, b, e, st in zip(axes, starts, ends, steps):
+            n = dims[ax]
+            if st < 1:
+                raise self.err("a slice with step %d (only positive steps are supported)" % st)
+            b = min(max(b + n if b < 0 else b, 0), n)
+            e = min(max(e + n if e < 0 else e, 0), n)
+            if e <= b:
+                raise self.err("an empty slice of axis %d" % ax)
+            if ax == 0:
+                continue  # the batch of one: [0:1]
+            j = _STORAGE_AXIS[rank][ax]
+            begin[j], end[j], stride[j] = b, e, st
+        shape = tuple((e - b + st - 1) // st for b, e, st in zip(begin, end, stride))
+        if shape == tuple(store):
+            self.alias[self.out()] = x
+            return
+        self.emit("slice", [x], self.out(), shape, self.kind[x], begin=tuple(begin), end=tuple(end),
+                  stride=tuple(stride) if any(v != 1 for v in stride) else None)
+
+    def _reduce(self, op, axes, keep):
+        """Mean or max over torch axes of a value (None: every axis after the batch;
+        "spatial": those after the channels). Over H and W of an image: `mean`, or `maxpool`
+        over the whole image. Over other axes: the reduced axes brought first (a transpose
+        when they are not), the value seen as (R, 1, K) (a reshape: no copy), then the same
+        over its R rows: TFLM's MEAN arithmetic (which depends on the count only); a max keeps
+        its input's quantization, as TFLite's REDUCE_MAX does."""
+        x = self.x()
+        src = self._torch_shape(x)
+        rank = len(src) + 1
+        if axes is None or isinstance(axes, str):
+            axes = list(range(1 if axes is None else 2, rank))
+        axes = sorted({int(i) % rank for i in np.asarray(axes).reshape(-1)} - {0})
+        y = self.out()
+        vector = len(self.ir.shapes[x]) == 1
+        store = (self.ir.shapes[x][0], 1, 1) if vector else self.ir.shapes[x]
+        red = {0} if vector else {_STORAGE_AXIS[rank][ax] for ax in axes}
+        red |= {j for j in range(3) if store[j] == 1}  # (an axis of one element is its own reduction)
+        kept = [j for j in range(3) if j not in red]
+        r = int(np.prod([store[j] for j in red]))
+        keep_store = (1,) if vector else tuple(1 if j in red else store[j] for j in range(3))
+        mid = y if keep else y + ".keep"  # the result with the reduced axes kept (size 1)
+        if r == 1:
+            mid = x
+        elif red == {0, 1} and not vector:
+            self._reduce_op(op, x, mid, store)
+        else:
+            v = x
+            order = sorted(red) + kept
+            if vector:
+                self.emit("reshape", [v], y + ".rk", store, self.kind[x], shape=store)
+                v = y + ".rk"
+            elif order != [0, 1, 2]:
+                self.emit("transpose", [v], y + ".t", tuple(store[j] for j in order), self.kind[x],
+                          perm=tuple(order))
+                v = y + ".t"
+            k = int(np.prod([store[j] for j in kept]))
+            if self.ir.shapes[v] != (r, 1, k):
+                self.emit("reshape", [v], y + ".rk", (r, 1, k), self.kind[x], shape=(r, 1, k))
+                v = y + ".rk"
+            self._reduce_op(op, v, y + ".r", (r, 1, k))
+            self.emit("reshape", [y + ".r"], mid, keep_store, self.kind[x], shape=keep_store)
+        if not keep:
+            self._to_shape(mid, tuple(d for i, d in enumerate(src) if i + 1 not in axes) or (1,), y)
+        elif mid != y:
+            self.alias[y] = mid
+
+    def _reduce_op(self, op, x, y, store):
+        """mean / max over the first two axes of an (H, W, C) value: (1, 1, C)."""
+        if op == "mean":
+            self.emit("mean", [x], y, (1, 1, store[2]), self.kind[x])
+        else:
+            self.emit("maxpool", [x], y, (1, 1, store[2]), self.kind[x], k=(store[0], store[1]))
+
+    def _broadcast(self, op, a, b):
+        """Two activations of different shapes (ONNX's broadcasting: shapes aligned from the
+        right) as the board's binary ops take them: one of shape (1, C, 1, 1) or (1, C, 1)
+        over the channels of the other (the kernels repeat it every C elements); one of shape
+        (1, 1, H, W) (a spatial gate) over the channels of an image: made C channels first (a
+        concat of C copies)."""
+        for big, small in ((a, b), (b, a)):
+            full, part = (1,) + self._torch_shape(big), (1,) + self._torch_shape(small)
+            if len(part) > len(full) or len(full) < 3:
+                continue
+            part = (1,) * (len(full) - len(part)) + part
+            if part[1] == full[1] and _size(part) == full[1]:  # one value per channel
+                if op == "Sub" and small == a:
+                    raise self.err("%s minus %s: the board subtracts a per-channel second input only"
+                                   % (self._torch_shape(a), self._torch_shape(b)))
+                return a, b
+            if len(full) == 4 and self.kind[small] == "nchw" and part[1] == 1 and part[2:] == full[2:]:
+                tiled = small + ".x%d" % full[1]
+                if tiled not in self.ir.shapes:
+                    self.emit("concat", [small] * full[1], tiled, self.ir.shapes[big], "nchw")
+                return (big, tiled) if big == a else (tiled, big)
+        raise self.err("shapes %s and %s: equal, or one per channel or per pixel of the other"
+                       % ((1,) + self._torch_shape(a), (1,) + self._torch_shape(b)))
+
+    def op_ConvTranspose(self, a):
+        """ConvTranspose (torch's ConvTranspose1d/2d, groups 1, no dilation) as tconv: input
+        pixel (iy, ix) adds into output pixel (iy s + ky - pad_top, ...); the end pads and
+        output_padding only set the output size."""
+        x = self.x()
+        w = self.const(1, "the weight")
+        b = self.const(2, "the bias")
+        if w is None or w.ndim not in (3, 4):
+            raise self.err("needs a 3-D or 4-D weight initializer")
+        one_d = w.ndim == 3
+        if one_d:
+            w = w[:, :, None, :]
+        cin, o, kh, kw = w.shape
+        h, wd, c = self.ir.shapes[x]
+        if a.get("group", 1) != 1:
+            raise self.err("grouped transposed convolution (group=%d) is not supported" % a.get("group"))
+        if cin != c:
+            raise self.err("weight for %d input channels, the input has %d" % (cin, c))
+        n = 1 if one_d else 2
+        if any(d != 1 for d in a.get("dilations", [1] * n)):
+            raise self.err("dilated transposed convolution is not supported")
+        auto = a.get("auto_pad", b"NOTSET")
+        if (auto.decode() if isinstance(auto, bytes) else auto) != "NOTSET" or "output_shape" in a:
+            raise self.err("auto_pad and output_shape are not supported (pads and output_padding are)")
+        strides = list(a.get("strides", [1] * n))
+        pads = list(a.get("pads", [0] * (2 * n)))
+        opad = list(a.get("output_padding", [0] * n))
+        if one_d:
+            strides, pads, opad = [1] + strides, [0, pads[0], 0, pads[1]], [0] + opad
+        if pads[0] >= kh or pads[1] >= kw:
+            raise self.err("padding %s as large as the kernel %dx%d is not supported" % (pads, kh, kw))
+        oh = (h - 1) * strides[0] - pads[0] - pads[2] + kh + opad[0]
+        ow = (wd - 1) * strides[1] - pads[1] - pads[3] + kw + opad[1]
+        if oh < 1 or ow < 1:
+            raise self.err("an empty output (%d x %d)" % (oh, ow))
+        tensors = {"w": (self.node.input[1], w.transpose(1, 2, 3, 0).astype(np.float32))}  # -> OHWI
+        if b is not None:
+            tensors["b"] = (self.node.input[2], b.astype(np.float32))
+        self.emit("tconv", [x], self.out(), (oh, ow, o), self.kind[x], tensors, out=o, k=(kh, kw),
+                  size=(oh, ow), stride=strides if strides != [1, 1] else None,
+                  pad=(pads[0], pads[1]) if pads[0] or pads[1] else None)
+
+    # --- elementwise ops, resize, layernorm -------------------------------------------------
+
+    def op_HardSwish(self, a):
+        self._activation(None, "hardswish")
+
+    def op_HardSigmoid(self, a):
+        self._activation(None, "hardsigmoid", alpha=float(a.get("alpha", 0.2)), beta=float(a.get("beta", 0.5)))
+
+    def op_Gelu(self, a):
+        approx = a.get("approximate", b"none")
+        approx = approx.decode() if isinstance(approx, bytes) else approx
+        if approx not in ("none", "tanh"):
+            raise self.err("approximate=%s is not supported" % approx)
+        self._activation(None, "gelu", approx="tanh" if approx == "tanh" else None)
+
+    def op_PRelu(self, a):
+        x = self.x(0)
+        slope = self._per_channel(self.const(1, "the slope"), x)
+        if slope is None:
+            raise self.err("the slope must be one value or one per channel")
+        self.emit("prelu", [x], self.out(), self.ir.shapes[x], self.kind[x],
+                  {"w": (self.node.input[1], slope.astype(np.float32))})
+
+    def _minmax(self, op):
+        names = [self.alias.get(i, i) for i in self.node.input]
+        if len(names) != 2:
+            raise self.err("takes two inputs")
+        if all(n in self.consts for n in names):
+            raise self.err("constant expression not folded")
+        xi = 1 if names[0] in self.consts else 0
+        x = self.x(xi)
+        if names[1 - xi] in self.consts:
+            c = np.asarray(self.consts[names[1 - xi]], np.float64)
+            per = np.full(1, float(c.reshape(-1)[0])) if c.size == 1 else self._per_channel(c, x)
+            if per is None:
+                raise self.err("a constant operand must be a scalar or one value per channel")
+            self.emit(op, [x], self.out(), self.ir.shapes[x], self.kind[x],
+                      {"t": (names[1 - xi], per.astype(np.float32))}, shape=(1,) if per.size == 1 else None)
+            return
+        b = self.x(1 - xi)
+        if int(np.prod(self.ir.shapes[x])) < int(np.prod(self.ir.shapes[b])):
+            x, b = b, x
+        self._repeats(x, b)
+        self.emit(op, [x, b], self.out(), self.ir.shapes[x], self.kind[x])
+
+    def _repeats(self, x, b):
+        """Value b has x's shape, one element, or one per channel of x in torch's broadcasting
+        ((1, C, 1, 1) over (1, C, H, W), (1, C, 1) over (1, C, L)): what the op repeats."""
+        sx, sb = self.ir.shapes[x], self.ir.shapes[b]
+        if sx == sb or int(np.prod(sb)) == 1 or (
+                self.kind[x] == self.kind[b] and self.kind[x] in ("nchw", "ncl") and sb == (1, 1, sx[-1])):
+            return
+        raise self.err("shapes %s and %s: equal, one element, or one per channel"
+                       % (self._torch_shape(x), self._torch_shape(b)))
+
+    def op_Min(self, a):
+        self._minmax("minimum")
+
+    def op_Max(self, a):
+        self._minmax("maximum")
+
+    def _divide(self):
+        x, b = self.x(0), self.x(1)
+        self._repeats(x, b)  # (the divisor only)
+        self.emit("div", [x, b], self.out(), self.ir.shapes[x], self.kind[x])
+
+    def op_Resize(self, a):
+        x = self.x(0)
+        if self.kind[x] != "nchw":
+            raise self.err("needs an (N, C, H, W) input")
+        h, w, c = self.ir.shapes[x]
+        s = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}
+        mode, coord = s.get("mode", "nearest"), s.get("coordinate_transformation_mode", "half_pixel")
+        if mode not in ("nearest", "linear") or s.get("antialias", 0) or s.get("keep_aspect_ratio_policy",
+                                                                                 "stretch") != "stretch":
+            raise self.err("mode %s%s is not supported (nearest and linear are)"
+                           % (mode, " with antialias" if s.get("antialias", 0) else ""))
+        scales, sizes = self.const(2, "scales"), self.const(3, "sizes")
+        if sizes is not None and np.asarray(sizes).size:
+            oh, ow = (int(v) for v in np.asarray(sizes).reshape(-1)[-2:])
+            fy, fx = oh / h, ow / w
+        elif scales is not None and np.asarray(scales).size == 4:
+            sc = np.asarray(scales, np.float64).reshape(-1)
+            if sc[0] != 1 or sc[1] != 1:
+                raise self.err("only H and W are resized")
+            fy, fx = float(sc[2]), float(sc[3])
+            oh, ow = int(math.floor(h * fy)), int(math.floor(w * fx))
+        else:
+            raise self.err("needs constant scales or sizes")
+        rows = _onnx_coords(oh, h, fy, coord, mode, s.get("nearest_mode", "round_prefer_floor"))
+        cols = _onnx_coords(ow, w, fx, coord, mode, s.get("nearest_mode", "round_prefer_floor"))
+        if rows is None or cols is None:
+            raise self.err("coordinate_transformation_mode %s is not supported" % coord)
+        if mode == "nearest":
+            table = np.array(rows + cols, np.int32)
+        else:
+            from .tflm import table_words
+
+            table = table_words(rows + cols, integer=False)
+        n = self.emit("resize", [x], self.out(), (oh, ow, c), "nchw", {"t": (self.out() + ".coords", table)},
+                      size=(oh, ow), interp="bilinear" if mode == "linear" else None)
+        # the int8 graph takes TFLM's integer coordinates (host_tools/int8.py): TFLite's flags
+        n.tflite_flags = {"align_corners": (True, False), "asymmetric": (False, False), "half_pixel": (False, True),
+                          "pytorch_half_pixel": (False, True)}.get(coord)
+
+    def op_LayerNormalization(self, a):
+        x = self.x(0)
+        gamma = self.const(1, "the scale")
+        beta = self.const(2, "the bias")
+        kind, shape = self.kind[x], self.ir.shapes[x]
+        rank = {"nf": 2, "ncl": 3, "nchw": 4}[kind]
+        axis = a.get("axis", -1) % rank
+        if kind == "nf" and axis == 1:
+            over = "c"
+        elif kind == "ncl" and axis == 2:
+            over = "w"
+        elif kind in ("ncl", "nchw") and axis == 1:
+            over = "all"
+        else:
+            raise self.err("a normalization over axis %d of a %s value is not supported" % (axis, kind))
+        n = int(np.prod(shape)) if over == "all" else (shape[1] if over == "w" else shape[-1])
+
+        def stored(t):  # torch's order (C, L) or (C, H, W) -> the stored order, channels last
+            t = np.asarray(t, np.float32)
+            if over == "all":
+                t = np.broadcast_to(t, self._torch_shape(x))
+                t = t.T if kind == "ncl" else t.transpose(1, 2, 0)
+            return np.ascontiguousarray(np.broadcast_to(t.reshape(-1), (n,)))
+
+        tensors = {"w": (self.node.input[1], stored(gamma))}
+        if beta is not None:
+            tensors["b"] = (self.node.input[2], stored(beta))
+        self.emit("layernorm", [x], self.out(), shape, kind, tensors, eps=float(a.get("epsilon", 1e-5)),
+                  over=over if over != "c" else None)
+
+
+
+_KIND = {1: "nf", 2: "ncl", 3: "nchw"}
+# torch axis (of a value of this rank, the batch included) -> axis of its stored value
+_STORAGE_AXIS = {2: {1: 0}, 3: {1: 2, 2: 1}, 4: {1: 2, 2: 0, 3: 1}}
+
+
+def _stored(torch_shape):
+    """The stored shape of a value of this torch shape (without the batch)."""
+    t = tuple(int(d) for d in torch_shape)
+    if len(t) == 3:
+        return (t[1], t[2], t[0])
+    if len(t) == 2:
+        return (1, t[1], t[0])
+    return t
+
+
+def _size(shape):
+    return int(np.prod(shape))
+
+
+def _onnx_coords(out, size, scale, coord, mode, nearest_mode):
+    """ONNX Resize's source coordinate of each output index along one axis: an index (nearest,
+    rounded by nearest_mode) or (i0, i1, d) (linear, the coordinate clamped to [0, size - 1]
+    as onnxruntime does); None for a coordinate mode without a formula here."""
+    out_list = []
+    for i in range(out):
+        if coord == "half_pixel":
+            v = (i + 0.5) / scale - 0.5
+        elif coord == "pytorch_half_pixel":
+            v = (i + 0.5) / scale - 0.5 if out > 1 else 0.0
+        elif coord == "align_corners":
+            v = i * (size - 1) / (out - 1) if out > 1 else 0.0
+        elif coord == "asymmetric":
+            v = i / scale
+        elif coord == "tf_half_pixel_for_nn" and mode == "nearest":
+            v = (i + 0.5) / scale
+        else:
+            return None
+        if mode == "nearest":
+            if nearest_mode == "floor":
+                j = math.floor(v)
+            elif nearest_mode == "ceil":
+                j = math.ceil(v)
+            elif nearest_mode == "round_prefer_ceil":
+                j = math.floor(v + 0.5)
+            else:  # round_prefer_floor
+                j = math.ceil(v - 0.5)
+            out_list.append(min(max(int(j), 0), size - 1))
+        else:
+            v = min(max(v, 0.0), size - 1.0)
+            i0 = int(math.floor(v))
+            out_list.append((i0, min(i0 + 1, size - 1), v - i0))
+    return out_list

@@ -11,14 +11,18 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize")
 
 
-def run(text, tensors, *inputs):
+def run(text, tensors, *inputs, state=None):
     """Outputs (numpy arrays) of the graph for the inputs, given in each input's layout (C, H, W
     data for layout=chw); each output in its own layout as the runtime's tolist() gives it (H, W,
-    C, or C, H, W for `output ... layout=chw`). tensors: name -> numpy array as stored."""
+    C, or C, H, W for `output ... layout=chw`). tensors: name -> numpy array as stored. state: a
+    dict kept by the caller from one run to the next, holding the state of the ops that keep
+    one (lstm state=keep, svdf) as a board's program does between calls; None: every run
+    starts from the initial state."""
     vals, q, dts, outs = {}, {}, {}, []
+    state = {} if state is None else state
     k = 0
     for _, op, kv in parse(text):
         if op == "input":
@@ -40,19 +44,26 @@ def run(text, tensors, *inputs):
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
         kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
-        y = _OPS[op](ins, kv, qin, tensors)
+        if op in _STATEFUL:
+            y = _OPS[op](ins, kv, qin, tensors, state)
+        else:
+            y = _OPS[op](ins, kv, qin, tensors)
         vals[kv["y"]] = y
         dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
             q[kv["y"]] = kv["q"]
+        elif op == "cast" and kv["dtype"] != "f32":
+            q[kv["y"]] = (1.0, 0)
         elif op in _KEEPS_Q and qin[0] is not None:
             q[kv["y"]] = qin[0]
     return outs
 
 
 def _out_dtype(op, kv, x_dtype):
+    if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
+        return kv["dtype"]
     if op == "quantize":
-        return kv.get("dtype", "i8")
+        return "i8"
     if op == "dequantize":
         return "f32"
     return x_dtype
@@ -302,15 +313,17 @@ def transpose(ins, kv, qin, tensors):
 
 def tconv(ins, kv, qin, tensors):
     """Transpose convolution: input pixel (iy, ix) adds x x w[:, ky, kx, :] to output pixel
-    (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow."""
-    x = ins[0] - qin[0][1]
+    (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow
+    (int8: x less its zero point, then requantized; float: the fused activation)."""
+    int8 = "q" in kv
+    x = ins[0] - qin[0][1] if int8 else ins[0]
     h, wd, c = x.shape
-    w = _t(tensors, kv["w"], np.int64)  # (OC, KH, KW, C)
+    w = _t(tensors, kv["w"], np.int64 if int8 else np.float64)  # (OC, KH, KW, C)
     oc, kh, kw, _ = w.shape
     sh, sw = _pair(kv.get("stride", (1,)))
     pt, pl = _pair(kv.get("pad", (0,)))
     oh, ow = kv["size"]
-    acc = np.zeros((oh, ow, oc), dtype=object if kv["dtype"] == "i16" else np.int64)
+    acc = np.zeros((oh, ow, oc), dtype=object if kv["dtype"] == "i16" else (np.int64 if int8 else np.float64))
     for iy in range(h):
         for ix in range(wd):
             for ky in range(kh):
@@ -319,12 +332,12 @@ def tconv(ins, kv, qin, tensors):
                     if 0 <= oy < oh and 0 <= ox < ow:
                         acc[oy, ox] += w[:, ky, kx, :] @ x[iy, ix]
     if "b" in kv:
-        acc = acc + _t(tensors, kv["b"], np.int64)
-    return _requant(acc, kv, tensors, qin)
+        acc = acc + _t(tensors, kv["b"], np.int64 if int8 else np.float64)
+    return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
 
 
 def concat(ins, kv, qin, tensors):
-    return np.concatenate(ins, axis=-1)
+    return np.concatenate(ins, axis=kv.get("axis", -1))
 
 
 def pad(ins, kv, qin, tensors):
@@ -346,12 +359,15 @@ def softmax(ins, kv, qin, tensors):
 
     exps = _t(tensors, kv["t"], np.int64)
     out = np.zeros_like(rows)
+    dt = kv.get("dtype", "i8")
+    bits = 16 if dt == "i16" else 8  # the output's: exponent 31 - bits, offset its minimum
+    lo, hi = RANGE[dt]
     for r, row in enumerate(rows):
         e = exps[row.max() - row]
         total = int(rdbpot_np(e, 12).sum())
         head = 32 - total.bit_length()
         scale = one_over_one_plus_x(((total << head) & 0xFFFFFFFF) - (1 << 31))
-        out[r] = np.clip(rdbpot_np(srdhm_np(scale, e), 12 - head + 23) - 128, -128, 127)
+        out[r] = np.clip(rdbpot_np(srdhm_np(scale, e), 12 - head + 31 - bits) + lo, lo, hi)
     return out.reshape(x.shape)
 
 
@@ -371,14 +387,260 @@ def dequantize(ins, kv, qin, tensors):
     return (s * (ins[0] - z)).astype(np.float32).astype(np.float64)
 
 
+# --- elementwise ops, cast, resize, layernorm ------------------------------------------------
+
+def _second(ins, kv, tensors):
+    """The second operand (a value, or the constant tensor t= / w=) as an array broadcast over
+    the first: its shape, one value per channel, or one value (docs/FORMAT.md)."""
+    x = ins[0]
+    if len(ins) > 1:
+        b = ins[1]
+    else:
+        b = np.asarray(tensors[kv["w" if "w" in kv else "t"]]).astype(x.dtype)
+    if b.shape == x.shape:
+        return b
+    return np.broadcast_to(b.reshape(-1), x.shape) if b.size > 1 else np.full(x.shape, b.reshape(-1)[0], x.dtype)
+
+
+def minimum(ins, kv, qin, tensors):
+    """TFLM's MINIMUM: el1 < el2 ? el1 : el2 (integers: the stored codes)."""
+    a, b = ins[0], _second(ins, kv, tensors)
+    return np.where(a < b, a, b)
+
+
+def maximum(ins, kv, qin, tensors):
+    a, b = ins[0], _second(ins, kv, tensors)
+    return np.where(a > b, a, b)
+
+
+def div(ins, kv, qin, tensors):
+    """Float: IEEE division, a fused activation. int8: TFLM's DIV (host_tools.tflm.div_np)."""
+    from .tflm import div_np
+
+    a, b = ins[0], _second(ins, kv, tensors)
+    if "q" not in kv:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = a.astype(np.float32) / b.astype(np.float32)
+        return _act(y.astype(np.float64), kv)
+    m, s = kv["m"]
+    lo, hi = kv.get("clamp", RANGE["i8"])
+    return div_np(a, b, qin[0][1], qin[1][1], kv["q"][1], m, s, lo, hi)
+
+
+def prelu(ins, kv, qin, tensors):
+    """Float: x if x >= 0 else x alpha. int8 (TFLM's PRELU): x >= z_x from the table t (the
+    packer's clamp(z_y + mbqm(x - z_x, m1, s1))), else clamp(z_y + mbqm((x - z_x)(alpha - ZA),
+    M, S))."""
+    x, alpha = ins[0], _second(ins, kv, tensors)
+    if "q" not in kv:
+        return np.where(x >= 0, x, (x.astype(np.float32) * alpha.astype(np.float32)).astype(np.float64))
+    m, s, za = kv["m"]
+    d = x - qin[0][1]
+    neg = np.clip(mbqm_np(d * (alpha - za), m, s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
+    return np.where(d >= 0, _t(tensors, kv["t"], np.int64)[x + 128], neg)
+
+
+def cast(ins, kv, qin, tensors):
+    """TFLM's CAST: integers wrap to the narrower type, become the nearest f32; f32 is
+    truncated toward zero and saturated (NaN: 0)."""
+    x, dt = ins[0], kv["dtype"]
+    if dt == "f32":
+        return x.astype(np.float32).astype(np.float64)
+    lo, hi = RANGE[dt]
+    if kv["x_dtype"] == "f32":
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), lo, hi)).astype(np.int64)
+    bits = {"i8": 8, "i16": 16, "i32": 32}[dt]
+    return (x + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+
+
+def resize(ins, kv, qin, tensors):
+    """From the packer's table (docs/FORMAT.md): nearest copies x[row[oy], col[ox]]; bilinear
+    weighs the neighbours of (row, col) by d (int8: TFLM's ResizeBilinearInteger, d in 1/1024,
+    the sum rounded half away from zero by 2**20; f32: d a float)."""
+    x = ins[0]
+    oh, ow = kv["size"]
+    t = np.asarray(tensors[kv["t"]]).astype(np.int64).reshape(-1)
+    if kv.get("interp", "nearest") == "nearest":
+        return x[t[:oh]][:, t[oh:]]
+    rows, cols = t[:3 * oh].reshape(oh, 3), t[3 * oh:].reshape(ow, 3)
+    if kv["dtype"] == "f32":
+        dy = rows[:, 2].astype(np.int32).view(np.float32).astype(np.float64)[:, None, None]
+        dx = cols[:, 2].astype(np.int32).view(np.float32).astype(np.float64)[None, :, None]
+    else:
+        dy, dx = rows[:, 2][:, None, None], cols[:, 2][None, :, None]
+    one = 1.0 if kv["dtype"] == "f32" else 1024
+    r0, r1, c0, c1 = x[rows[:, 0]], x[rows[:, 1]], rows, cols
+    v = (r0[:, cols[:, 0]] * (one - dy) * (one - dx) + r1[:, cols[:, 0]] * dy * (one - dx)
+         + r0[:, cols[:, 1]] * (one - dy) * dx + r1[:, cols[:, 1]] * dy * dx)
+    if kv["dtype"] == "f32":
+        return v.astype(np.float32).astype(np.float64)
+    v = np.where(v > 0, (v + (1 << 19)) // (1 << 20), -((-v + (1 << 19)) // (1 << 20)))
+    return (v + 128) % 256 - 128
+
+
+def layernorm(ins, kv, qin, tensors):
+    """ONNX's LayerNormalization of each group (over=c: the last axis; w: the W axis of a 1,W,C
+    value; all: everything): mean, variance (mean of squared differences), (x - mean) /
+    sqrt(variance + eps) x gamma + beta; sums in element order, in double, each result an f32."""
+    x = ins[0]
+    over = kv.get("over", "c")
+    g = x.reshape(-1, x.shape[-1]) if over == "c" else (x[0].T if over == "w" else x.reshape(1, -1))
+    gam = _t(tensors, kv["w"]).reshape(-1)
+    bet = _t(tensors, kv["b"]).reshape(-1) if "b" in kv else np.zeros(len(gam))
+    eps = float(np.float32(kv.get("eps", 1e-5)))
+    out = np.zeros(g.shape)
+    for i, row in enumerate(g.tolist()):
+        s = 0.0
+        for v in row:
+            s += v
+        mean = s / len(row)
+        s = 0.0
+        for v in row:
+            s += (v - mean) * (v - mean)
+        inv = 1.0 / math.sqrt(s / len(row) + eps)
+        out[i] = [(v - mean) * inv * float(gm) + float(bt) for v, gm, bt in zip(row, gam, bet)]
+    out = out.astype(np.float32).astype(np.float64)
+    return out.reshape(x.shape) if over != "w" else out.T.reshape(x.shape)
+
+
+def _hardswish(v):
+    return v * min(6.0, max(0.0, v + 3.0)) / 6.0
+
+
+def _gelu(kv):
+    if kv.get("approx") == "tanh":
+        return lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+    return lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
+
+def _wrap32(v):
+    return (np.asarray(v, dtype=np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _sigmoid_q15(v, table):
+    """TFLM's int16 Logistic (reference_integer_ops::Logistic): v is the Q3.12 input times 3;
+    interpolation in the uint16 sigmoid table, 9 fraction bits; Q0.15 out."""
+    a = np.abs(v)
+    hi = a >> 9
+    idx = np.minimum(hi, 254)
+    lo_t, hi_t = table[idx], table[idx + 1]
+    r = np.where(hi >= 255, 0x7FFF << 10, (lo_t << 9) + (a & 511) * (hi_t - lo_t))
+    return np.where(v >= 0, r + 512, (1 << 25) - r + 511) >> 10
+
+
+def _tanh_q15(v, table):
+    """TFLM's int16 Tanh (reference_integer_ops::Tanh) of the scaled input v: tanh(x) =
+    2 sigmoid(2x) - 1 from the same table, 8 fraction bits; Q0.15 out."""
+    a = np.abs(v)
+    hi = a >> 8
+    idx = np.minimum(hi, 254)
+    lo_t, hi_t = table[idx], table[idx + 1]
+    r = np.where(hi >= 255, 0xFFFF << 8, (lo_t << 8) + (a & 255) * (hi_t - lo_t))
+    return np.where(v >= 0, r - (1 << 23) + 128, (1 << 23) + 127 - r) >> 8
+
+
+def _sig(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def lstm(ins, kv, qin, tensors, state):
+    """One LSTM layer over the rows of x (gates i, f, c, o). Float: g = act(W x_t + b + R h),
+    c = f c + i g (clipped), h = o tanh(c). int8: TFLM's integer LSTM (lstm_eval.h): the two
+    products requantized to int16 Q3.12 apart and added with saturation, the gates through
+    TFLM's int16 sigmoid/tanh (Q0.15), c and h by its int16 multiplications."""
+    x = ins[0]
+    hid = kv["out"]
+    key = kv["y"]
+    int8 = "q" in kv
+    w = _t(tensors, kv["w"], np.int64 if int8 else np.float64)
+    r = _t(tensors, kv["r"], np.int64 if int8 else np.float64)
+    b = _t(tensors, kv["b"], np.int64 if int8 else np.float64)
+    clip = kv.get("clip", 0.0)
+    zh = kv["q"][1] if int8 else 0
+    h, c = (np.full(hid, zh, np.int64 if int8 else np.float64), np.zeros(hid, np.int64 if int8 else np.float64))
+    if kv.get("state") == "keep" and key in state:
+        h, c = state[key]
+    ys = []
+    if not int8:
+        for xt in x:
+            z = w @ xt + b + r @ h
+            i, f, g, o = _sig(z[:hid]), _sig(z[hid:2 * hid]), np.tanh(z[2 * hid:3 * hid]), _sig(z[3 * hid:])
+            c = f * c + i * g
+            if clip > 0:
+                c = np.clip(c, -clip, clip)
+            h = o * np.tanh(c)
+            ys.append(h)
+    else:
+        m = _t(tensors, kv["m"], np.int64)
+        table = _t(tensors, kv["t"], np.int64) & 0xFFFF
+        mx, sx, mh, sh = (m[k * 4 * hid:(k + 1) * 4 * hid] for k in range(4))  # per row
+        e = m[16 * hid:]  # f c's and i g's multipliers, their shifts, o tanh(c)'s multiplier and shift
+        p = kv["cell"]
+        # TFLM's Tanh(cell_state_scale_power): the input times 3 << (12 + p), or times 3 and
+        # shifted right (rounding) by -(12 + p)
+        lsh = 12 + p
+        qclip = min(int(clip * 2.0 ** -p), 32767) if clip > 0 else None
+        for xt in x:
+            gx = np.clip(mbqm_np(_wrap32(b[:4 * hid] + w @ xt), mx, sx), -32768, 32767)
+            gh = np.clip(mbqm_np(_wrap32(b[4 * hid:] + r @ h), mh, sh), -32768, 32767)
+            z = np.clip(gx + gh, -32768, 32767)
+            i, f, o = (_sigmoid_q15(3 * z[k * hid:(k + 1) * hid], table) for k in (0, 1, 3))
+            g = _tanh_q15(3 * z[2 * hid:3 * hid], table)
+            c = np.clip(np.clip(mbqm_np(f * c, e[0], e[2]), -32768, 32767)
+                        + np.clip(mbqm_np(i * g, e[1], e[3]), -32768, 32767), -32768, 32767)
+            if qclip is not None:
+                c = np.clip(c, -qclip, qclip)
+            tc = _tanh_q15(c * (3 << lsh) if lsh >= 0 else (3 * c + (1 << (-lsh - 1))) >> -lsh, table)
+            h = np.clip(zh + mbqm_np(tc * o, e[4], e[5]), -128, 127)
+            ys.append(h)
+    if kv.get("state") == "keep":
+        state[key] = (h, c)
+    return np.array(ys)
+
+
+def svdf(ins, kv, qin, tensors, state):
+    """TFLM's integer SVDF: the state (F filters x memory steps, initially its zero point) moves
+    one step; each filter's newest entry is its feature product requantized, saturated to the
+    state's dtype, plus the state's zero point (wrapping around that dtype as TFLM's cast); each
+    unit sums its rank filters' time products (int32, wrapping) and its bias, requantized."""
+    x = ins[0].reshape(-1) - qin[0][1]
+    w = _t(tensors, kv["w"], np.int64)
+    tw = _t(tensors, kv["t"], np.int64)
+    b = _t(tensors, kv["b"], np.int64)
+    filters, mem = tw.shape
+    zs = kv["sq"][1]
+    lo, hi = RANGE[kv.get("sdtype", "i16")]
+    s = state.get(kv["y"])
+    if s is None:
+        s = np.full(filters * mem, zs, np.int64)
+    s = np.concatenate([s[1:], s[:1]])  # (the last slot of each filter is rewritten below)
+    m1, s1, m2, s2 = kv["m"]
+    new = np.clip(mbqm_np(_wrap32(w @ x), m1, s1), lo, hi) + zs
+    s = s.reshape(filters, mem)
+    s[:, -1] = (new - lo) % (hi - lo + 1) + lo
+    acc = (tw * (s - zs)).sum(axis=1)
+    units = kv["out"]
+    acc = _wrap32(acc.reshape(units, -1).sum(axis=1) + b)
+    state[kv["y"]] = s.reshape(-1)
+    return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
+
+
+_STATEFUL = ("lstm", "svdf")
+
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
     "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
+    "lstm": lstm, "svdf": svdf,
     "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
     "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
     "sigmoid": _elementwise(lambda kv: _sigmoid),
     "tanh": _elementwise(lambda kv: math.tanh),
+    "hardswish": _elementwise(lambda kv: _hardswish),
+    "hardsigmoid": _elementwise(lambda kv: lambda v: min(1.0, max(0.0, kv.get("alpha", 0.2) * v + kv.get("beta", 0.5)))),
+    "gelu": _elementwise(_gelu),
+    "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
+    "layernorm": layernorm,
 }

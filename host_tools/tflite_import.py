@@ -5,21 +5,26 @@ TFLite graphs are NHWC already, as the board runs them: weights keep their layou
 depthwise [1, kh, kw, C], fully connected [out, in]) and their int8 codes. Each op's integer
 parameters are computed as TensorFlow Lite Micro's Prepare computes them (host_tools.tflm), so
 the board reproduces TFLM's outputs bit for bit. Elementwise int8 ops (LOGISTIC, TANH, RELU,
-RELU6, LEAKY_RELU, int8 QUANTIZE) become 256-entry tables of TFLM's own integer results.
+RELU6, LEAKY_RELU, HARD_SWISH, int8 QUANTIZE) become 256-entry tables of TFLM's own integer
+results. Hybrid models (the converter's dynamic-range mode: float activations, int8 weights)
+are refused, as TFLM refuses them.
 A model with any other op, or a form of an op the board cannot run, raises PackError naming
 the op."""
 import numpy as np
 
-from . import tflm
+from . import tflite_check, tflm
 from .container import PackError
 from .ir import Graph, Node
 
 SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D",
              "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX", "CONCATENATION", "LOGISTIC",
              "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU", "STRIDED_SLICE",
-             "TRANSPOSE", "TRANSPOSE_CONV")
+             "TRANSPOSE", "TRANSPOSE_CONV", "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV",
+             "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "PRELU", "UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF")
 _INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
+HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
+          "convert with full-integer quantization or float weights")
 
 
 def _schema():
@@ -90,7 +95,7 @@ class _Reader:
         """The graph value of tensor i (an activation), registering its quantization."""
         name = "t%d" % i
         if name not in self.ir.shapes:
-            raise self.err("input tensor %d is neither a model input nor an op output" % i)
+            raise self.err("tensor %d is neither a model input nor an op output" % i)
         return name
 
     def define(self, i):
@@ -98,7 +103,11 @@ class _Reader:
         _, shape, typ, scales, zps, _ = self.tensor(i)
         name = "t%d" % i
         self.ir.shapes[name] = _hwc(shape, self)
-        if typ in _INT:
+        if typ in _INT and not scales:  # not quantized (CAST's integers): value = code
+            self.ir.q[name] = (1.0, 0)
+            if _INT[typ] != "i8":
+                self.ir.dtypes[name] = _INT[typ]
+        elif typ in _INT:
             dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
                 raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
@@ -115,6 +124,8 @@ class _Reader:
 
     def qof(self, i):
         _, _, typ, scales, zps, _ = self.tensor(i)
+        if typ in _INT and not scales:
+            return (1.0, 0)
         return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ in _INT else None
 
     def dtof(self, i):
@@ -140,6 +151,7 @@ class _Reader:
             if name not in SUPPORTED:
                 raise PackError("%s: operator %d (%s): op %s is not supported (mpy-lazy runs %s)"
                                 % (self.path, k, name, name, ", ".join(SUPPORTED)))
+        tflite_check.check(self, ops)  # then the whole model, before anything is converted
         # an output_shape given to TRANSPOSE_CONV as a model input is static (the output
         # tensor's shape): that input is dropped (the caller passes the others)
         shapes_only = {op.Inputs(0) for _, name, op in ops if name == "TRANSPOSE_CONV"}
@@ -163,8 +175,14 @@ class _Reader:
             self.op = op
             self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
             self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
-            getattr(self, "op_" + name)()
+            try:
+                getattr(self, "op_" + name)()
+            except (PackError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # damage inside the op's tensors (a short buffer...): still its refusal
+                raise self.err("cannot read it: %s" % (str(e).strip() or type(e).__name__).splitlines()[0])
         for k in range(sg.OutputsLength()):
+            self.what = "%s: model output %d" % (self.path, k)
             self.ir.outputs.append(self.value(sg.Outputs(k)))
         return self.ir
 
@@ -205,6 +223,8 @@ class _Reader:
         n = self.emit(op, [self.x0], **extra)
         oc = extra.get("out") or wdata.shape[3]
         if yq is None:  # float
+            if wdata.dtype == np.int8:
+                raise self.err(HYBRID)
             if wdata.dtype != np.float32:
                 raise self.err("float model with %s weights" % wdata.dtype)
             n.t["w"] = self.add("weight", wdata)
@@ -235,9 +255,18 @@ class _Reader:
             except ValueError as e:
                 raise self.err(str(e))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        self._check_shifts(shift, 7 if dt == "i16" and n.attrs.get("acc") != "32" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
         return n
+
+    def _check_shifts(self, shift, top):
+        """Refuse requantization shifts outside TFLM's range (-31..30; 7 for int64
+        accumulators): what the board's load check refuses, named here by the operator."""
+        for c, s in enumerate(shift):
+            if not -31 <= s <= top:
+                raise self.err("channel %d: requantization multiplier (input scale x weight scale / output "
+                               "scale) has shift %d, outside TFLM's -31..%d: the scales are out of range" % (c, s, top))
 
     def _conv_common(self, depthwise):
         x = self.value(self.ins[0])
@@ -292,8 +321,17 @@ class _Reader:
         _check_scales(self, wscales, w)
         bias = self.data(self.ins[2]) if len(self.ins) > 2 and self.ins[2] >= 0 else None
         act = self._act(o.FusedActivationFunction() if o is not None else 0)
-        self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
-                       dict(out=w.shape[0]))
+        n = self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
+                           dict(out=w.shape[0]))
+        if self.ir.shapes[n.y] != (w.shape[0],):  # keep_num_dims: (1, out) and the like, one row
+            y = n.y
+            n.y = y + ".flat"
+            self.ir.shapes[n.y] = (int(w.shape[0]),)
+            if y in self.ir.q:
+                self.ir.q[n.y] = self.ir.q[y]
+            if y in self.ir.dtypes:
+                self.ir.dtypes[n.y] = self.ir.dtypes[y]
+            self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
 
     def _binary(self, op, cls):
         xs = []
@@ -353,7 +391,8 @@ class _Reader:
         x = self.value(self.ins[0])
         axes = self.data(self.ins[1])
         _, shape, _, _, _, _ = self.tensor(self.ins[0])
-        if axes is None or len(shape) != 4 or sorted(int(a) % 4 for a in axes.reshape(-1)) != [1, 2]:
+        if axes is None or len(shape) != 4 or any(not -4 <= int(a) < 4 for a in axes.reshape(-1)) or \
+                sorted(int(a) % 4 for a in axes.reshape(-1)) != [1, 2]:
             raise self.err("only the mean over height and width of an NHWC tensor is supported")
         o = self.options("ReducerOptions")
         keep = o.KeepDims() if o is not None else False
@@ -400,7 +439,13 @@ class _Reader:
         if yq is None:
             n.attrs["beta"] = beta if beta != 1.0 else None
             return
-        if yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
+        if self.dtof(self.ins[0]) != "i8":
+            raise self.err("a %s softmax is not supported (int8 and float are)" % self.dtof(self.ins[0]))
+        if self.dtof(self.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
+            if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:
+                raise self.err("an int16 softmax output must be scale 1/65536, zero point -32768")
+            n.attrs["dtype"] = "i16"
+        elif yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
             raise self.err("int8 softmax output must be scale 1/256, zero point -128")
         n.t["t"] = self.add("exp", np.array(tflm.softmax_table(self.qof(self.ins[0])[0], beta), dtype=np.int32))
 
@@ -408,7 +453,7 @@ class _Reader:
         xs = [self.value(i) for i in self.ins]
         o = self.options("ConcatenationOptions")
         _, shape, _, _, _, _ = self.tensor(self.ins[0])
-        if o.Axis() % len(shape) != len(shape) - 1:
+        if not -len(shape) <= o.Axis() < len(shape) or o.Axis() % len(shape) != len(shape) - 1:
             raise self.err("only concatenation along the last (channel) axis is supported")
         if self._act(o.FusedActivationFunction()) is not None:
             raise self.err("a fused activation on CONCATENATION is not supported")
@@ -557,6 +602,8 @@ class _Reader:
         pads, _, _ = self._padding(o.Padding(), oh, ow, kh, kw, sh, sw, 1, 1)  # TFLM: from the output's size
         act = self._act(o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0)
         xq, yq = self.qof(x_t), self.qof(self.outs[0])
+        if yq is None and w.dtype == np.int8:
+            raise self.err(HYBRID)
         if yq is None:
             raise self.err("a float TRANSPOSE_CONV is not supported (int8 and 16x8 are)")
         if w.dtype != np.int8:
@@ -574,8 +621,281 @@ class _Reader:
                 raise self.err("a bias beyond int32: not supported (the container stores int32)")
             n.t["b"] = self.add("bias", bias.astype(np.int32))
         mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        self._check_shifts(shift, 7 if dt == "i16" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+
+    # --- elementwise ops, cast, resize ------------------------------------------------------
+
+    def op_HARD_SWISH(self):
+        def table():
+            try:
+                return tflm.hard_swish_table(*(self.qof(self.ins[0]) + self.qof(self.outs[0])))
+            except ValueError as e:
+                raise self.err(str(e))
+        self._lut(table, "hardswish")
+
+    def _operands(self, commutes):
+        """(activation, other): other a value name, or (constant codes, their shape attr)."""
+        a, b = self.ins[:2]
+        if self.data(a) is not None and commutes:
+            a, b = b, a
+        if self.data(a) is not None:
+            raise self.err("the first operand must be an activation")
+        x = self.value(a)
+        c = self.data(b)
+        if c is None:
+            y = self.value(b)
+            sx, sy = self.ir.shapes[x], self.ir.shapes[y]
+            if int(np.prod(sx)) < int(np.prod(sy)):
+                if not commutes:
+                    raise self.err("only the second operand may be broadcast")
+                x, y, sx, sy = y, x, sy, sx
+            if sy != sx and int(np.prod(sy)) not in (1, sx[-1]):
+                raise self.err("shapes %s and %s: equal, one per channel or one value" % (sx, sy))
+            return x, y
+        if self.dtof(b) != self.dtof(a):
+            raise self.err("a %s constant with a %s activation" % (self.tensor(b)[2], self.tensor(a)[2]))
+        shape = self.ir.shapes[x]
+        if c.size == 1:
+            return x, (c.reshape(1), (1,))
+        if c.size == shape[-1] and c.shape[-1] == c.size:
+            return x, (c.reshape(-1), None)
+        if c.size == int(np.prod(shape)):
+            return x, (c.reshape(shape), shape)
+        raise self.err("a constant of shape %s over %s: one value, one per channel or the same shape"
+                       % (list(c.shape), list(shape)))
+
+    def _minmax(self, op):
+        x, other = self._operands(True)
+        if isinstance(other, str):
+            self.emit(op, [x, other])
+            return
+        n = self.emit(op, [x], shape=other[1])
+        n.t["t"] = self.add("const", other[0])
+
+    def op_MINIMUM(self):
+        self._minmax("minimum")
+
+    def op_MAXIMUM(self):
+        self._minmax("maximum")
+
+    def op_CAST(self):
+        x = self.value(self.ins[0])
+        for t in (self.ins[0], self.outs[0]):
+            if self.tensor(t)[2] not in ("FLOAT32",) + tuple(_INT):
+                raise self.err("CAST of %s is not supported (float32, int8, int16, int32)" % self.tensor(t)[2])
+        self.emit("cast", [x], dtype=self.dtof(self.outs[0]))
+
+    def op_DIV(self):
+        x, y = self._operands(False)
+        if not isinstance(y, str):
+            raise self.err("a constant divisor is not supported (the converter makes it a MUL)")
+        o = self.options("DivOptions")
+        act = self._act(o.FusedActivationFunction() if o is not None else 0)
+        n = self.emit("div", [x, y])
+        yq = self.qof(self.outs[0])
+        if yq is None:
+            n.attrs["act"] = act
+            return
+        if self.dtof(self.outs[0]) != "i8":
+            raise self.err("%s DIV is not supported (float32 and int8 are)" % self.tensor(self.outs[0])[2])
+        (s1, _), (s2, _) = self.qof(self.ins[0]), self.qof(self.ins[1])
+        n.attrs["m"] = tflm.div_params(s1, s2, yq[0])
+        if n.attrs["m"][1] > 22:
+            raise self.err("a DIV multiplier above 2**22 is not supported")
+        n.t["t"] = self.add("recip", np.array(tflm.reciprocal_table(), np.int32))
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+
+    def _resize(self, bilinear, cls):
+        x = self.value(self.ins[0])
+        size = self.data(self.ins[1])
+        if size is None or size.size != 2:
+            raise self.err("the size must be a constant of 2 integers")
+        if len(self.ir.shapes[x]) != 3:
+            raise self.err("the input must be 1, H, W, C")
+        o = self.options(cls)
+        align = bool(o.AlignCorners()) if o is not None else False
+        half = bool(o.HalfPixelCenters()) if o is not None else False
+        if align and half and bilinear:
+            raise self.err("align_corners and half_pixel_centers together (TFLM refuses them)")
+        dt = self.dtof(self.ins[0])
+        if bilinear and dt not in ("i8", "f32"):
+            raise self.err("a %s RESIZE_BILINEAR is not supported (TFLM runs float32 and int8)" % dt)
+        if self.qof(self.outs[0]) != self.qof(self.ins[0]):
+            raise self.err("different input and output quantization")
+        oh, ow = (int(v) for v in size.reshape(-1))
+        n = self.emit("resize", [x], size=(oh, ow), interp="bilinear" if bilinear else None)
+        n.t["t"] = self.add("coords", tflm.resize_table(self.ir.shapes[x], (oh, ow), bilinear, align, half,
+                                                        integer=dt != "f32"))
+        n.tflite_flags = (align, half)  # (a float model made int8 gets TFLM's integer coordinates)
+
+    def op_RESIZE_NEAREST_NEIGHBOR(self):
+        self._resize(False, "ResizeNearestNeighborOptions")
+
+    def op_RESIZE_BILINEAR(self):
+        self._resize(True, "ResizeBilinearOptions")
+
+    def op_PRELU(self):
+        x, alpha = self._operands(False)
+        if isinstance(alpha, str):
+            raise self.err("alpha must be a constant")
+        codes, shape = alpha
+        yq = self.qof(self.outs[0])
+        n = self.emit("prelu", [x], shape=shape)
+        n.t["w"] = self.add("alpha", codes)
+        if yq is None:
+            return
+        if self.dtof(self.outs[0]) != "i8":
+            raise self.err("%s PRELU is not supported (float32 and int8 are)" % self.tensor(self.outs[0])[2])
+        xq, aq = self.qof(self.ins[0]), self.qof(self.ins[1])
+        m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
+        n.attrs["m"] = (m2, s2, aq[1])
+        n.t["t"] = self.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
+    # --- recurrent ops --------------------------------------------------------------------
+
+    _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "projection"),
+                      (17, "projection"), (20, "layer normalization"), (21, "layer normalization"),
+                      (22, "layer normalization"), (23, "layer normalization"))
+
+    def op_UNIDIRECTIONAL_SEQUENCE_LSTM(self):
+        """TFLM's standard LSTM (no peephole, projection, layer norm nor CIFG), batch 1: int8
+        (int16 cell state) or float. Its state tensors are variables: the state persists from
+        one call to the next (state=keep), as in TFLM."""
+        ins = list(self.ins) + [-1] * (24 - len(self.ins))
+        for i, what in self._LSTM_VARIANTS:
+            if ins[i] >= 0:
+                raise self.err("an LSTM with %s is not supported (the standard LSTM is)" % what)
+        if ins[1] < 0 or ins[5] < 0 or ins[12] < 0:
+            raise self.err("a coupled input-forget gate (CIFG) LSTM is not supported")
+        o = self.options("UnidirectionalSequenceLSTMOptions")
+        if o.FusedActivationFunction() != 4:
+            raise self.err("only a tanh cell activation is supported (has %d)" % o.FusedActivationFunction())
+        if o.ProjClip() > 0:
+            raise self.err("a projection clip is not supported")
+        x = self.value(ins[0])
+        _, xshape, xtyp, _, _, _ = self.tensor(ins[0])
+        if len(xshape) != 3 or (xshape[1] if o.TimeMajor() else xshape[0]) != 1:
+            raise self.err("input of shape %s: the board runs batch 1 (batch, steps, features)" % (xshape,))
+        steps, nin = int(xshape[0] if o.TimeMajor() else xshape[1]), int(xshape[2])
+        for i in (18, 19):
+            t = self.sg.Tensors(ins[i])
+            if not t.IsVariable() or self.data(ins[i]) is not None:
+                raise self.err("state tensor %d is not a variable" % ins[i])
+        ws = [self.data(ins[i]) for i in range(1, 9)]
+        bs = [self.data(ins[i]) for i in range(12, 16)]
+        if any(w is None for w in ws) or any(b is None for b in bs):
+            raise self.err("the weights and biases must be constants")
+        hid = int(ws[0].shape[0])
+        for w, n in zip(ws, (nin,) * 4 + (hid,) * 4):
+            if w.shape != (hid, n):
+                raise self.err("a weight of shape %s (expected %s)" % (w.shape, (hid, n)))
+        w = np.concatenate(ws[:4])  # gates i, f, c, o (TFLite's tensor order)
+        r = np.concatenate(ws[4:])
+        clip = float(np.float32(o.CellClip()))
+        if o.TimeMajor() and steps > 1:  # batch 1: (steps, 1, in) holds the rows of (steps, in)
+            x = self._reshape(x, (steps, nin))
+        attrs = dict(out=hid, state="keep", clip=clip if clip > 0 else None)
+        yq = self.qof(self.outs[0])
+        if xtyp == "FLOAT32":
+            if any(v.dtype != np.float32 for v in ws + bs) or self.dtof(ins[18]) != "f32" or yq is not None:
+                raise self.err("a hybrid LSTM (float activations, integer weights) is not supported")
+            n = self._lstm_node(x, steps, hid, o.TimeMajor(), **attrs)
+            n.t["w"], n.t["r"] = self.add("weight", w), self.add("recurrent", r)
+            n.t["b"] = self.add("bias", np.concatenate(bs).astype(np.float32))
+            return
+        if xtyp != "INT8" or any(v.dtype != np.int8 for v in ws) or any(v.dtype != np.int32 for v in bs):
+            raise self.err("a %s LSTM is not supported (int8 with int8 weights and int32 biases, and "
+                           "float, are)" % xtyp.lower())
+        xq, hq = self.qof(ins[0]), self.qof(ins[18])
+        _, _, ctyp, cscales, czps, _ = self.tensor(ins[19])
+        if self.dtof(ins[18]) != "i8" or hq != yq:
+            raise self.err("the hidden state must be int8 with the output's quantization")
+        if ctyp != "INT16" or len(cscales) != 1 or any(czps):
+            raise self.err("the cell state must be int16, symmetric")
+        scales = []
+        for i in range(1, 9):
+            _, _, _, sc, zps, _ = self.tensor(ins[i])
+            if len(sc) != 1 or any(zps):
+                raise self.err("per-channel or asymmetric LSTM weights are not supported")
+            scales.append(float(sc[0]))
+        s_cell = float(np.float32(cscales[0]))
+        try:
+            bx = tflm.fold_input_zero_point(np.concatenate(bs), w, 0, xq[1])
+            bh = tflm.fold_input_zero_point(None, r, 0, hq[1])
+        except ValueError as e:
+            raise self.err(str(e))
+        n = self._lstm_node(x, steps, hid, o.TimeMajor(), cell=tflm.lstm_cell_power(s_cell), **attrs)
+        n.t["w"], n.t["r"] = self.add("weight", w), self.add("recurrent", r)
+        for key, sc in (("w", scales[:4]), ("r", scales[4:])):  # each gate's scale on its rows
+            self.ir.wquant[n.t[key]] = (np.repeat(np.asarray(sc, np.float32), hid), 0)
+        n.t["b"] = self.add("bias", np.concatenate([bx, bh]))
+        n.t["m"] = self.add("requant", np.array(tflm.lstm_params(xq[0], scales[:4], hq[0], scales[4:], s_cell, hid),
+                                                dtype=np.int32))
+        n.t["t"] = self.add("sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16).view(np.int16))
+
+    def _reshape(self, x, shape):
+        y = "%s.%d" % (x, len(self.ir.nodes))
+        self.ir.shapes[y] = tuple(shape)
+        if x in self.ir.q:
+            self.ir.q[y] = self.ir.q[x]
+        self.ir.nodes.append(Node("reshape", [x], y, self.what, shape=tuple(shape)))
+        return y
+
+    def _lstm_node(self, x, steps, hid, time_major, **attrs):
+        y = self.define(self.outs[0])
+        n = Node("lstm", [x], y, self.what, **{k: v for k, v in attrs.items() if v is not None})
+        if time_major and steps > 1:
+            n.y = y + ".seq"
+            self.ir.shapes[n.y] = (steps, hid)
+            if y in self.ir.q:
+                self.ir.q[n.y] = self.ir.q[y]
+            self.ir.nodes.append(n)
+            self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
+        else:
+            self.ir.nodes.append(n)
+        return n
+
+    def op_SVDF(self):
+        """TFLM's integer SVDF (int8 input and output, int16 or int8 state and time weights)."""
+        if len(self.ins) != 5 or min(self.ins) < 0:
+            raise self.err("SVDF needs its five inputs (input, feature and time weights, bias, state)")
+        o = self.options("SVDFOptions")
+        x = self.value(self.ins[0])
+        wf, wt, b = (self.data(i) for i in self.ins[1:4])
+        if wf is None or wt is None or b is None:
+            raise self.err("the weights and the bias must be constants")
+        _, xshape, xtyp, _, _, _ = self.tensor(self.ins[0])
+        if len(xshape) != 2 or xshape[0] != 1:
+            raise self.err("input of shape %s: the board runs batch 1 (batch, features)" % (xshape,))
+        if xtyp == "FLOAT32":
+            raise self.err("a float SVDF is not supported (TFLM's integer SVDF is)")
+        st = self.sg.Tensors(self.ins[4])
+        _, sshape, styp, sscales, szps, _ = self.tensor(self.ins[4])
+        if not st.IsVariable() or self.data(self.ins[4]) is not None:
+            raise self.err("the state tensor is not a variable")
+        sdt = {"INT16": "i16", "INT8": "i8"}.get(styp)
+        if xtyp != "INT8" or wf.dtype != np.int8 or sdt is None or wt.dtype != {"i16": np.int16, "i8": np.int8}[sdt] \
+                or b.dtype != np.int32:
+            raise self.err("an SVDF of %s input, %s/%s weights and a %s state is not supported (int8 input, int8 "
+                           "feature weights, int16 or int8 time weights and state)" % (xtyp, wf.dtype, wt.dtype, styp))
+        rank = o.Rank()
+        filters, mem = int(wf.shape[0]), int(wt.shape[1])
+        if rank < 1 or filters % rank or wt.shape[0] != filters or wf.shape[1] != xshape[1]:
+            raise self.err("weights of shapes %s and %s do not fit rank %d" % (wf.shape, wt.shape, rank))
+        scale = []
+        for i in self.ins[1:3]:
+            _, _, _, sc, zps, _ = self.tensor(i)
+            if len(sc) != 1 or any(zps):
+                raise self.err("per-channel or asymmetric SVDF weights are not supported")
+            scale.append(float(sc[0]))
+        xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
+        sq = (float(np.float32(sscales[0])), szps[0] if szps else 0)
+        n = self.emit("svdf", [x], out=filters // rank, rank=rank, memory=mem, sq="%r,%d" % sq,
+                      sdtype=sdt if sdt != "i16" else None,
+                      m=tflm.svdf_params(xq[0], scale[0], sq[0], scale[1], yq[0]))
+        n.t["w"], n.t["t"], n.t["b"] = self.add("weight", wf), self.add("time", wt), self.add("bias", b)
 
 
 def _check_scales(r, scales, w):

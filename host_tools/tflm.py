@@ -122,7 +122,7 @@ def _newton(a):
     x = 1515870810 + srdhm(half, -1010580540)
     for _ in range(3):
         one_minus = (1 << 29) - srdhm(half, x)
-        x = x + sat_shl(srdhm(x, one_minus), 2)
+        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))  # (int32 addition: wraps outside (0, 1), as in C)
     return x
 
 
@@ -312,6 +312,64 @@ def float_table(fn, s_in, z_in, s_out, z_out):
     return out
 
 
+# --- recurrent ops (int8 LSTM, SVDF) ---------------------------------------------------------
+
+# TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): its int16 Logistic and
+# Tanh interpolate in it; the int8 LSTM's table (an i16 tensor, the codes above 32767 wrapped)
+SIGMOID16 = (
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
+    41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
+    48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374,
+    54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544,
+    58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279,
+    61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990,
+    63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030,
+    64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652,
+    64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019,
+    65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234,
+    65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
+    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
+    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476,
+    65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
+    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
+    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529,
+    65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532,
+    65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534,
+    65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535)
+
+GATE_SCALE = 2.0 ** -12  # an LSTM gate's input, Q3.12
+GATE_OUT = 2.0 ** -15  # its output, Q0.15
+
+
+def lstm_cell_power(cell_scale):
+    """TFLM's CheckedLog2 of the cell state's scale: the power of two its tanh assumes."""
+    return tf_round(math.log(f32(cell_scale)) / math.log(2.0))
+
+
+def lstm_params(s_x, w_scales, s_h, r_scales, s_cell, hid):
+    """The int8 LSTM's m tensor (16 hid + 6 int32) from TFLM's PrepareGateParametersInteger: the
+    input products' multipliers, one per row (each gate's hid rows, gates i, f, c, o), then their
+    shifts, then the same for the hidden state's products (each GetQuantizedConvolutionMultipler:
+    the scales' float32 product over 2**-12); then the inter-gate products' (CreateInterGateMulParams,
+    in double): the multipliers of f x c -> c and i x g -> c, their shifts, and o x tanh(c) -> h's
+    multiplier and shift."""
+    out = []
+    for s_in, scales in ((s_x, w_scales), (s_h, r_scales)):
+        ms = [quantize_multiplier(float(np.float32(f32(s_in)) * np.float32(f32(s))) / GATE_SCALE) for s in scales]
+        out += [m for m, _ in ms for _ in range(hid)] + [s for _, s in ms for _ in range(hid)]
+    fc, ig, oh = (quantize_multiplier(f32(s1) * f32(s2) / f32(s_out)) for s1, s2, s_out in (
+        (GATE_OUT, s_cell, s_cell), (GATE_OUT, GATE_OUT, s_cell), (GATE_OUT, GATE_OUT, s_h)))
+    return out + [fc[0], ig[0], fc[1], ig[1], oh[0], oh[1]]
+
+
+def svdf_params(s_x, s_wf, s_state, s_wt, s_out):
+    """(m1, s1, m2, s2) of TFLM's integer SVDF: its effective scales computed in float32."""
+    e1 = np.float32(f32(s_x)) * np.float32(f32(s_wf)) / np.float32(f32(s_state))
+    e2 = np.float32(f32(s_state)) * np.float32(f32(s_wt)) / np.float32(f32(s_out))
+    return quantize_multiplier(float(e1)) + quantize_multiplier(float(e2))
+
+
 # --- vectorized, for the host reference interpreter ----------------------------------------
 
 def srdhm_np(a, b):
@@ -350,3 +408,166 @@ def mbqm64_np(x, m, s):
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF).astype(object)
     total = (15 - s).astype(object)
     return ((x * reduced + (1 << (total - 1))) >> total).astype(np.int64)
+
+
+# --- elementwise ops and resize (what TFLM's Prepare and kernels compute) ------------------
+
+def _srdhm16(a, b):
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int16."""
+    if a == b == -32768:
+        return 32767
+    ab = a * b
+    v = ab + ((1 << 14) if ab >= 0 else 1 - (1 << 14))
+    q = abs(v) >> 15
+    return q if v >= 0 else -q
+
+
+def _sdhm16(a, b):
+    """TFLM's SaturatingDoublingHighMul (int16, truncating toward zero)."""
+    if a == b == -32768:
+        return 32767
+    ab = a * b
+    q = abs(ab) >> 15
+    return q if ab >= 0 else -q
+
+
+def _sat16(v):
+    return max(-32768, min(32767, v))
+
+
+def _down16(m):
+    """DownScaleInt32ToInt16Multiplier."""
+    return 32767 if m >= INT32_MAX - (1 << 15) else (m + (1 << 15)) >> 16
+
+
+def hard_swish_table(s_in, z_in, s_out, z_out):
+    """int8 -> int8 table of TFLM's HARD_SWISH (reference_ops::HardSwish on int16 fixed point,
+    the multipliers from its Prepare, float ratios). ValueError where TFLM's Prepare fails (an
+    output multiplier above 1)."""
+    hires = np.float32(1.0 / 128.0) * np.float32(s_in)
+    m_out, e_out = quantize_multiplier(float(hires / np.float32(s_out)))
+    m_rel, e_rel = quantize_multiplier(float(hires / (np.float32(3.0) / np.float32(32768.0))))
+    if e_out > 0:
+        raise ValueError("the output scale is below 1/128 of the input scale (TFLM refuses it)")
+    m_out, m_rel = _down16(m_out), _down16(m_rel)
+    out = []
+    for q in range(-128, 128):
+        hi = (q - z_in) * 128
+        pre = _srdhm16(hi, m_out)
+        r = hi
+        if e_rel > 0:
+            r = _sat16(r * (1 << (e_rel - 1)))
+        r = _srdhm16(r, m_rel)
+        if e_rel > 0:
+            r = _sat16(r * 2)
+        if e_rel < 0:
+            r = rdbpot(r, -e_rel)
+        r = (r + (1 << 15)) >> 1
+        out.append(max(-128, min(127, rdbpot(_sdhm16(r, pre), -e_out) + z_out)))
+    return out
+
+
+def prelu_params(s_in, s_alpha, s_out):
+    """(m1, s1, m2, s2) of TFLM's PRELU: s_in / s_out and s_in x s_alpha / s_out, in double."""
+    s_in, s_alpha, s_out = f32(s_in), f32(s_alpha), f32(s_out)
+    return quantize_multiplier(s_in / s_out) + quantize_multiplier(s_in * s_alpha / s_out)
+
+
+def prelu_table(z_in, z_out, m1, s1):
+    """int8 -> int8 table of PRELU's x >= z_in half: clamp(z_out + mbqm(x - z_in, m1, s1))."""
+    return [max(-128, min(127, z_out + mbqm(q - z_in, m1, s1))) if q >= z_in else z_out for q in range(-128, 128)]
+
+
+def div_params(s1, s2, s_out):
+    """(M, S) of TFLM's int8 DIV: s1 / (s2 x s_out) in double (what the tflite-micro
+    interpreter computes: measured on every code pair against it)."""
+    return quantize_multiplier(f32(s1) / (f32(s2) * f32(s_out)))
+
+
+def reciprocal_table():
+    """t[d] = TFLM's GetReciprocal(d, 31) for d = 0..255 (Q0.31; d = 0 as TFLM computes it)."""
+    out = []
+    for d in range(256):
+        head = 32 - d.bit_length()  # CountLeadingZeros
+        out.append(one_over_one_plus_x(((d << head) & 0xFFFFFFFF) - (1 << 31)) if d else
+                   one_over_one_plus_x(-(1 << 31)))
+    return out
+
+
+def div_np(a, b, za, zb, zy, m, s, lo=-128, hi=127):
+    """TFLM's int8 DIV on int64 arrays of codes (a / b), where a right shift of 32 or more
+    (undefined in TFLM's C) gives the rounded result, 0. b - zb = 0 runs TFLM's arithmetic on
+    the reciprocal of 0 as TFLM computes it."""
+    t = np.array(reciprocal_table(), np.int64)
+    u = np.asarray(a, np.int64) - za
+    v = np.asarray(b, np.int64) - zb
+    u = np.where(v < 0, -u, u)
+    v = np.abs(v)
+    bitlen = np.array([i.bit_length() for i in range(256)], np.int64)
+    h = 31 - bitlen[np.where(u < 0, ~u, u)]  # CountLeadingSignBits
+    e = h + bitlen[v] - 1 - s
+    q = srdhm_np(srdhm_np(u << h, t[v]), m)
+    r = np.where(e < 32, rdbpot_np(q, np.minimum(e, 31)), 0)
+    return np.clip(r + zy, lo, hi)
+
+
+def nearest_index(out_size, in_size, align_corners, half_pixel):
+    """TFLM's GetNearestNeighbor for every output index (its float32 arithmetic)."""
+    f = np.float32
+    if align_corners and out_size > 1:
+        scale = f(in_size - 1) / f(out_size - 1)
+    else:
+        scale = f(in_size) / f(out_size)
+    out = []
+    for i in range(out_size):
+        v = (f(i) + f(0.5 if half_pixel else 0.0)) * scale
+        j = tf_round(float(v)) if align_corners else int(math.floor(float(v)))
+        j = min(j, in_size - 1)
+        out.append(max(0, j) if half_pixel else j)
+    return out
+
+
+def bilinear_table(out_size, in_size, align_corners, half_pixel, integer):
+    """(i0, i1, d) per output index: TFLM's ResizeBilinearInteger (integer: d = input * 1024 -
+    1024 i0) or its float ResizeBilinear (d = input - i0, float32)."""
+    out = []
+    if integer:
+        if align_corners and out_size > 1:
+            scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+        else:
+            scale = ((1 << 10) * in_size + out_size // 2) // out_size
+        for i in range(out_size):
+            v = i * scale + scale // 2 - (1 << 9) if half_pixel else i * scale
+            lo = max(int(v / 1024), 0)  # C division: toward zero
+            hi = min(int((v + 1023) / 1024), in_size - 1)
+            out.append((lo, hi, v - 1024 * lo))
+        return out
+    f = np.float32
+    scale = f(in_size) / f(out_size)
+    if align_corners and out_size > 1:
+        scale = f(in_size - 1) / f(out_size - 1)
+    for i in range(out_size):
+        v = (f(i) + f(0.5)) * scale - f(0.5) if half_pixel else f(i) * scale
+        lo = max(int(math.floor(v)), 0)
+        hi = min(int(math.ceil(v)), in_size - 1)
+        out.append((lo, hi, float(v - f(lo))))
+    return out
+
+
+def resize_table(shape_in, size, bilinear, align_corners, half_pixel, integer):
+    """The `resize` op's i32 table (docs/FORMAT.md) for TFLM's arithmetic."""
+    (h, w, _), (oh, ow) = shape_in, size
+    if not bilinear:
+        return np.array(nearest_index(oh, h, align_corners, half_pixel) +
+                        nearest_index(ow, w, align_corners, half_pixel), np.int32)
+    rows = bilinear_table(oh, h, align_corners, half_pixel, integer) + \
+        bilinear_table(ow, w, align_corners, half_pixel, integer)
+    return table_words(rows, integer)
+
+
+def table_words(rows, integer):
+    """(i0, i1, d) rows as the i32 words of a bilinear table (d: an int, or a float's bits)."""
+    out = []
+    for i0, i1, d in rows:
+        out += [i0, i1, d if integer else int(np.float32(d).view(np.int32))]
+    return np.array(out, np.int32)

@@ -109,6 +109,43 @@ def dense(E, P, k):
                 a[yo + o] = hi
 
 
+# transpose conv record (f32, kind ftconv): the int8 tconv record (mpy_lazy/_pure.py) with 3 ACT
+# for ZY, f32 weights (OHWI) at 22 23 and bias at 24 25, no requantization. Output pixel (oy, ox)
+# gathers the taps that reach it: oy + PT - ky = iy * SH inside the input (and the same for x).
+
+def tconv(E, P, k):
+    p = [P[k + i] for i in range(26)]
+    a = E.af
+    oc, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl = p[2], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], \
+        p[16], p[17], p[18]
+    xo, q = p[6] // 4, p[7] // 4
+    wt, w0 = E.sf[p[22]], p[23] // 4
+    bv, b0 = (E.sf[p[24]], p[25] // 4) if p[20] else (None, 0)
+    lo, hi = ACTS[p[3]] or (None, None)
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                s = bv[b0 + o] if bv is not None else 0.0
+                for ky in range(kh):
+                    ny = oy + pt - ky
+                    if ny < 0 or ny % sh or ny // sh >= h:
+                        continue
+                    for kx in range(kw):
+                        nx = ox + pl - kx
+                        if nx < 0 or nx % sw or nx // sw >= wd:
+                            continue
+                        wi = w0 + ((o * kh + ky) * kw + kx) * c
+                        xi = xo + ((ny // sh) * wd + nx // sw) * c
+                        for ci in range(c):
+                            s += wt[wi + ci] * a[xi + ci]
+                if lo is not None and s < lo:
+                    s = lo
+                if hi is not None and s > hi:
+                    s = hi
+                a[q] = s
+                q += 1
+
+
 # add / mul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)
 
 def add(E, P, k):
@@ -199,8 +236,9 @@ def mean(E, P, k):
         a[yo + ch] = s / hw
 
 
-# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh) 3 XO 4 YO 5 N
-# 6 A 7 B (f32: clip's lo and hi, leakyrelu's alpha)
+# act record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7
+# hardsigmoid, 8 gelu, 9 gelu's tanh approximation) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
+# hi, leakyrelu's alpha, hardsigmoid's alpha and beta)
 
 def act(E, P, k):
     a = E.af
@@ -218,8 +256,12 @@ def act(E, P, k):
             v = v if v >= 0.0 else v * lo
         elif fn == 4:
             v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
-        else:
+        elif fn == 5:
             v = math.tanh(v)
+        else:  # hardswish, hardsigmoid, gelu: _elem.act (imported by the first such record)
+            from ._elem import act
+
+            v = act(fn, v, lo, hi)
         a[yo + i] = v
 
 
@@ -268,3 +310,54 @@ def dequantize(E, P, k):
     s = E.pf[k + 6]
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)
+
+
+# lstm record (f32): 2 T 3 I 4 H 6 XO 7 YO 8 HO 9 CO (f32 H each) 10 FLAGS (1: the state starts
+# from zero at every call) 11 CLIP (f32; 0 none) 14 S (scratch: the four gates, 4H f32) 15 16 w
+# [4H, I] 17 18 r [4H, H] 19 20 b [4H]. TFLM's float LSTM, each intermediate stored as f32 where
+# TFLM stores it: gate = act((w x_t + b) + r h), c = f c + i g (clipped), h = o tanh(c).
+
+def _sigmoid(v):
+    if v > 16.619047164916992:  # TFLM's reference Logistic
+        return 1.0
+    if v < -9.0:
+        return math.exp(v)
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def lstm(E, P, k):
+    p = [P[k + i] for i in range(21)]
+    a = E.af
+    steps, nin, hid = p[2], p[3], p[4]
+    xo, yo, ho, co, go = p[6] // 4, p[7] // 4, p[8] // 4, p[9] // 4, p[14] // 4
+    clip = E.pf[k + 11]
+    w, w0, r, r0, b, b0 = E.sf[p[15]], p[16] // 4, E.sf[p[17]], p[18] // 4, E.sf[p[19]], p[20] // 4
+    if p[10] & 1:
+        for j in range(hid):
+            a[ho + j] = 0.0
+            a[co + j] = 0.0
+    for step in range(steps):
+        x0 = xo + step * nin
+        for row in range(4 * hid):
+            s = 0.0
+            wi = w0 + row * nin
+            for i in range(nin):
+                s += a[x0 + i] * w[wi + i]
+            a[go + row] = s + b[b0 + row]
+            s = 0.0
+            ri = r0 + row * hid
+            for i in range(hid):
+                s += a[ho + i] * r[ri + i]
+            a[go + row] = a[go + row] + s
+            v = a[go + row]
+            a[go + row] = math.tanh(v) if 2 * hid <= row < 3 * hid else _sigmoid(v)
+        for j in range(hid):
+            a[co + j] = a[go + hid + j] * a[co + j]
+            a[go + j] = a[go + j] * a[go + 2 * hid + j]
+            c = a[co + j] + a[go + j]
+            if clip > 0.0:
+                c = -clip if c < -clip else (clip if c > clip else c)
+            a[co + j] = c
+            a[go + 2 * hid + j] = math.tanh(a[co + j])
+            a[ho + j] = a[go + 2 * hid + j] * a[go + 3 * hid + j]
+            a[yo + step * hid + j] = a[ho + j]

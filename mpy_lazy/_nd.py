@@ -31,7 +31,9 @@ def _matrix(E, slot, off, wdt, n, shape):
         if backend.kind() == "numpy":
             return np.frombuffer(b, dtype=np.float32, count=n, offset=off).reshape(shape)
         return np.frombuffer(b, dtype=np.float, count=n, offset=off).reshape(shape)
-    vals = [0.0] * n  # f16, or f32 on a double-float ulab: decoded once, kept
+    # f16, or f32 on a double-float ulab: decoded once into the ndarray, kept (element by
+    # element: a list of n boxed floats would take 4-5x the ndarray's bytes)
+    vals = np.zeros(n, dtype=_arena(E).dtype)
     if wdt == 1:
         f = E.sf[slot]
         for i in range(n):
@@ -41,7 +43,7 @@ def _matrix(E, slot, off, wdt, n, shape):
 
         for i in range(n):
             vals[i] = struct.unpack_from("<e", b, off + 2 * i)[0]
-    return np.array(vals, dtype=_arena(E).dtype).reshape(shape)
+    return vals.reshape(shape)
 
 
 def dense(E, P, k):
@@ -144,3 +146,54 @@ def conv(E, P, k):
 
 
 depthwise = conv
+
+
+def tconv(E, P, k):
+    """Transpose conv (the ftconv record, _float.tconv): per kernel tap, the input pixels that
+    reach the output times that tap's [C, OC] matrix, added into every SH-th row and SW-th
+    column of the output from the first one they reach."""
+    if backend.kind() != "numpy":
+        return _float.tconv(E, P, k)
+    np = _np()
+    oc, h, w, c, oh, ow, kh, kw = P[k + 2], P[k + 8], P[k + 9], P[k + 10], P[k + 11], P[k + 12], P[k + 13], P[k + 14]
+    sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 17], P[k + 18]
+    cache = E.cache.get(k)
+    if cache is None:
+        wm = _matrix(E, P[k + 22], P[k + 23], 1, oc * kh * kw * c, (oc, kh, kw, c)).astype(np.float32)
+        mats = [wm[:, ky, kx, :].T.copy() for ky in range(kh) for kx in range(kw)]  # (C, OC) each
+        bias = None
+        if P[k + 20]:
+            f = E.sf[P[k + 24]]
+            b0 = P[k + 25] // 4
+            bias = np.array([f[b0 + i] for i in range(oc)], dtype=np.float32)
+        cache = E.cache[k] = (mats, bias)
+    mats, bias = cache
+    a = _arena(E)
+    x = a[P[k + 6] // 4: P[k + 6] // 4 + h * w * c].reshape((h, w, c))
+    acc = np.zeros((oh, ow, oc), dtype=np.float32)
+    if bias is not None:
+        acc += bias
+
+    def span(n, out, s, pad, t):  # the input indices i with 0 <= i * s + t - pad < out
+        i0 = max(0, -((t - pad) // s))
+        i1 = min(n - 1, (out - 1 + pad - t) // s)
+        return i0, i1, i0 * s + t - pad
+
+    for ky in range(kh):
+        iy0, iy1, oy0 = span(h, oh, sh, pt, ky)
+        if iy1 < iy0:
+            continue
+        for kx in range(kw):
+            ix0, ix1, ox0 = span(w, ow, sw, pl, kx)
+            if ix1 < ix0:
+                continue
+            ny, nx = iy1 - iy0 + 1, ix1 - ix0 + 1
+            t = np.dot(x[iy0:iy1 + 1, ix0:ix1 + 1, :].reshape((ny * nx, c)), mats[ky * kw + kx])
+            acc[oy0: oy0 + (ny - 1) * sh + 1: sh, ox0: ox0 + (nx - 1) * sw + 1: sw, :] += t.reshape((ny, nx, oc))
+    act = P[k + 3]
+    if act:
+        acc = np.maximum(acc, 0.0)
+        if act == 2:
+            acc = np.minimum(acc, 6.0)
+    yo = P[k + 7] // 4
+    a[yo: yo + oh * ow * oc] = acc.reshape(-1)

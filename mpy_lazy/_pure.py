@@ -559,11 +559,17 @@ def _clz32(x):
 
 
 def softmax(E, P, k):
-    """TFLM's int8 softmax: output zero point -128, scale 1/256."""
+    """TFLM's int8 softmax: output zero point -128, scale 1/256; kind softmax16: an int16
+    output, zero point -32768, scale 1/65536."""
+    from .check import SOFTMAX16
+
     p = rec(P, k)
     a = E.a8
+    wide = (p[0] & 255) == SOFTMAX16
+    o = E.a16 if wide else a
+    lo, hi = (-32768, 32767) if wide else (-128, 127)
     exps, e0 = E.s32[p[10]], p[11] // 4
-    xo, yo, n = p[6], p[7], p[8]
+    xo, yo, n = p[6], p[7] // (2 if wide else 1), p[8]
     for _ in range(p[9]):
         top = -128
         for i in range(n):
@@ -576,12 +582,15 @@ def softmax(E, P, k):
         head_ = _clz32(total)
         bits = 12 - head_
         scale = one_over_one_plus_x(((total << head_) & 0xFFFFFFFF) - 2147483648)
-        e = bits + 23
+        e = bits + (15 if wide else 23)  # TFLM: 31 - the output's bits
         for i in range(n):
-            v = rdbpot(srdhm(scale, exps[e0 + top - a[xo + i]]), e) - 128
-            a[yo + i] = -128 if v < -128 else (127 if v > 127 else v)
+            v = rdbpot(srdhm(scale, exps[e0 + top - a[xo + i]]), e) + lo
+            o[yo + i] = lo if v < lo else (hi if v > hi else v)
         xo += n
         yo += n
+
+
+softmax16 = softmax  # (one kernel reads the kind)
 
 
 # --- moves (elements of 1, 2 or 4 bytes in the arena) --------------------------------------
@@ -666,3 +675,4 @@ def f16_to_f32(src, first, dst, d0, n):
         for j in range(m):
             dst[d0 + i + j] = vals[j]
         i += m
+

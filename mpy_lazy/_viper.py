@@ -1782,8 +1782,13 @@ def _reciprocal(t):
 
 @micropython.viper
 def softmax(E, P, k: int):
+    # kinds softmax (int8 out) and softmax16 (int16 out: exponent 8 less, offset -32768)
     a = ptr8(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
+    wide = 0
+    if int(pp[0]) & 255 == 39:  # check.SOFTMAX16
+        wide = 1
+    o16 = ptr16(uint(a))
     e = ptr32(uint(ptr8(E.B[pp[10]])) + pp[11])
     t = uint(ptr32(E.W)) + 32  # four words of working state: W[8..11]
     pt = ptr32(t)
@@ -1791,6 +1796,8 @@ def softmax(E, P, k: int):
     sg <<= 31
     xo = int(pp[6])
     yo = int(pp[7])
+    if wide:
+        yo = yo >> 1  # int16 elements
     n = int(pp[8])
     rows = int(pp[9])
     r = 0
@@ -1815,22 +1822,35 @@ def softmax(E, P, k: int):
         _reciprocal(t)
         scale = int((pt[0] ^ sg) - sg)
         ex = int(pt[3])
+        if wide:
+            ex -= 8
         i = 0
         while i < n:
             pt[0] = scale
             pt[1] = e[top - ((a[xo + i] ^ 0x80) - 0x80)]
             _srdhm(t)
             _rdbpot(t, ex)
-            v = int((pt[2] ^ sg) - sg) - 128
-            if v < -128:
-                v = -128
-            elif v > 127:
-                v = 127
-            a[yo + i] = v
+            if wide:
+                v = int((pt[2] ^ sg) - sg) - 32768
+                if v < -32768:
+                    v = -32768
+                elif v > 32767:
+                    v = 32767
+                o16[yo + i] = v
+            else:
+                v = int((pt[2] ^ sg) - sg) - 128
+                if v < -128:
+                    v = -128
+                elif v > 127:
+                    v = 127
+                a[yo + i] = v
             i += 1
         xo += n
         yo += n
         r += 1
+
+
+softmax16 = softmax
 
 
 @micropython.viper
@@ -2026,3 +2046,4 @@ def f16_to_f32(src, first: int, dst, d0: int, n: int):
             f = sign | (e << 23) | ((m & 0x3FF) << 13)
         pd[i] = f
         i += 1
+

@@ -101,6 +101,18 @@ def array_nbytes(a):
     return a.size * a.itemsize
 
 
+def nbytes(b):
+    """Bytes of a buffer: bytes/bytearray, memoryview, array.array, ndarray (numpy or ulab:
+    ulab's has no .nbytes)."""
+    if isinstance(b, array.array):
+        return array_nbytes(b)
+    if isinstance(b, memoryview):
+        return len(b) * getattr(b, "itemsize", 1)
+    if hasattr(b, "itemsize"):
+        return b.size * b.itemsize
+    return len(b)
+
+
 _UCT = {"f32": "FLOAT32", "i8": "INT8", "u8": "UINT8", "i16": "INT16", "u16": "UINT16",
         "i32": "INT32", "u32": "UINT32"}
 

@@ -14,14 +14,25 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
-KINDS = 36  # kinds are 1..KINDS-1
+# recurrent ops (kinds 36..39; 40..43 reserved), elementwise ops, cast, resize (44..52)
+LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
+MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
+FTCONV = 54
+KINDS = 60  # kinds are 1..KINDS-1
+# elementwise kinds that may write their output over their first input (same offset): the
+# record word of that input (the planner's in-place ops: mpy_lazy/model.py)
+_INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2,
+            MINMAX: 4, FBINARY: 4, DIV: 6, FLAYERNORM: 2}
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub")
+         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
+    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
+    + ("tconv", "", "", "", "", "")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11)
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0) \
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -33,6 +44,7 @@ class _Rec:
         self.P, self.k, self.arena, self.B, self.verify = P, k, arena, B, verify
         self.line = P[k] >> 8
         self.kind = P[k] & 255
+        self.spans = []  # (word index, start, end, field) of every arena region checked
 
     def __getitem__(self, i):
         return self.P[self.k + i]
@@ -57,7 +69,32 @@ class _Rec:
         if off < 0 or nbytes < 0 or off + nbytes > self.arena or off % align:
             self.fail(field, "%d bytes at %d do not fit the %d-byte arena (alignment %d)"
                       % (nbytes, off, self.arena, align))
+        if nbytes:
+            self.spans.append((i, off, off + nbytes, field))
         return off
+
+    def overlaps(self):
+        """Regions of one record overlap only as the planner lays them out (so every kernel
+        path computes the same thing): an input and the output share bytes only at the same
+        offset for an elementwise op (its first input), or with the output at least `lag`
+        bytes before the input for an int8 conv, depthwise, dense (conv_lag) or LSTM
+        (lstm_lag); scratch shares bytes with nothing."""
+        spans = self.spans
+        for a in range(len(spans)):
+            ia, sa, ea, fa = spans[a]
+            for b in range(a + 1, len(spans)):
+                ib, sb, eb, fb = spans[b]
+                if sa >= eb or sb >= ea or fa == fb == "x":
+                    continue
+                if fa == "x" and fb == "y" and _may_share(self, ia, sa, sb) or \
+                        fa == "y" and fb == "x" and _may_share(self, ib, sb, sa):
+                    continue
+                self.fail(fb, "its %d bytes at %d overlap the %s's at %d" % (eb - sb, sb, fa, sa))
+
+    def absent(self, i, field):
+        """Tensor fields at i of an absent tensor: (0, 0)."""
+        if self[i] or self[i + 1]:
+            self.fail(field, "slot %d offset %d given for a tensor the record has none of" % (self[i], self[i + 1]))
 
     def tensor(self, i, field, dtypes, nbytes):
         """Tensor fields (slot, offset) at i: a tensor of one of `dtypes` holding exactly
@@ -86,11 +123,7 @@ class _Rec:
 def _nbytes(b):
     from . import backend
 
-    if hasattr(b, "typecode") or type(b).__name__ == "array":
-        return backend.array_nbytes(b)
-    if hasattr(b, "nbytes") and not isinstance(b, memoryview):
-        return b.nbytes
-    return len(b) * (b.itemsize if isinstance(b, memoryview) and hasattr(b, "itemsize") else 1)
+    return backend.nbytes(b)
 
 
 def _clamp(r, es=1):
@@ -142,13 +175,18 @@ def _conv(r, E):
     wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE) else 0
     if wb not in (0, 3):
         r.fail("wl", "output channels in blocks of %d (1 or 8)" % (1 << wb))
-    blk = 1 << wb  # output channels in blocks of blk: o at (o // blk) * WSO + o % blk
-    if oc % blk:
-        r.fail("wl", "%d output channels in blocks of %d" % (oc, blk))
-    ext = wso * (oc // blk - 1) + blk - 1 + wsy * (kh - 1) + wsx * (kw - 1) + wsc * (cpg - 1) + 1
+    if oc % (1 << wb) or (wb and cpg != c):
+        r.fail("wl", "%d output channels in blocks of %d (groups 1)" % (oc, 1 << wb))
     n = oc * kh * kw * cpg
-    if ext > n:
-        r.fail("wl", "weight strides reach element %d of %d" % (ext, n))
+    if dw:  # the layouts the compiler writes (mpy_lazy/ops/conv.py), which the kernels assume
+        layouts = ((1, kw * oc, oc, 1), (kh * kw, kw, 1, 1))
+    elif wb:  # ohwi8: [OC/8, KH, KW, 8 CPG], output o at (o >> 3) WSO + (o & 7)
+        layouts = ((8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8),)
+    else:
+        layouts = ((kh * kw * cpg, kw * cpg, cpg, 1), (cpg * kh * kw, kw, 1, kh * kw))
+    if (wso, wsy, wsx, wsc) not in layouts:
+        r.fail("wl", "weight strides %d, %d, %d, %d: not a layout of the weights (ohwi, oihw, ohwi8; 1hwo, o1hw)"
+               % (wso, wsy, wsx, wsc))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
@@ -158,6 +196,8 @@ def _conv(r, E):
         r.range(3, "act", 0, 2)
         if r.range(28, "b", 0, 1):
             r.tensor(34, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(34, "bias")
         if wdt == 2:
             r.region(31, "scratch", 4 * kh * kw * cpg, 4)
         return
@@ -175,6 +215,8 @@ def _conv(r, E):
     if hasb:
         r.tensor(34, "bias", ("i32",), 4 * oc)
         bias = E.words(r[34], r[35], oc)
+    else:
+        r.absent(34, "bias")
     # int8: every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x|
     # <= 128, the input zero point folded into the bias); 16x8 with int64 accumulators: within
     # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
@@ -201,11 +243,10 @@ def _dense(r, E):
     wb = r.range(20, "wl", 0, 3) if r.kind == DENSE else 0
     if wb not in (0, 3):
         r.fail("wl", "outputs in blocks of %d (1 or 8)" % (1 << wb))
-    blk = 1 << wb  # as conv's
-    if oc % blk:
-        r.fail("wl", "%d outputs in blocks of %d" % (oc, blk))
-    if wso * (oc // blk - 1) + blk - 1 + wsi * (n - 1) + 1 > n * oc:
-        r.fail("wl", "weight strides reach past %d elements" % (n * oc))
+    if oc % (1 << wb):
+        r.fail("wl", "%d outputs in blocks of %d" % (oc, 1 << wb))
+    if (wso, wsi) not in (((8 * n, 8),) if wb else ((n, 1), (1, oc))):
+        r.fail("wl", "weight strides %d, %d: not a layout of the weights (oi, io, oi8)" % (wso, wsi))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
     r.region(7, "y", oc * size, size)
@@ -215,6 +256,8 @@ def _dense(r, E):
         r.range(3, "act", 0, 2)
         if r.range(11, "b", 0, 1):
             r.tensor(16, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(16, "bias")
         if wdt == 2:
             r.region(13, "scratch", 4 * (oc if wsi != 1 else n), 4)
         return
@@ -229,6 +272,8 @@ def _dense(r, E):
     if hasb:
         r.tensor(16, "bias", ("i32",), 4 * oc)
         bias = E.words(r[16], r[17], oc)
+    else:
+        r.absent(16, "bias")
     if wide and not acc64:
         return
     sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi, wb)
@@ -276,6 +321,9 @@ def _pool(r, E):
     size = 4 if fl else 1
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * c * size, size)
+    r.range(2, "c", c, c)
+    r.range(17, "dil", 1, 1)
+    r.range(18, "dil", 1, 1)
     if fl:
         r.range(3, "act", 0, 2)
     else:
@@ -293,6 +341,7 @@ def _mean(r, E):
     if fl:
         return
     _clamp(r)
+    r.range(2, "out", 1, 1)
     r.range(9, "zero_point", -128, 127)
     if 255 * hw > INT32_MAX:
         r.fail("x", "the sums of %d pixels can leave int32" % hw)
@@ -310,7 +359,8 @@ def _lut(r, E):
 def _softmax(r, E):
     n, rows = r.range(8, "x", 1, 511), r.range(9, "x", 1, 1 << 24)
     r.region(6, "x", n * rows)
-    r.region(7, "y", n * rows)
+    es = 2 if r.kind == SOFTMAX16 else 1
+    r.region(7, "y", n * rows * es, es)
     r.tensor(10, "table", ("i32",), 1024)
     t = E.words(r[10], r[11], 256)
     for d in range(256):
@@ -323,6 +373,8 @@ def _move(r, E):
     if es not in (1, 2, 4):
         r.fail("size", "%d bytes per element (1, 2 or 4)" % es)
     planes, rows, cols = (r.range(i, "shape", 0, 1 << 24) for i in (11, 4, 5))
+    if planes * rows * cols > r.arena // es:  # (zero strides would make it loop on one element)
+        r.fail("shape", "%d x %d x %d elements: more than the arena holds" % (planes, rows, cols))
     if planes and rows and cols:
         for o, s_plane, s_row, s_col, field in ((2, 12, 6, 7, "x"), (3, 13, 8, 9, "y")):
             sp, ss, sj = (r.range(i, field, 0, 1 << 24) for i in (s_plane, s_row, s_col))
@@ -357,7 +409,7 @@ def _quant(r, E):
 
 
 def _act(r, E):
-    fn = r.range(2, "op", 0, 5)
+    fn = r.range(2, "op", 0, 9)
     n = r.range(5, "x", 1, 1 << 24)
     r.region(3, "x", 4 * n, 4)
     r.region(4, "y", 4 * n, 4)
@@ -399,7 +451,8 @@ def _rescale(r, E):
 
 def _tconv(r, E):
     wide = r.kind == TCONV16
-    size = 2 if wide else 1
+    fl = r.kind == FTCONV
+    size = 4 if fl else (2 if wide else 1)
     h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
     oc = r.range(2, "out", 1, MAX_DIM)
     kh, kw, sh, sw = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"))
@@ -409,6 +462,14 @@ def _tconv(r, E):
         r.fail("oh", "more than 2**24 elements")
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
+    if fl:
+        r.range(3, "act", 0, 2)
+        r.tensor(22, "weight", ("f32",), 4 * oc * kh * kw * c)
+        if r.range(20, "b", 0, 1):
+            r.tensor(24, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(24, "bias")
+        return
     _clamp(r, size)
     top = (1 << (8 * size - 1)) - 1
     r.range(19, "zero_point", -top - 1, top)
@@ -420,14 +481,32 @@ def _tconv(r, E):
     if hasb:
         r.tensor(24, "bias", ("i32",), 4 * oc)
         bias = E.words(r[24], r[25], oc)
+    else:
+        r.absent(24, "bias")
     if wide:  # int64 accumulators: within TFLM's +-2**47
         sums = E.abs_sums(r[22], r[23], oc, kh, kw, c, kh * kw * c, kw * c, c, 1)
         _bound(r, bias, sums, oc, 32768, (1 << 47) - 1)
 
 
+def _recurrent(r, E):
+    """The checks of kinds 36..38 (mpy_lazy/_recurrent.py: imported for a program that has them)."""
+    from . import _recurrent
+
+    _recurrent.check(r, E)
+
+
+def _elem(r, E):
+    """The checks of kinds 44..52 (mpy_lazy/_elem.py: imported for a program that has them)."""
+    from . import _elem
+
+    _elem.CHECK[r.kind - MINMAX](r, E)
+
+
 _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lut, _softmax, _move, _fill,
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
-          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary)
+          _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary, _recurrent,
+          _recurrent, _recurrent, _softmax, None, None, None, None) \
+    + (_elem,) * 9 + (None,) + (_tconv, None, None, None, None, None)
 
 
 class _Env:
@@ -441,6 +520,11 @@ class _Env:
 
         return backend.typed_view(memoryview(self.B[slot])[off: off + 4 * n], "i32", n)
 
+    def halfs(self, slot, off, n):
+        from . import backend
+
+        return backend.typed_view(memoryview(self.B[slot])[off: off + 2 * n], "i16", n)
+
     def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb=0):
         """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
         from . import kernels
@@ -451,6 +535,62 @@ class _Env:
         geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb))
         (kernels._viper or kernels._pure).abs_sums(self.B[slot], geo, out)
         return out
+
+
+def _may_share(r, i, x, y):
+    """Whether input region (word i, offset x) may overlap the output at offset y."""
+    kind = r.kind
+    if kind in (CONV, DEPTHWISE):
+        return y + conv_lag(r.P, r.k) <= x
+    if kind == DENSE:  # oi8 (WB 3): the assembler writes a block of 8 once it is summed
+        return y + (r[2] - 8 if r[20] else 0) <= x
+    if kind == LSTM:  # step t reads x_t whole before it writes y_t (mpy_lazy/ops/lstm.py: lag)
+        return y + lstm_lag(r[2], r[3], r[4]) <= x
+    return x == y and _INPLACE.get(kind) == i
+
+
+def lstm_lag(steps, nin, hid):
+    """Bytes an int8 LSTM's output (T x H) may start before its dying input (T x I): no later
+    row of x may lie under y_t when step t writes it."""
+    return max(0, (steps - 1) * (hid - nin))
+
+
+def conv_lag(P, k, early=None):
+    """Bytes an int8 conv / depthwise output may start before its dying input (the planner's
+    rule): the kernels (every path) compute output pixels in raster order and write each
+    after reading its window, so no write may reach a byte a later window reads: when pixel
+    j's window is read, pixels before j may be written (to yo + j*OC), and the first byte any
+    window from j on reads is xo + min(first(j), first of the next output row). The lag is the
+    largest j*OC - that, over j. Each term is concave in the row and the column (separable),
+    so its maximum is at an end or beside the kink where padding stops: a few candidates.
+    The Thumb kernels write part of a pixel's outputs before its window is read for the last
+    time: conv8 (WB 3) a block of 8 at a time, OC - 8 of them early; dw4 (depthwise,
+    multiplier 1, C a multiple of 4) 4 at a time, OC - 4 early (`early`: those bytes; None:
+    from the record at k)."""
+    c, oh, ow, oc = P[k + 10], P[k + 11], P[k + 12], P[k + 2]
+    if early is None:
+        early = conv_early(P[k] & 255, oc, P[k + 26], P[k + 38])
+    sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 19], P[k + 20]
+    wc = P[k + 9] * c
+    rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
+    cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
+    a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
+    b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
+    lag = max(0, a + b + early)
+    for oy in rows:
+        if oy + 1 < oh:  # the next row's first window starts at its first column
+            lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc + early)
+    return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+
+
+def conv_early(kind, oc, opg, wb):
+    """Output bytes of a pixel an int8 conv / depthwise may write before it last reads the
+    pixel's window (conv_lag)."""
+    if kind == CONV and wb:
+        return oc - 8
+    if kind == DEPTHWISE and opg == 1 and oc % 4 == 0:
+        return oc - 4
+    return 0
 
 
 def _bad(msg, field="program"):
@@ -467,8 +607,8 @@ def arena_size(P, total):
     if P[H_VERSION] != VERSION:
         _bad("version %d, this runtime reads %d: repack the model" % (P[H_VERSION], VERSION), "version")
     arena = P[H_ARENA]
-    if not 0 <= arena <= MAX_ARENA:
-        _bad("arena of %d bytes (at most %d)" % (arena, MAX_ARENA), "arena")
+    if not 0 <= arena <= MAX_ARENA or arena % 4:
+        _bad("arena of %d bytes (a multiple of 4, at most %d)" % (arena, MAX_ARENA), "arena")
     return arena
 
 
@@ -509,6 +649,13 @@ def program(P, B, verify=None, total=None):
             top = (1 << (8 * item - 1)) - 1
             if not (s - s == 0 and s > 0) or not -top - 1 <= P[e + IO_ZP] <= top:
                 bad("input/output %d: q=%r,%d" % (i, s, P[e + IO_ZP]), "io")
+    # the arena bytes that hold values: the inputs', then each record's output; a record's
+    # scratch leaves its bytes undefined (each kernel path uses it its own way), and a record
+    # may read defined bytes only, so every path computes from the same numbers
+    defined = []
+    for i in range(nin):
+        e = HEADER + IO * i
+        defined = _span_add(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 0, 2, 0, 4)[P[e + IO_DTYPE]])
     E = _Env(B)
     k = first
     for _ in range(n):
@@ -519,11 +666,60 @@ def program(P, B, verify=None, total=None):
             bad("record at word %d: unknown kind %d" % (k, kind), "kind")
         if P[k + 1] != LENGTH[kind] or k + LENGTH[kind] > total:
             bad("record at word %d (%s): %d words, expected %d" % (k, NAMES[kind], P[k + 1], LENGTH[kind]), "records")
-        _CHECK[kind](_Rec(P, k, arena, B, verify), E)
+        r = _Rec(P, k, arena, B, verify)
+        _CHECK[kind](r, E)
+        r.overlaps()
+        for _, start, end, field in r.spans:
+            if field == "x" and not _span_covered(defined, start, end):
+                r.fail("x", "reads bytes %d..%d that no input or earlier record wrote" % (start, end))
+        for _, start, end, field in r.spans:
+            if field == "scratch":
+                defined = _span_remove(defined, start, end)
+        for _, start, end, field in r.spans:
+            if field == "y":
+                defined = _span_add(defined, start, end)
         k += LENGTH[kind]
     if k != total:
         bad("%d words after the last record" % (total - k), "records")
+    for i in range(nin, nin + nout):
+        e = HEADER + IO * i
+        if not _span_covered(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 0, 2, 0, 4)[P[e + IO_DTYPE]]):
+            bad("output %d: bytes no record wrote" % (i - nin), "io")
     return arena
+
+
+# sets of arena bytes as sorted lists of disjoint [start, end) spans
+
+def _span_add(spans, s, e):
+    out = []
+    for a, b in spans:
+        if b < s or a > e:
+            out.append((a, b))
+        else:
+            s, e = min(a, s), max(b, e)
+    out.append((s, e))
+    out.sort()
+    return out
+
+
+def _span_remove(spans, s, e):
+    out = []
+    for a, b in spans:
+        if b <= s or a >= e:
+            out.append((a, b))
+        else:
+            if a < s:
+                out.append((a, s))
+            if b > e:
+                out.append((e, b))
+    return out
+
+
+def _span_covered(spans, s, e):
+    for a, b in spans:
+        if a <= s and e <= b:
+            return True
+    return s >= e
 
 
 def records(P):
@@ -545,8 +741,12 @@ def record_macs(P, k):
         return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
     if kind in (DENSE, FDENSE, DENSE16):
         return P[k + 8] * P[k + 2]
-    if kind in (TCONV, TCONV16):  # every input pixel's channels over every tap
+    if kind in (TCONV, TCONV16, FTCONV):  # every input pixel's channels over every tap
         return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
+    if kind in (LSTM, FLSTM):  # every step: four gates over the input and the hidden state
+        return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
+    if kind == SVDF:
+        return P[k + 2] * (P[k + 3] + P[k + 4])
     return 0
 
 
@@ -562,6 +762,21 @@ def has_floats(P):
     """Whether any record computes on or moves f32 values (the float kernels' views are made
     only then)."""
     for kind, k in records(P):
-        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB):
+        if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV, FBINARY, FCAST, FRESIZE,
+                                                  FLAYERNORM, FLSTM):
             return True
     return False
+
+
+def state(P, k):
+    """The state the record at k keeps from one call to the next (LSTM, SVDF: TFLM's variable
+    tensors), as (arena byte offset, elements, initial value, bytes per element) regions; ()
+    for a stateless record. (P checked.)"""
+    kind = P[k] & 255
+    if kind == LSTM:
+        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    if kind == FLSTM:
+        return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))
+    if kind == SVDF:
+        return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)
+    return ()

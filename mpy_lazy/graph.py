@@ -23,8 +23,11 @@ _KINDS = {
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
     "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
     "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
-    "end": "is", "perm": "is", "acc": "e:32|64", "size": "is",
+    "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
+    "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
+    "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
 }
+_KINDS["axis"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -47,18 +50,31 @@ OPS = {
     "tanh": (("x", "y"), ()),
     "lut": (("x", "y", "t", "q"), ()),
     "reshape": (("x", "y", "shape"), ("order", "q")),
-    "concat": (("x", "y"), ("q",)),
+    "concat": (("x", "y"), ("q", "axis")),
     "pad": (("x", "y", "pad"), ("q",)),
     "slice": (("x", "y", "begin", "end"), ("stride", "q")),
     "transpose": (("x", "y", "perm"), ("q",)),
-    "softmax": (("x", "y"), ("beta", "q", "m", "t")),
+    "softmax": (("x", "y"), ("beta", "q", "m", "t", "dtype")),
+    "lstm": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "cell", "clip", "state")),
+    "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory", "q", "m", "sq"), ("sdtype",)),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
+    # elementwise ops, cast, resize, layernorm
+    "hardswish": (("x", "y"), ()),
+    "hardsigmoid": (("x", "y"), ("alpha", "beta")),
+    "gelu": (("x", "y"), ("approx",)),
+    "minimum": (("x", "y"), ("t", "shape", "q")),
+    "maximum": (("x", "y"), ("t", "shape", "q")),
+    "div": (("x", "y"), ("act", "q", "m", "clamp", "t")),
+    "prelu": (("x", "y", "w"), ("shape", "q", "m", "t")),
+    "cast": (("x", "y", "dtype"), ("q",)),
+    "resize": (("x", "y", "size", "t"), ("interp", "q")),
+    "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "sub", "mul", "concat")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 
@@ -74,6 +90,37 @@ def _name_ok(s):
         if ch in ",= \t\r":
             return False
     return True
+
+
+def _digits(s, i):
+    """The index after the ASCII digits of s from i."""
+    while i < len(s) and "0" <= s[i] <= "9":
+        i += 1
+    return i
+
+
+def _number_ok(s, real):
+    """s is an ASCII integer ([+-]digits) or, if real, a decimal number ([+-] digits [. digits]
+    [e [+-] digits], or 'inf'/'nan' words, refused later as not finite): the one grammar both
+    interpreters' int() and float() read alike (CPython's also take other scripts' digits, '_'
+    and Unicode spaces; MicroPython's do not)."""
+    i = 1 if s[:1] in ("+", "-") else 0
+    if real and s[i:].lower() in ("inf", "nan", "infinity"):
+        return True
+    j = _digits(s, i)
+    if not real:
+        return i < j == len(s)
+    k = j
+    if k < len(s) and s[k] == ".":
+        k = _digits(s, k + 1)
+    if k == i or k == i + 1 and s[i] == ".":
+        return False  # no digit before the exponent
+    if k < len(s) and s[k] in "eE":
+        e = k + 1 + (1 if s[k + 1: k + 2] in ("+", "-") else 0)
+        k = _digits(s, e)
+        if k == e:
+            return False
+    return k == len(s)
 
 
 def _value(kind, key, val, n):
@@ -95,6 +142,9 @@ def _value(kind, key, val, n):
     if len(parts) > 8:
         raise fail(n, "%s=%s: too many numbers" % (key, val), key)
     try:
+        for v in parts:
+            if not _number_ok(v, kind == "f" or (kind == "q" and v is parts[0])):
+                raise ValueError
         if kind == "f":
             nums = [float(v) for v in parts]
         elif kind == "q":
@@ -128,7 +178,9 @@ def parse(text):
     n = 0
     for line in text.split("\n"):
         n += 1
-        parts = line.split()
+        # tokens: split at ASCII spaces, tabs and CRs only (str.split() also splits at Unicode
+        # spaces on CPython and not on MicroPython: one grammar on both)
+        parts = [t for t in line.replace("\t", " ").replace("\r", " ").split(" ") if t]
         if not parts or parts[0][0] == "#":
             continue
         if count >= MAX_LINES:
@@ -150,7 +202,7 @@ def parse(text):
             if key == "x" and op in _MULTI_X:
                 kind = "vs"
             elif key == "m":
-                kind = "t" if op in _WL else "is"
+                kind = "t" if op in _WL or op == "lstm" else "is"
             elif key == "wl":
                 kind = _WL[op]
             else:

@@ -30,7 +30,7 @@ if sys.implementation.name == "micropython":
 
 i8 = _pure
 _path = None
-_tables = [None, None]  # the kernel tables of the current path: int8 only, and with floats
+_tables = [None] * 8  # the kernel tables of the current path: [floats + 2 x elem + 4 x recurrent]
 
 # the integer kernels by record kind (mpy_lazy/check.py), and the float ones
 _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "dense"), (check.ADD, "add"),
@@ -38,11 +38,15 @@ _INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "den
         (check.LUT, "lut"), (check.SOFTMAX, "softmax"), (check.MOVE, "move"), (check.FILL, "fill"),
         (check.RESCALE, "rescale"), (check.ADD16, "add16"), (check.SUB, "sub"), (check.SUB16, "sub16"),
         (check.CONV16, "conv16"), (check.DW16, "dw16"), (check.DENSE16, "dense16"), (check.TCONV, "tconv"),
-        (check.TCONV16, "tconv16"))
+        (check.TCONV16, "tconv16"), (check.SOFTMAX16, "softmax16"))
+# the recurrent ops' kernels: in modules of their own, imported for the programs that use them
+_RECURRENT = ((check.LSTM, "lstm"), (check.SVDF, "svdf"))
+RECURRENT_KINDS = (check.LSTM, check.FLSTM, check.SVDF)
 _FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
           (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
           (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
-          (check.DEQUANTIZE, "dequantize"))
+          (check.DEQUANTIZE, "dequantize"), (check.FTCONV, "tconv"))
+
 _pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
 
 
@@ -69,7 +73,8 @@ def use(name=None):
     i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
-    _tables[0] = _tables[1] = None
+    for i in range(8):
+        _tables[i] = None
     _pure_kinds[0] = None
     return name
 
@@ -78,12 +83,14 @@ def path():
     return _path or use()
 
 
-def table(floats=True):
+def table(floats=True, elem=False, recurrent=False):
     """The kernels of the current path by record kind (a tuple; None for no kind). Without
-    floats, the float kinds are None (their module is not imported: heap on a board). An
-    integer kind the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
+    floats, the float kinds are None (their module is not imported: heap on a board); without
+    elem, kinds 44..52 too; without recurrent, the recurrent kinds (LSTM, SVDF). An integer kind
+    the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
     path()
-    t = _tables[1 if floats else 0]
+    slot = (1 if floats else 0) + (2 if elem else 0) + (4 if recurrent else 0)
+    t = _tables[slot]
     if t is None:
         t = [None] * check.KINDS
         pure = []
@@ -94,6 +101,14 @@ def table(floats=True):
             if i8 is _pure or f is getattr(_pure, name):
                 pure.append(kind)
             t[kind] = f
+        if recurrent:
+            from . import _recurrent
+
+            rec = _recurrent
+            if i8 is _viper:
+                from . import _viper_recurrent as rec
+            for kind, name in _RECURRENT:
+                t[kind] = getattr(rec, name)
         _pure_kinds[0] = tuple(pure)
         if floats:
             from . import _float
@@ -103,7 +118,21 @@ def table(floats=True):
                 from . import _nd as fl
             for kind, name in _FLOAT:
                 t[kind] = getattr(fl, name, None) or getattr(_float, name)
-        t = _tables[1 if floats else 0] = tuple(t)
+            if recurrent:
+                t[check.FLSTM] = _float.lstm
+        if elem:  # kinds 44..52: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
+            from . import _elem
+
+            ints = _elem
+            if i8 is not _pure and _viper is not None:
+                from . import _viper_elem as ints
+            for kind, name in ((check.MINMAX, "minmax"), (check.CAST, "cast"), (check.DIV, "div"),
+                               (check.RESIZE, "resize"), (check.PRELU, "prelu")):
+                t[kind] = getattr(ints, name)
+            for kind, name in ((check.FBINARY, "fbinary"), (check.FCAST, "fcast"), (check.FRESIZE, "fresize"),
+                               (check.FLAYERNORM, "flayernorm")) if floats else ():
+                t[kind] = getattr(_elem, name)
+        t = _tables[slot] = tuple(t)
     return t
 
 

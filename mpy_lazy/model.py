@@ -27,7 +27,7 @@ from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: m
 from . import ops as _ops
 from . import program as _program
 
-_PARAMS = ("bias", "requant", "table", "weight")  # the Param attributes an op may have
+_PARAMS = ("bias", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
 _DTYPE_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
 
 
@@ -189,16 +189,23 @@ class Model(Module):
         if self._planned is not None:
             return self._planned
         life = dict(self._life)
-        scratch = []
+        scratch, kept = [], []
         for i, op in enumerate(self.ops):
             if op.scratch:
                 v = Value("", (4 * op.scratch,), "i8")
                 life[id(v)] = (i, i)
                 scratch.append((i, v))
-        n = graph.plan(self.values + [v for i, v in scratch], life, 4, self._pairs())
+            if op.persist:  # alive across calls: overlaps nothing, ever
+                v = Value("", (op.persist,), "i8")
+                life[id(v)] = (0, len(self.ops))
+                kept.append((i, v))
+        n = graph.plan(self.values + [v for i, v in scratch + kept], life, 4, self._pairs())
         self._scratch = array.array("i", [-1] * len(self.ops))
+        self._state = array.array("i", [-1] * len(self.ops))
         for i, v in scratch:
             self._scratch[i] = v.offset
+        for i, v in kept:
+            self._state[i] = v.offset
         _program._room(n)
         self._planned = n
         return n
@@ -234,6 +241,7 @@ class Model(Module):
         for i, op in enumerate(self.ops):
             c.line = op.n
             c.scratch = self._scratch[i]
+            c.state = self._state[i]
             for r in op.records(c):
                 P += r
                 count += 1
@@ -308,12 +316,17 @@ class Model(Module):
     def predict(self, x=None, *more):
         return self._ready().predict(x, *more)
 
+    def reset(self):
+        """Program.reset(): the stateful ops (LSTM, SVDF) start again."""
+        self._ready().reset()
+
 
 class _Compiler:
     """What an op's records() reads: value offsets, tensor slots, its scratch, its line."""
 
     line = 0
     scratch = -1
+    state = -1  # the op's persistent state (Op.persist)
 
     def __init__(self, model, ref):
         self.slots = []

@@ -101,6 +101,7 @@ class Program:
         if io is not None:
             self._io = io
         self.A = arena
+        self.reset()
         self._views()
         self._env()  # now: a forward pass allocates nothing, the first one included
 
@@ -157,18 +158,39 @@ class Program:
             if k in self.__dict__:
                 setattr(c, k, getattr(self, k))
         c.A = bytearray(len(self.A))
+        c.reset()
         c._views()
         c._env()
         return c
+
+    def reset(self):
+        """Start the state of the stateful ops again: the hidden and cell state of a .tflite
+        LSTM and an SVDF's memory, which persist from one call to the next as TFLite Micro's
+        variable tensors do across Invoke() (TFLM's MicroInterpreter::Reset()): zero, int8
+        values at their zero point. Done when the program is made; an ONNX LSTM starts from zero
+        on every call anyway."""
+        from . import check
+
+        A = self.A
+        for _, k in check.records(self.P):
+            for off, n, v, es in check.state(self.P, k):
+                for i in range(off, off + n * es, es):
+                    for b in range(es):
+                        A[i + b] = (v >> (8 * b)) & 255
 
     # --- running ------------------------------------------------------------------------
 
     def _env(self):
         """Views the current kernel path needs (made when the path changes, kept; the path is
         recorded last, so a MemoryError here leaves the next call to make them again)."""
+        from . import check
+
         path = kernels.path()
         need_f = self._floats()
-        K = kernels.table(need_f)  # the float kernels' module is imported only for a model with floats
+        # the float, elementwise and recurrent kernels' modules are imported only for a model
+        # that has such records
+        K = kernels.table(need_f, self._uses(range(check.MINMAX, check.FLAYERNORM + 1)),
+                          self._uses(kernels.RECURRENT_KINDS))
         self._path = None
         pure = kernels.i8 is not kernels._viper or kernels._viper is None or self._uses(kernels.pure_kinds())
         for name in ("a8", "a16", "a32", "af", "pf", "s8", "s32", "sf", "cache"):
@@ -346,13 +368,12 @@ def _room(n):
     if n > MAX_ARENA:
         raise ContainerError("graph: needs %d bytes of activation memory (more than %d)" % (n, MAX_ARENA),
                              None, "graph")
-    try:
-        import gc
+    import gc
 
-        gc.collect()
-        free = gc.mem_free()
-    except (ImportError, AttributeError):
+    if not hasattr(gc, "mem_free"):  # CPython: no heap to measure (and a collect of a big process is slow)
         return
+    gc.collect()
+    free = gc.mem_free()
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")
@@ -372,11 +393,7 @@ def _slot_view(b, dtype):
 
 
 def _nbytes(b):
-    if isinstance(b, array.array):
-        return backend.array_nbytes(b)
-    if hasattr(b, "nbytes"):
-        return b.nbytes
-    return len(b)
+    return backend.nbytes(b)
 
 
 def _bytewise(x):

@@ -11,6 +11,7 @@ Every model argument may be bytes/bytearray/memoryview or a path to a .tflite fi
   arena_bytes(model)            -> smallest tensor arena with which TFLM allocates and invokes
   allocation_report(model)      -> RecordingMicroAllocator's own figures (total/head/tail, parsed)
   intermediates(model, x)       -> every tensor's value after one invoke (op-by-op debugging)
+  intermediate_runs(model, xs)  -> the same after each of several invokes of one interpreter
   ops(model) / op_names(model)  -> the operators, read with TFLM's own schema module
   tensors(model)                -> per-tensor name, dtype, shape, quantization, constness
   io_details(model)             -> the interpreter's input/output dtype, shape, quantization
@@ -39,7 +40,7 @@ from tflite_micro import runtime as _rt
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 __all__ = ["run", "arena_bytes", "allocation_report", "intermediates", "ops", "op_names",
-           "tensors", "io_details", "sample_inputs", "invoke_seconds", "read_model",
+           "tensors", "io_details", "sample_inputs", "invoke_seconds", "read_model", "intermediate_runs",
            "interpreter", "Op", "TensorInfo", "TensorValue"]
 
 # --------------------------------------------------------------------------- schema reading
@@ -357,23 +358,32 @@ def intermediates(model, x):
     its batch dimension), and the quantization from the schema. Uses kPreserveAllTensors (linear
     planner: nothing is overwritten) and the interpreter's GetTensor. Constant tensors (weights,
     biases) come back too, as TFLM sees them."""
+    return intermediate_runs(model, [x])[0]
+
+
+def intermediate_runs(model, samples):
+    """intermediates() after each invoke of one interpreter on the samples in order (a model
+    with variable tensors, an LSTM's or SVDF's state, carries them from one invoke to the next)."""
     data = _as_bytes(model)
     m = read_model(data)
     infos = tensors(m)
     n_in = len(m.subgraphs[0].inputs)
     it = interpreter(data, preserve_all_tensors=True)
-    parts = tuple(x) if n_in > 1 else (x,)
-    for k, p in enumerate(parts):
-        it.set_input(_prepare(p, it.get_input_details(k), k), k)
-    it.invoke()
-    out = []
-    # GetTensor does no bounds check (an index past the last tensor crashes the process), so
-    # only the schema's tensor count is walked.
-    for t in infos:
-        v = it.GetTensor(t.index, 0)["tensor_data"]
-        out.append(TensorValue(t.index, t.name, np.array(v), t.scales, t.zero_points,
-                               t.quantized_dimension))
-    return out
+    runs = []
+    for x in samples:
+        parts = tuple(x) if n_in > 1 else (x,)
+        for k, p in enumerate(parts):
+            it.set_input(_prepare(p, it.get_input_details(k), k), k)
+        it.invoke()
+        out = []
+        # GetTensor does no bounds check (an index past the last tensor crashes the process), so
+        # only the schema's tensor count is walked.
+        for t in infos:
+            v = it.GetTensor(t.index, 0)["tensor_data"]
+            out.append(TensorValue(t.index, t.name, np.array(v), t.scales, t.zero_points,
+                                   t.quantized_dimension))
+        runs.append(out)
+    return runs
 
 
 def invoke_seconds(model, x=None, repeat=5):

@@ -3,6 +3,7 @@
     python tools/fuzz.py --count 100000 --seed 7     # both interpreters, prints the figures
     python tools/fuzz.py --count 1000000 --micropython-count 100000   # the first 10^5 on both
     python tools/fuzz.py --graphs --count 20000      # containers with a model, descriptions mutated
+    python tools/fuzz.py --programs --count 20000    # packed models, stored program words mutated
     python tools/fuzz.py --atheris -runs=200000      # coverage-guided (atheris), CPython only
 
 The seeded corpus (tools/fuzz_corpus.py) is written to temp files of length-prefixed records;
@@ -134,11 +135,56 @@ def _inputs(m, nonfinite=False):
     for v in m.inputs:
         if v.dtype == "i8":
             out.append([(i * 37) % 256 - 128 for i in range(v.size)])
+        elif v.dtype != "f32":  # i16, i32 codes
+            out.append([(i * 7919) % 65536 - 32768 for i in range(v.size)])
         elif nonfinite:
             out.append([_NONFINITE[i % 6] if i % 3 == 0 else ((i * 7) % 13) / 6.0 - 1.0 for i in range(v.size)])
         else:
             out.append([((i * 7) % 13) / 6.0 - 1.0 for i in range(v.size)])
     return out
+
+
+def program_verdict(c, m):
+    """What the program runner makes of a container's stored program (mpy_lazy/program.py):
+    'refused <field>' (ContainerError at load), 'big' / 'heavy' (too large to run here:
+    arena, or multiply-adds plus arena bytes per record), or 'ran <records> <digest>' after a
+    forward pass on the best kernel path and on 'pure' (their integer outputs must agree:
+    'MISMATCH' otherwise; digest: crc32 of the integer outputs, 'f' with float outputs)."""
+    from binascii import crc32
+
+    from mpy_lazy import check, kernels
+    from mpy_lazy.program import H_ARENA, H_RECORDS
+
+    P = m.P
+    if P[H_ARENA] > GRAPH_BYTES:
+        return "big"
+    if check.macs(P) + P[H_ARENA] * P[H_RECORDS] > 20 * GRAPH_WORK:
+        return "heavy"
+    xs = _inputs(m, c._meta_get("fuzz") == "nonfinite")
+    digests = []
+    paths = kernels.available()
+    floats = False
+    try:
+        for path in (paths[0], "pure") if paths[0] != "pure" else ("pure",):
+            kernels.use(path)
+            m.A[:] = bytes(len(m.A))  # a mutated program may read what it never wrote: the same zeros
+            m(*xs)
+            b = bytearray()
+            for i in range(len(m.outputs)):
+                if m.outputs[i].dtype != "f32":
+                    for q in m.tolist(i):
+                        b.append(q & 0xFF)
+                        b.append((q >> 8) & 0xFF)
+                else:
+                    floats = True
+                    for f in m.tolist(i):
+                        f + 0.0
+            digests.append(crc32(b))
+    finally:
+        kernels.use()
+    if digests[-1] != digests[0]:
+        return "MISMATCH integer outputs of %s and pure" % paths[0]
+    return "ran %d %s" % (P[H_RECORDS], "f" if floats else "%08x" % digests[0])
 
 
 def graph_verdict(c):
@@ -149,8 +195,15 @@ def graph_verdict(c):
     their crc32 when every value of the graph is int8, else 'f'). Other exceptions propagate."""
     from binascii import crc32
 
-    from mpy_lazy import kernels, model
+    from mpy_lazy import kernels, model, program
 
+    if program.NAME in c:  # a stored program: what from_container() runs (where it can)
+        try:
+            m = model.from_container(c)
+        except ContainerError as e:
+            return "refused %s" % e.field
+        if isinstance(m, program.Program):
+            return program_verdict(c, m)
     try:
         m = model.declare(c)
         m.load(c)
@@ -182,9 +235,10 @@ def graph_verdict(c):
                 return "refused %s" % e.field
             b = bytearray()
             for i in range(len(m.outputs)):
-                if m.outputs[i].dtype == "i8":
+                if m.outputs[i].dtype != "f32":
                     for q in m.tolist(i):
                         b.append(q & 0xFF)
+                        b.append((q >> 8) & 0xFF)
                 else:
                     for f in m.tolist(i):  # read every float (a view past its buffer would fail here)
                         f + 0.0
@@ -192,10 +246,10 @@ def graph_verdict(c):
     finally:
         kernels.use()
     if digests[-1] != digests[0]:
-        return "MISMATCH int8 outputs of %s and pure" % paths[0]
+        return "MISMATCH integer outputs of %s and pure" % paths[0]
     floats = False
     for v in m.values:
-        if v.dtype != "i8":
+        if v.dtype == "f32":
             floats = True
     return "ran %d %s" % (len(m.ops), "f" if floats else "%08x" % digests[0])
 
@@ -301,7 +355,10 @@ def run(count, seed, jobs=2, log=print, graphs=False, mp_count=None):
     returns the figures."""
     import fuzz_corpus
 
-    inputs = fuzz_corpus.graph_corpus(count, seed) if graphs else fuzz_corpus.corpus(count, seed)
+    if graphs == "programs":
+        inputs = fuzz_corpus.program_corpus(count, seed)
+    else:
+        inputs = fuzz_corpus.graph_corpus(count, seed) if graphs else fuzz_corpus.corpus(count, seed)
     return run_inputs(inputs, count, seed, jobs, log, mp_count)
 
 
@@ -399,6 +456,8 @@ def _comparable(v):
     (each is counted as a failure anyway), so only its type is compared."""
     out = []
     for part in v.split(" | "):
+        if part.startswith(("refused", "big")):  # which check fires first may differ (MicroPython's
+            part = "refused"  # heap refuses a large arena before the records are read)
         out.append(" ".join(part.split(" ")[:2]).rstrip(":") if part.startswith("OTHER") else part)
     return " | ".join(out)
 
@@ -488,8 +547,11 @@ def main(argv=None):
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     p.add_argument("--graphs", action="store_true", help="fuzz the graph runner: containers with a model "
                    "whose description (and now and then tensors) are mutated")
+    p.add_argument("--programs", action="store_true", help="fuzz the program runner: packed models whose "
+                   "stored program (graph.program) has words mutated, CRCs recomputed")
     args = p.parse_args(argv)
-    f = run(args.count, args.seed, args.jobs, graphs=args.graphs, mp_count=args.micropython_count)
+    graphs = "programs" if args.programs else args.graphs
+    f = run(args.count, args.seed, args.jobs, graphs=graphs, mp_count=args.micropython_count)
     if args.json:
         import json
 

@@ -524,6 +524,20 @@ reshape x=g y=v shape=4
 relu x=v y=w
 linear x=w y=o w=fc.w b=fc.b out=5
 output x=o""",
+    """input y=x shape=6,5,3 dtype=i16 q=0.001,0
+conv2d x=x y=a w=c.w b=c.b m=c.m out=4 k=3 pad=1 q=0.002,0
+depthwise x=a y=d w=d.w m=d.m k=3 pad=1 acc=32 q=0.002,0
+add x=a,d y=s q=0.003,0 m=1518500250,-1,1288490189,-2,1431655765,-14
+sub x=s,a y=u q=0.003,0 m=1518500250,-1,1288490189,-2,1431655765,-14 clamp=-30000,30000
+leakyrelu x=u y=l alpha=0.1 q=0.003,0 m=1073741824,1,1717986918,-3
+slice x=l y=sl begin=0,1,0 end=6,5,4 stride=2,1,1
+transpose x=sl y=t perm=1,0,2
+quantize x=t y=q8 q=0.05,-3 dtype=i8 m=1518500250,-5
+tconv x=q8 y=tc w=t.w b=t.b m=t.m out=2 k=2 size=8,6 stride=2 q=0.1,0
+linear x=t y=h w=h.w m=h.m out=5 q=0.004,0
+dequantize x=tc y=f
+output x=f
+output x=h""",
 )
 BASE_LAYERS = """input shape=1,5,5
 conv2d w=c.w b=c.b in=1 out=2 k=3 stride=1 pad=1
@@ -767,3 +781,150 @@ def graph_sweep(text):
             if op != toks[0]:
                 yield graph_container(tensors, [("graph", "\n".join(lines[:i] + [" ".join([op] + toks[1:])] + lines[i + 1:]))])
         yield graph_container(tensors, [("graph", "\n".join(lines[:i] + lines[i + 1:]))])
+
+
+# --- stored programs ------------------------------------------------------------------------
+# Packed models (goldens, .tflite fixtures and third-party int16 models, packed by the packer)
+# whose stored program (the AUX tensor graph.program, docs/FORMAT.md "Program") has words set
+# to limits, record kinds and lengths changed, records swapped, tensor references moved; the
+# program's data CRC and the header CRC are recomputed, so the runtime's record checks
+# (mpy_lazy/check.py) are what must refuse them (tools/fuzz.py program_verdict).
+
+PROGRAM_SOURCES = ("tests/golden/graph_int8.mpyl", "tests/golden/graph_f32.mpyl",
+                   "tests/golden/tflite/digits_cnn_int8.tflite", "tests/golden/tflite/ops_int8.tflite",
+                   "tests/golden/tflite/ops_float_io.tflite") + tuple(
+    "tests/golden/thirdparty/tflite-micro/%s.tflite" % n for n in (
+        "hello_world_int8", "seanet_add16", "seanet_conv15", "seanet_leaky_relu18", "seanet_pad0",
+        "seanet_quantize1", "seanet_strided_slice0", "seanet_sub1"))
+PROGRAM_VALUES = (0, 1, -1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 127, 128, -128, -129, 255, 256, 32767, 32768,
+                  -32768, 65535, 65536, 1 << 24, (1 << 24) + 1, 2147483647, -2147483648, 1 << 30)
+
+
+def program_bases():
+    """[(container bytes, program byte offset, words, record starts, entry base)]."""
+    import tempfile
+
+    from host_tools import cli
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-programs-") as tmp:
+        for src in PROGRAM_SOURCES:
+            path = os.path.join(ROOT, src)
+            if src.endswith(".tflite"):
+                dst = os.path.join(tmp, os.path.basename(src) + ".mpyl")
+                if cli.main(["pack", path, "-o", dst, "-q"]) != 0:
+                    raise RuntimeError("cannot pack " + src)
+                path = dst
+            with open(path, "rb") as f:
+                data = f.read()
+            out.append(_program_base(data))
+    return out
+
+
+def _program_base(data):
+    from mpy_lazy import open as open_container
+    from mpy_lazy.program import H_FIRST, H_RECORDS, NAME
+
+    c = open_container(data)
+    info = c.info(NAME)
+    words = list(struct.unpack_from("<%di" % (info.nbytes // 4), data, info.offset))
+    starts, k = [], words[H_FIRST]
+    for _ in range(words[H_RECORDS]):
+        starts.append(k)
+        k += words[k + 1]
+    toff, es = get(data, HEADER, "table_offset"), get(data, HEADER, "entry_size")
+    entry = next(toff + i * es for i in range(get(data, HEADER, "tensor_count"))
+                 if get(data, ENTRY, "data_offset", toff + i * es) == info.offset)
+    return bytes(data), info.offset, len(words), starts, entry
+
+
+def _word(buf, off, i, value=None):
+    if value is None:
+        return struct.unpack_from("<i", buf, off + 4 * i)[0]
+    value &= 0xFFFFFFFF
+    struct.pack_into("<I", buf, off + 4 * i, value)
+
+
+def p_word(rng, buf, off, n, starts):
+    """One word of a record (or of the header and input/output entries) set to a limit or
+    moved by a little."""
+    i = rng.randrange(n) if rng.random() < 0.3 or not starts else rng.choice(starts) + rng.randrange(2, 12)
+    i = min(i, n - 1)
+    old = _word(buf, off, i)
+    _word(buf, off, i, rng.choice(PROGRAM_VALUES + (old + 1, old - 1, old * 2, old + 4, old - 4, -old)))
+
+
+def p_kind(rng, buf, off, n, starts):
+    """A record's kind changed (its line kept): another kind reads the same fields."""
+    if starts:
+        k = rng.choice(starts)
+        _word(buf, off, k, (_word(buf, off, k) & ~255) | rng.randrange(0, 64))
+
+
+def p_length(rng, buf, off, n, starts):
+    if starts:
+        k = rng.choice(starts)
+        _word(buf, off, k + 1, rng.choice((0, 1, 2, _word(buf, off, k + 1) + rng.choice((-1, 1)), 1 << 20)))
+
+
+def p_swap(rng, buf, off, n, starts):
+    """Two words swapped (within a record, or across records)."""
+    i, j = rng.randrange(n), rng.randrange(n)
+    a, b = _word(buf, off, i), _word(buf, off, j)
+    _word(buf, off, i, b)
+    _word(buf, off, j, a)
+
+
+def p_header(rng, buf, off, n, starts):
+    """A header word (records, arena, inputs, outputs, first record) or an input/output entry
+    word set to a limit."""
+    i = rng.randrange(min(n, 7 + 10 * 4))
+    _word(buf, off, i, rng.choice(PROGRAM_VALUES + (_word(buf, off, i) + rng.choice((-1, 1)),)))
+
+
+def p_tensor(rng, buf, off, n, starts, tensor_offsets=()):
+    """A tensor reference (slot, byte offset) moved to another tensor, off by a little, or
+    another slot."""
+    if not starts:
+        return
+    k = rng.choice(starts)
+    length = _word(buf, off, k + 1)
+    spots = [i for i in range(k + 2, min(k + length, n) - 1) if _word(buf, off, i) == 0
+             and _word(buf, off, i + 1) in tensor_offsets]
+    if spots:
+        i = rng.choice(spots)
+        what = rng.randrange(3)
+        if what == 0:
+            _word(buf, off, i + 1, rng.choice(tensor_offsets))
+        elif what == 1:
+            _word(buf, off, i + 1, _word(buf, off, i + 1) + rng.choice((-4, -1, 1, 4, 16)))
+        else:
+            _word(buf, off, i, rng.choice((1, -1, 2)))
+
+
+PROGRAM_MUTATIONS = (p_word, p_word, p_word, p_word, p_kind, p_length, p_swap, p_header, p_tensor, p_tensor)
+
+
+def program_corpus(count, seed):
+    """`count` packed models: every 10th as packed, the others with 1 to 3 program mutations
+    (CRCs recomputed: the data CRC of graph.program and the header CRC)."""
+    rng = random.Random(seed)
+    bases = program_bases()
+    offsets = []
+    for data, _, _, _, _ in bases:
+        toff, es = get(data, HEADER, "table_offset"), get(data, HEADER, "entry_size")
+        offsets.append(tuple(get(data, ENTRY, "data_offset", toff + i * es)
+                             for i in range(get(data, HEADER, "tensor_count"))))
+    for i in range(count):
+        b = i % len(bases)
+        data, off, n, starts, entry = bases[b]
+        buf = bytearray(data)
+        if i % 10:
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                fn = rng.choice(PROGRAM_MUTATIONS)
+                if fn is p_tensor:
+                    fn(rng, buf, off, n, starts, offsets[b])
+                else:
+                    fn(rng, buf, off, n, starts)
+        put(buf, ENTRY, "data_crc", zlib.crc32(bytes(buf[off: off + 4 * n])), entry)
+        yield bytes(fix_crc(buf))

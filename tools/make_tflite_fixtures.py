@@ -26,6 +26,15 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
                                      0.25, ResNet-8, FC autoencoder), seeded weights and BN stats
   ops_int8, ops_float_io             one small graph with every op of mpy-lazy's list
   unsupported_op                     a tiny int8 graph with an op outside that list
+  elem_int8, elem_f32               HARD_SWISH, MAXIMUM with a scalar, MINIMUM, PRELU (alpha per
+                                     channel and per element), DIV
+  resize_int8, resize_f32, resize_samples.npy
+                                     RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR with every
+                                     align_corners / half_pixel_centers combination TFLM runs, and
+                                     the samples resize_int8 is calibrated on
+  cast_f32                           CAST float32 -> int32 -> int16 -> int8 -> int32 -> float32
+  hybrid_dynamic                     the converter's dynamic-range mode (float activations, int8
+                                     weights): TFLM refuses it, and so does mpy-lazy
   calib_f32, calib_int8, calib_samples.npy
                                      a small digits-like float CNN (conv, pool, depthwise, add,
                                      dense), the 100 samples its int8 conversion is calibrated on,
@@ -103,14 +112,24 @@ FIXTURES = {
     "unsupported_op": ("unsupported", "int8"),
     "calib_f32": ("calib", "f32"),
     "calib_int8": ("calib", "int8"),
+    "elem_int8": ("elem", "int8"),
+    "elem_f32": ("elem", "f32"),
+    "resize_int8": ("resize", "int8"),
+    "resize_f32": ("resize", "f32"),
+    "cast_f32": ("cast", "f32"),
+    "hybrid_dynamic": ("hybrid", "dynamic"),
 }
+# fixtures neither TFLM nor mpy-lazy runs (each refuses them with its reason)
+REFUSED = ("unsupported_op", "hybrid_dynamic")
 # kind -> the .npy the inner side saves its representative (calibration) samples to
-SAMPLES = {"calib": "calib_samples"}
+SAMPLES = {"calib": "calib_samples", "resize": "resize_samples"}
 
 # The builtin ops mpy-lazy's .tflite support covers: each must appear in some fixture.
 SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL",
                  "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX",
-                 "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE")
+                 "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE",
+                 "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV", "RESIZE_NEAREST_NEIGHBOR",
+                 "RESIZE_BILINEAR", "PRELU")
 # Ops that must appear as operators of their own (not only as a fused activation) somewhere.
 STANDALONE = ("RELU", "RELU6", "TANH", "LOGISTIC")
 
@@ -255,14 +274,16 @@ def verify(outdir, names, full, digits=None):
             status = "ok"
         except RuntimeError as e:  # e.g. an op TFLM lacks
             y, arena, rep, secs, status = None, None, {}, None, "TFLM: %s" % e
-            if name != "unsupported_op":
+            if name not in REFUSED:
                 ok = False
+        if name == "hybrid_dynamic" and y is not None:
+            status, ok = "TFLM runs it (expected a refusal)", False
         if y is not None and not all(np.all(np.isfinite(np.asarray(v, np.float64))) for v in y):
             status, ok = "non-finite output", False
         # A quantized fixture must be integer all the way: the converter leaves an op in float
         # (DEQUANTIZE ... QUANTIZE around it) when it can't quantize it, and that must not pass.
         mode = FIXTURES[name][1]
-        if mode != "f32":
+        if mode not in ("f32", "dynamic"):
             info = tflm_ref.tensors(data)
             for o in ops:
                 if o.name == "DEQUANTIZE" and mode == "float_io":
@@ -324,7 +345,7 @@ def verify(outdir, names, full, digits=None):
             say("unsupported_op.tflite has no op outside the list")
             ok = False
         for name in names:
-            if name == "unsupported_op":
+            if name in REFUSED:
                 continue
             extra = sorted(set(tflm_ref.op_names(os.path.join(outdir, name + ".tflite")))
                            - set(SUPPORTED_OPS))
@@ -662,8 +683,64 @@ def inner(args):
         rep = np.clip(rng.normal(0, 0.1, (100, 8, 8, 1)) + (rng.uniform(0, 1, (100, 8, 8, 1)) > 0.7), 0, 1)
         return model, rep.astype(np.float32), rng, last
 
+    def elem():
+        """HARD_SWISH, MAXIMUM against a scalar, MINIMUM of two activations, PRELU with alpha per
+        channel and per element (both signs), DIV by a LOGISTIC of a TANH (away from zero)."""
+        rng = fresh(SEED + 8)
+        inp = keras.Input((6, 6, 4), name="x")
+        c = L.Conv2D(8, 3, padding="same", name="conv")(inp)
+        hs = L.Activation("hard_swish", name="hard_swish")(c)
+        mx = L.Lambda(lambda t: tf.maximum(t, -0.25), name="maximum")(hs)
+        mn = L.Minimum(name="minimum")([mx, L.Conv2D(8, 1, name="conv_b")(inp)])
+        p = L.PReLU(shared_axes=[1, 2], name="prelu_c")(mn)
+        p = L.PReLU(name="prelu_hwc")(p)
+        d = L.Activation("sigmoid", name="sigmoid")(L.Activation("tanh", name="tanh")(
+            L.Conv2D(8, 1, name="conv_d")(inp)))
+        out = L.Lambda(lambda z: z[0] / z[1], name="div")([p, d])
+        model = keras.Model(inp, out, name="elem")
+        rep = rng.standard_normal((100, 6, 6, 4)).astype(np.float32)
+        return model, rep, rng, None
+
+    def resize():
+        """Every resize TFLM runs: bilinear and nearest, plain, align_corners, half_pixel_centers
+        (Keras's Resizing and UpSampling2D: half pixel), up and down."""
+        rng = fresh(SEED + 9)
+        inp = keras.Input((6, 6, 4), name="x")
+        x = L.Conv2D(4, 3, padding="same", name="conv")(inp)
+        x = L.Resizing(5, 7, interpolation="bilinear", name="bilinear_half")(x)
+        x = L.Resizing(9, 4, interpolation="nearest", name="nearest_half")(x)
+        v1 = tf.compat.v1.image
+        x = L.Lambda(lambda t: v1.resize_bilinear(t, (7, 9), align_corners=True), name="bilinear_corners")(x)
+        x = L.Lambda(lambda t: v1.resize_nearest_neighbor(t, (11, 5), align_corners=True), name="nearest_corners")(x)
+        x = L.Lambda(lambda t: v1.resize_nearest_neighbor(t, (4, 13)), name="nearest")(x)
+        x = L.Lambda(lambda t: v1.resize_bilinear(t, (8, 3)), name="bilinear")(x)
+        out = L.UpSampling2D(2, interpolation="bilinear", name="upsample")(x)
+        model = keras.Model(inp, out, name="resize")
+        rep = rng.standard_normal((100, 6, 6, 4)).astype(np.float32)
+        return model, rep, rng, None
+
+    def cast():
+        """CAST through every integer type and back (float32 inputs of a few units: exact)."""
+        rng = fresh(SEED + 10)
+        inp = keras.Input((8,), name="x")
+        c = tf.cast
+        x = L.Lambda(lambda t: c(c(c(c(c(t, tf.int32), tf.int16), tf.int8), tf.int32), tf.float32), name="casts")(inp)
+        out = L.Dense(4, name="fc")(L.Concatenate(name="concat")([x, inp]))
+        model = keras.Model(inp, out, name="cast")
+        rep = (4 * rng.standard_normal((100, 8))).astype(np.float32)
+        return model, rep, rng, None
+
+    def hybrid():
+        """Dense layers whose weights the dynamic-range mode quantizes (>= 1024 of them)."""
+        rng = fresh(SEED + 11)
+        inp = keras.Input((64,), name="x")
+        out = L.Dense(10, name="fc2")(L.Dense(64, activation="relu", name="fc1")(inp))
+        model = keras.Model(inp, out, name="hybrid")
+        return model, rng.standard_normal((100, 64)).astype(np.float32), rng, None
+
     builders = {"kws": kws, "vww": vww, "resnet8": resnet8, "ad": ad, "ops": ops,
-                "unsupported": unsupported, "calib": calib}
+                "unsupported": unsupported, "calib": calib, "elem": elem, "resize": resize, "cast": cast,
+                "hybrid": hybrid}
 
     def build(kind):
         if kind.startswith("digits_"):
@@ -688,7 +765,9 @@ def inner(args):
 
     def convert(model, rep, mode):
         conv = tf.lite.TFLiteConverter.from_keras_model(static_batch(model))
-        if mode != "f32":
+        if mode == "dynamic":  # weights only: float activations, int8 weights (hybrid ops)
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        elif mode != "f32":
             conv.optimizations = [tf.lite.Optimize.DEFAULT]
             conv.representative_dataset = lambda: ([x[None].astype(np.float32)] for x in rep)
             conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]

@@ -29,7 +29,9 @@ _MODULES = {
     "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
     "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
     "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
-    "quantize": "quant", "dequantize": "quant",
+    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "svdf": "svdf",
+    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
+    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
 }
 
 
@@ -43,6 +45,7 @@ class Op(Module):
     `y` (output Value), `kv` (its keys). Tensor keys become Params named after the key."""
 
     scratch = 0
+    persist = 0  # bytes of state kept across calls (planned apart from every value: Model.plan)
     inplace = False  # the output may share the input's buffer (elementwise, same size)
 
     def __init__(self, name, kv, ins, n):

@@ -1,4 +1,5 @@
-# Elementwise activations. Float: relu, relu6, clip (lo, hi), leakyrelu (alpha), sigmoid, tanh.
+# Elementwise activations. Float: relu, relu6, clip (lo, hi), leakyrelu (alpha), sigmoid, tanh,
+# hardswish, hardsigmoid (alpha, beta: ONNX's), gelu (approx=tanh: its tanh form).
 # int8: lut, a 256-entry table made at pack time by running TFLite Micro's own integer
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
@@ -6,7 +7,8 @@
 from .. import check
 from . import Op as Base
 
-_FN = {"relu": 0, "relu6": 1, "clip": 2, "leakyrelu": 3, "sigmoid": 4, "tanh": 5}
+_FN = {"relu": 0, "relu6": 1, "clip": 2, "leakyrelu": 3, "sigmoid": 4, "tanh": 5, "hardswish": 6, "hardsigmoid": 7,
+       "gelu": 8}
 
 
 class Op(Base):
@@ -33,7 +35,13 @@ class Op(Base):
             self.float_only()
             if name == "clip" and not kv["lo"] <= kv["hi"]:
                 raise self.fail("clip needs lo <= hi", "lo")
-            self.arg = (kv["lo"], kv["hi"]) if name == "clip" else (kv.get("alpha", 0.0), 0.0)
+            if name == "clip":
+                self.arg = (kv["lo"], kv["hi"])
+            elif name == "hardsigmoid":
+                self.arg = (kv.get("alpha", 0.2), kv.get("beta", 0.5))
+            else:
+                self.arg = (kv.get("alpha", 0.0), 0.0)
+            self.fn = 9 if name == "gelu" and kv.get("approx") == "tanh" else _FN[name]
         self.out = (x.shape, x.dtype, kv.get("q"))
 
     def records(self, c):
@@ -46,5 +54,5 @@ class Op(Base):
                                               c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
         from ..program import f32_bits
 
-        return [c.record(check.FACT, [_FN[self.name], c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
+        return [c.record(check.FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
                                       f32_bits(self.arg[1])])]

@@ -1,5 +1,6 @@
-# concat along the last axis (channels of H, W, C values, or of vectors). int8: every input
-# has the output's quantization (TFLite's rule; mpy-lazy pack makes it so for ONNX models).
+# concat along one axis (axis=, default the last: the channels of H, W, C values, or a vector's
+# elements; 0 or 1: H or W). int8: every input has the output's quantization (TFLite's rule;
+# mpy-lazy pack makes it so for ONNX models).
 from .. import check
 from . import Op as Base
 
@@ -7,32 +8,41 @@ from . import Op as Base
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
         Base.__init__(self, name, kv, ins, n)
-        lead = ins[0].shape[:-1]
+        rank = len(ins[0].shape)
+        self.axis = kv.get("axis", rank - 1)
+        if not 0 <= self.axis < rank:
+            raise self.fail("axis=%d: the inputs have %d axes" % (self.axis, rank), "axis")
         total = 0
         for v in ins:
-            if v.shape[:-1] != lead:
-                raise self.fail("inputs %s differ outside the last axis" % ([v.shape for v in ins],), "x")
-            total += v.shape[-1]
+            if len(v.shape) != rank or [d for i, d in enumerate(v.shape) if i != self.axis] != \
+                    [d for i, d in enumerate(ins[0].shape) if i != self.axis]:
+                raise self.fail("inputs %s differ outside axis %d" % ([v.shape for v in ins], self.axis), "x")
+            total += v.shape[self.axis]
         if self.quantized(("i8", "i16", "i32")) != "f32":
             for v in ins:
                 if tuple(v.q) != tuple(kv["q"]):
                     raise self.fail("integer inputs need the output's q (%r has %s)" % (v.name, v.q), "q")
         from ..graph import check_shape
 
-        self.out = (check_shape(lead + (total,), n, "output"), ins[0].dtype, kv.get("q"))
+        shape = list(ins[0].shape)
+        shape[self.axis] = total
+        self.out = (check_shape(shape, n, "output"), ins[0].dtype, kv.get("q"))
 
     def records(self, c):
-        """One move per input: its channels into their place in each output row."""
+        """One move per input: each of its rows (everything from the axis on: a contiguous
+        run of elements) into its place in each output row."""
         from ..graph import ITEMSIZE
 
         y = self.y
         es = ITEMSIZE[y.dtype]
-        rows = y.size // y.shape[-1]
+        row = 1
+        for d in y.shape[self.axis:]:
+            row *= d
+        rows = y.size // row
         out = []
         off = 0
         for v in self.x:
-            ch = v.shape[-1]
-            out.append(c.record(check.MOVE, [c.off(v), c.off(y) + off * es, rows, ch, ch, 1, y.shape[-1], 1, es,
-                                             1, 0, 0]))
-            off += ch
+            n = v.size // rows
+            out.append(c.record(check.MOVE, [c.off(v), c.off(y) + off * es, rows, n, n, 1, row, 1, es, 1, 0, 0]))
+            off += n
         return out

@@ -69,8 +69,8 @@ class Op(Base):
             if wl == "ohwi":
                 wshape, ws = (oc, kh, kw, cpg), (kh * kw * cpg, kw * cpg, cpg, 1)
             elif wl == "ohwi8":
-                if oc % 8:
-                    raise self.fail("wl=ohwi8 needs out a multiple of 8, got %d" % oc, "wl")
+                if oc % 8 or g != 1:
+                    raise self.fail("wl=ohwi8 needs groups 1 and out a multiple of 8, got %d, groups %d" % (oc, g), "wl")
                 wshape, ws = (oc // 8, kh, kw, 8 * cpg), (8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8)
             else:
                 wshape, ws = (oc, cpg, kh, kw), (cpg * kh * kw, kw, 1, kh * kw)
@@ -128,33 +128,14 @@ class Op(Base):
         return p[27] * p[0] * (2 if self.y.dtype == "i16" else 1) + window
 
     def lag(self):
-        """int8: the kernels (every path) compute output pixels in raster order and write
-        each after reading its window, so the output may lie over the dying input, L bytes
-        before it, if no write reaches a byte a later window reads: when pixel j's window is
-        read, pixels before j may be written (to yo + j*OC), and the first byte any window
-        from j on reads is xo + min(first(j), first of the next output row). L is the largest
-        j*OC - that, over j. Each term is concave in the row and the column (separable), so
-        its maximum is at an end or beside the kink where padding stops: a few candidates.
-        ohwi8: the assembler writes a pixel's outputs 8 at a time, each block once it is summed,
-        so OC - 8 of them are written before the pixel's window is read for the last time;
-        depthwise (multiplier 1, C a multiple of 4): 4 at a time, OC - 4 of them."""
+        """int8: bytes the output may start before its dying input (check.conv_lag: the same
+        rule the program's check enforces, with the outputs the Thumb kernels write early:
+        ohwi8's blocks of 8, depthwise's groups of 4)."""
         if self.y.dtype != "i8":
             return None  # (16x8: the planner gives the output its own bytes)
-        p = self.p
-        c, oh, ow, oc, sh, sw, pt, pl = p[8], p[9], p[10], p[0], p[13], p[14], p[17], p[18]
-        wc = p[7] * c
-        rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
-        cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
-        a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
-        b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
-        early = oc - 8 if self.wb else 0
-        if self.name == "depthwise" and p[24] == 1 and oc % 4 == 0:  # (p[24]: OPG)
-            early = oc - 4
-        lag = max(0, a + b + early)
-        for oy in rows:
-            if oy + 1 < oh:  # the next row's first window starts at its first column
-                lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc + early)
-        return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+        kind = check.DEPTHWISE if self.name == "depthwise" else check.CONV
+        early = check.conv_early(kind, self.p[0], self.p[24], self.wb)  # (p[24]: OPG)
+        return check.conv_lag([0, 0] + list(self.p), 0, early)
 
     def records(self, c):
         p = list(self.p)

@@ -4,8 +4,9 @@ the arena's one block can find no hole even when the free total is ample (seen o
 Pico with VWW: 180 KB free, 64.5 KB arena refused). A stored program (mpy_lazy/program.py)
 makes no object per op and allocates its arena first, before checking the records.
 
-On the unix port with a heap just large enough: declare + load + prepare fails with
-MemoryError, from_container (the stored program) runs, and its outputs are TFLite Micro's."""
+On the unix port with a heap 8 KB above the least the stored program needs (found by bisection):
+declare + load + prepare fails with MemoryError, from_container (the stored program) runs, and
+its outputs are TFLite Micro's."""
 import os
 
 import numpy as np
@@ -20,10 +21,10 @@ CODE = """
 import gc
 import mpy_lazy
 from mpy_lazy import model
-c = mpy_lazy.open(open(%r, 'rb').read())
-x = bytearray(%r)
-gc.collect()
-try:
+try:  # (the container read into RAM too: at the smallest heaps that is what fails)
+    c = mpy_lazy.open(open(%r, 'rb').read())
+    x = bytearray(%r)
+    gc.collect()
     if %r:
         m = model.declare(c)
         m.load(c)
@@ -38,6 +39,12 @@ else:
 """
 
 
+def _runs(out, x, declare, heap):
+    r = run_micropython(CODE % (str(out), x, declare), heapsize=heap)
+    assert r.returncode == 0 and r.stdout.split()[:1] in (["MemoryError"], ["OUT"]), r.stdout + r.stderr
+    return r.stdout
+
+
 def test_a_spread_heap_still_takes_the_arena(tmp_path):
     from host_tools import cli
     import tflm_ref
@@ -45,11 +52,17 @@ def test_a_spread_heap_still_takes_the_arena(tmp_path):
     out = tmp_path / "vww.mpyl"
     assert cli.main(["pack", VWW, "-o", str(out), "-q"]) == 0
     x = tflm_ref.sample_inputs(VWW, 1, seed=3)[0]
-    heap = 756000  # container (272 KB, in RAM here) + input + model: 736-778 KB split the two (measured)
-    r = run_micropython(CODE % (str(out), x.astype(np.int8).tobytes(), True), heapsize=heap)
-    assert r.stdout.strip() == "MemoryError", r.stdout + r.stderr  # the premise: the plain order fails
-    r = run_micropython(CODE % (str(out), x.astype(np.int8).tobytes(), False), heapsize=heap)
-    assert r.returncode == 0 and r.stdout.startswith("OUT "), r.stdout + r.stderr
-    got = eval(r.stdout[4:])
+    xb = x.astype(np.int8).tobytes()
+    # the smallest heap (4 KB steps) where the stored program runs: the container (272 KB, in
+    # RAM here), the input, the runtime's modules and the model
+    lo, hi = 256 << 10, 2048 << 10
+    assert _runs(out, xb, False, hi).startswith("OUT ")
+    while hi - lo > 4096:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _runs(out, xb, False, mid).startswith("OUT ") else (mid, hi)
+    heap = hi + 8192  # with room to spare, the per-op objects still leave no hole for the arena
+    assert _runs(out, xb, True, heap).strip() == "MemoryError"
+    got = _runs(out, xb, False, heap)
+    assert got.startswith("OUT ")
     want = np.asarray(tflm_ref.run(VWW, [x])[0]).ravel().tolist()
-    assert got == want
+    assert eval(got[4:]) == want

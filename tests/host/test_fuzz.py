@@ -75,8 +75,15 @@ def check(buf):
     v = fuzz.result(buf)
     assert clean(v), v
     # the same bytes at an odd address (every wider dtype then served from an aligned RAM
-    # copy: a model runs on those) and read through the file fallback give the same verdict
-    assert fuzz.result(memoryview(b"\0" + buf)[1:]) == v
+    # copy: a model runs on those) and read through the file fallback give the same verdict;
+    # where the container holds a stored program, the odd copy runs the description instead
+    # (the program's kernels read words in place), which refuses what the program never reads
+    # (tensor names, flags): the same verdict on the container, a clean one on the model
+    odd = fuzz.result(memoryview(b"\0" + buf)[1:])
+    if b"graph.program" in buf:
+        assert clean(odd) and odd.partition(" | ")[0] == v.partition(" | ")[0], (odd, v)
+    else:
+        assert odd == v
     assert stream_verdict(buf) == v.partition(" | ")[0]
     return v
 

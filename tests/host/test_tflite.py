@@ -33,7 +33,7 @@ def _fixture_names():
         "make_tflite_fixtures", os.path.join(ROOT, "tools", "make_tflite_fixtures.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return [n for n in mod.FIXTURES if n != "unsupported_op"]
+    return [n for n in mod.FIXTURES if n not in mod.REFUSED]
 
 
 NAMES = _fixture_names()
@@ -257,8 +257,25 @@ def test_unsupported_op_is_refused(cli, tmp_path):
     assert "SQUARED_DIFFERENCE" in tflm_ref.op_names(src)
     out = tmp_path / "u.mpyl"
     line = cli.fails("pack", src, "-o", out)
-    assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line
+    assert "SQUARED_DIFFERENCE" in line and "unsupported_op.tflite" in line and "operator " in line
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_hybrid_model_is_refused_as_tflm_refuses_it(cli, tmp_path):
+    """The converter's dynamic-range mode (float activations, int8 weights): TFLM's
+    FULLY_CONNECTED refuses the mix in its Prepare (the interpreter cannot be built), and pack
+    says so in one line naming the operator."""
+    src = fixture_path("hybrid_dynamic")
+    info = tflm_ref.tensors(src)
+    fc = tflm_ref.ops(src)[0]
+    assert fc.name == "FULLY_CONNECTED" and info[fc.inputs[0]].type == "FLOAT32" and info[fc.inputs[1]].type == "INT8"
+    with pytest.raises(RuntimeError):
+        tflm_ref.run(src, tflm_ref.sample_inputs(src, 1), arena_size=1 << 16)
+    out = tmp_path / "h.mpyl"
+    line = cli.fails("pack", src, "-o", out)
+    assert "operator 0 (FULLY_CONNECTED): hybrid model (float activations with int8 weights): TFLite Micro does " \
+           "not run these either" in line, line
+    assert not out.exists()
 
 
 def _damaged(src, tmp_path):
@@ -303,19 +320,148 @@ def test_inconsistent_tflite_is_refused(cli, tmp_path):
     def zero_scale(m, sg):
         sg.tensors[sg.operators[0].outputs[0]].quantization.scale = [0.0]
 
+    def f16_output(m, sg):
+        sg.tensors[sg.operators[0].outputs[0]].type = S.TensorType.FLOAT16
+
     cases = {
         "bad_index": lambda m, sg: setattr(sg.operators[0], "inputs", [999] + list(sg.operators[0].inputs[1:])),
         "bad_output": lambda m, sg: setattr(sg, "outputs", [12345]),
         "short_weights": short_weights,
         "zero_scale": zero_scale,
         "negative_dim": lambda m, sg: setattr(sg.tensors[sg.operators[0].outputs[0]], "shape", [1, -3, 8, 8]),
+        "f16_output": f16_output,
     }
     for name, fn in cases.items():
         path = _save_model(edit(fn), tmp_path / (name + ".tflite"))
         out = tmp_path / (name + ".mpyl")
         line = cli.fails("pack", path, "-o", out)
         assert name + ".tflite" in line, line
+        # the operator whose tensors are damaged, by index and name (the graph's output: by its index)
+        assert ("model output 0:" if name == "bad_output" else "operator 0 (CONV_2D):") in line, line
         assert not out.exists()
+
+
+def _edit(src, fn):
+    m = tflm_ref.read_model(src)
+    fn(m, m.subgraphs[0])
+    return m
+
+
+def _conv(sg, k=0):
+    return sg.operators[k], sg.tensors
+
+
+def _float_bias_as_int32(m, sg):  # the float bias's bytes typed INT32
+    op, t = _conv(sg)
+    t[op.inputs[2]].type = S.TensorType.INT32
+
+
+def _empty_bias(m, sg):  # a bias constant whose buffer holds nothing
+    op, t = _conv(sg)
+    m.buffers[t[op.inputs[2]].buffer].data = []
+
+
+def _bias_is_an_activation(m, sg):  # the second conv's bias: the first pool's output
+    op, t = _conv(sg, 2)
+    op.inputs = [op.inputs[0], op.inputs[1], sg.operators[1].outputs[0]]
+
+
+def _variable_weight(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].isVariable = True
+
+
+def _other_options(m, sg):  # CONV_2D carrying a pool's options table
+    op, _ = _conv(sg)
+    o = S.Pool2DOptionsT()
+    o.strideW = o.strideH = o.filterWidth = o.filterHeight = 1
+    op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.Pool2DOptions, o
+
+
+def _negative_dim(m, sg):  # numpy's reshape reads -2 as "infer"
+    op, t = _conv(sg)
+    t[op.inputs[1]].shape = [8, 3, 3, -2]
+
+
+def _no_batch(m, sg):
+    op, t = _conv(sg)
+    t[op.outputs[0]].shape = [8, 8, 8]
+
+
+def _scales_without_zero_points(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].quantization.zeroPoint = []
+
+
+def _huge_weight_scale(m, sg):  # multipliers whose shift leaves TFLM's range (refused by the board)
+    op, t = _conv(sg)
+    t[op.inputs[1]].quantization.scale = [1e30] * len(t[op.inputs[1]].quantization.scale)
+
+
+def _sparse(m, sg):
+    op, t = _conv(sg)
+    t[op.inputs[1]].sparsity = S.SparsityParametersT()
+
+
+def _bad_activation(m, sg):
+    op, _ = _conv(sg)
+    op.builtinOptions.fusedActivationFunction = 5  # SIGN_BIT
+
+
+def _depth_multiplier(m, sg):  # resnet/kws have depthwise ops: kws_int8
+    for op in sg.operators:
+        if isinstance(op.builtinOptions, S.DepthwiseConv2DOptionsT):
+            op.builtinOptions.depthMultiplier = 2
+            return
+    raise AssertionError("no depthwise op")
+
+
+MALFORMED = {  # name: (fixture, edit, words the refusal names)
+    "float_bias_int32": ("digits_cnn_f32", _float_bias_as_int32, ("operator 0 (CONV_2D)", "bias", "INT32")),
+    "empty_bias": ("digits_cnn_int8", _empty_bias, ("operator 0 (CONV_2D)", "no data")),
+    "bias_activation": ("digits_cnn_int8", _bias_is_an_activation, ("operator 2 (CONV_2D)", "bias", "constant")),
+    "variable_weight": ("digits_cnn_int8", _variable_weight, ("operator 0 (CONV_2D)", "is_variable")),
+    "other_options": ("digits_cnn_int8", _other_options, ("operator 0 (CONV_2D)", "builtin_options_type", "Pool2D")),
+    "negative_dim": ("digits_cnn_int8", _negative_dim, ("operator 0 (CONV_2D)", "dimension")),
+    "no_batch": ("digits_cnn_int8", _no_batch, ("operator 0 (CONV_2D)", "output [8, 8, 8]", "rank")),
+    "no_zero_points": ("digits_cnn_int8", _scales_without_zero_points, ("operator 0 (CONV_2D)", "zero points")),
+    "huge_weight_scale": ("digits_cnn_int8", _huge_weight_scale, ("CONV_2D", "multiplier")),
+    "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
+    "sign_bit_activation": ("digits_cnn_int8", _bad_activation, ("operator 0 (CONV_2D)", "fused activation 5")),
+    "depth_multiplier": ("kws_int8", _depth_multiplier, ("DEPTHWISE_CONV_2D", "depth_multiplier")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_fields_are_refused(cli, tmp_path, name):
+    """Fields the reader once ignored or trusted (issue 21), each in a copy of a real fixture
+    that stays a valid flatbuffer: refused in one line naming the operator, op and field,
+    and no output written (before, each packed and gave another answer than TFLM's or failed
+    only on the board)."""
+    fixture, fn, words = MALFORMED[name]
+    path = _save_model(_edit(fixture_path(fixture), fn), tmp_path / (name + ".tflite"))
+    out = tmp_path / (name + ".mpyl")
+    line = cli.fails("pack", path, "-o", out)
+    assert name + ".tflite" in line, line
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
+
+
+def test_op_support_is_checked_before_tensors(cli, tmp_path):
+    """A model with an op the board lacks and damaged tensors in front of it: the refusal names
+    that op (its index and name), not a tensor type or an op before it."""
+    m = tflm_ref.read_model(fixture_path("digits_cnn_int8"))
+    sg = m.subgraphs[0]
+    code = S.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = S.BuiltinOperator.SQUARED_DIFFERENCE
+    code.version = 1
+    m.operatorCodes.append(code)
+    sg.operators[3].opcodeIndex = len(m.operatorCodes) - 1
+    sg.tensors[sg.operators[0].outputs[0]].type = S.TensorType.FLOAT16
+    path = _save_model(m, tmp_path / "late_op.tflite")
+    line = cli.fails("pack", path, "-o", tmp_path / "late_op.mpyl")
+    assert "operator 3 (SQUARED_DIFFERENCE)" in line and "late_op.tflite" in line, line
 
 
 def test_empty_subgraph_is_refused_naming_the_file(cli, tmp_path):
@@ -347,7 +493,7 @@ def test_declared_shape_disagreeing_with_the_op_is_refused(cli, tmp_path):
             assert not np.array_equal(tflm_ref.run(path, x)[0], tflm_ref.run(src, x)[0])
         out = tmp_path / (name + ".mpyl")
         line = cli.fails("pack", path, "-o", out)
-        assert name + ".tflite" in line, line
+        assert name + ".tflite" in line and "operator 0 (CONV_2D)" in line, line
         assert not out.exists()
 
 

@@ -164,10 +164,12 @@ def sat_pot(x, e):
     return INT32_MAX if v > INT32_MAX else (INT32_MIN if v < INT32_MIN else v)
 
 
-def ref_softmax_row(x, exps, dmax):
-    """TFLM's int8 softmax (reference_ops::Softmax, int8 in, q 1/256 -128 out) with the
-    per-difference exp values `exps` (what exp_on_negative_values gives for -d): elements whose
-    difference to the row max is below diff_min (d > dmax) are skipped and output -128."""
+def ref_softmax_row(x, exps, dmax, bits=8):
+    """TFLM's int8 softmax (reference_ops::Softmax, int8 in, q 1/256 -128 out; bits=16: its
+    int16 output, q 1/65536 -32768) with the per-difference exp values `exps` (what
+    exp_on_negative_values gives for -d): elements whose difference to the row max is below
+    diff_min (d > dmax) are skipped and output the output type's minimum."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     top = max(x)
     total = 0
     for v in x:
@@ -182,10 +184,10 @@ def ref_softmax_row(x, exps, dmax):
     out = []
     for v in x:
         if top - v > dmax:
-            out.append(-128)
+            out.append(lo)
             continue
-        u = ref_rdbpot(ref_srdhm(scale, exps[top - v]), bits_over_unit + 31 - 8) - 128
-        out.append(-128 if u < -128 else (127 if u > 127 else u))
+        u = ref_rdbpot(ref_srdhm(scale, exps[top - v]), bits_over_unit + 31 - bits) + lo
+        out.append(lo if u < lo else (hi if u > hi else u))
     return out
 
 

@@ -108,6 +108,21 @@ def test_shapes_and_values():
     refused(["input y=a shape=4 q=0.1,0"], 1, "q=")
 
 
+def test_ascii_numbers_only():
+    """One grammar on both interpreters: ASCII digits, no '_', tokens split at ASCII spaces,
+    tabs and CRs only (CPython's int() reads Arabic-Indic and fullwidth digits and '1_0',
+    MicroPython's does not; CPython's split() also splits at Unicode spaces)."""
+    for k in ("3,\u0663", "\uff13", "1_0", "+-1", "3.0", "0x3"):
+        refused([F, "maxpool x=a y=b k=" + k], 2, "k=", "integers")
+    for alpha in ("1_0.5", "1e", "1.2.3", ".", "e5", "\u0661.5"):
+        refused([V, "leakyrelu x=a y=b alpha=" + alpha], 2, "alpha=", "a number")
+    refused(["input y=a shape=4 dtype=i8 q=0.1,\uff10"], 1, "scale,zero_point")
+    refused([V, "relu x=a\u00a0y=b"], 2, "not a valid name")  # a no-break space joins the tokens
+    refused([V, "relu x=a\u3000y=b"], 2, "not a valid name")
+    ok = Model("\n".join([V, "leakyrelu\tx=a  y=b alpha=-1.5E-1\r", "output x=b"]))
+    assert ok is not None
+
+
 def test_conv_and_pool_geometry():
     refused([F, "conv2d x=a y=b w=w out=3 k=1 groups=2"], 2, "groups")  # 3 outputs in 2 groups
     refused([F, "conv2d x=a y=b w=w out=4 k=1 groups=3"], 2, "groups")  # 2 channels in 3 groups
@@ -174,7 +189,10 @@ def test_binary_and_concat_shapes():
     refused([F, "add x=a,a,a y=b"], 2, "two inputs")
     refused([F, "input y=v shape=3", "add x=a,v y=b"], 3, "per channel")
     refused([F, "input y=v shape=4,2,2", "mul x=a,v y=b"], 3, "per channel")
-    refused([F, "input y=v shape=4,2,2", "concat x=a,v y=b"], 3, "last axis")
+    refused([F, "input y=v shape=4,2,2", "concat x=a,v y=b"], 3, "outside axis 2")
+    refused([F, "input y=v shape=4,2,2", "concat x=a,v y=b axis=0"], 3, "outside axis 0")
+    refused([F, "concat x=a,a y=b axis=3"], 2, "axis=3")
+    refused([F, "input y=v shape=4", "concat x=a,v y=b axis=0"], 3, "outside axis 0")
     refused([Q, "add x=a,a y=b q=0.1,0 m=1,-1"], 2, "6 integers")
     refused([Q, "mul x=a,a y=b q=0.1,0 m=1,-1,1,-1,1,-1"], 2, "2 integers")
     refused([Q, "add x=a,a y=b q=0.1,0 m=2147483648,-1,1,-1,1,-1"], 2, "m=")

@@ -16,7 +16,7 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
                      weight_index)
 
-from mpy_lazy import _pure, backend, check, kernels
+from mpy_lazy import _elem, _pure, backend, check, kernels
 from mpy_lazy.program import WORK, _slot_view
 
 _viper = kernels._viper
@@ -24,14 +24,15 @@ _thumb = kernels._thumb
 
 
 class _Viper:
-    """_viper's kernels with the assembler inner loops on (the 'thumb' path) or off ('viper'),
-    whatever path kernels.use() last picked."""
+    """_viper's kernels (or _viper_elem's) with the assembler inner loops on (the 'thumb' path)
+    or off ('viper'), whatever path kernels.use() last picked."""
 
-    def __init__(self, asm):
+    def __init__(self, asm, module=None):
         self.asm = asm
+        self.module = module
 
     def __getattr__(self, name):
-        f = getattr(_viper, name)
+        f = getattr(self.module or _viper, name)
         asm = self.asm
 
         def call(*args):
@@ -47,6 +48,11 @@ class _Viper:
 
 IMPLS = [("pure", _pure)] + ([("viper", _Viper(None))] if _viper is not None else []) \
     + ([("thumb", _Viper(_thumb))] if _thumb is not None else [])
+if _viper is not None:
+    from mpy_lazy import _viper_elem
+# kinds 44..52's kernels: _elem's and their viper twins in _viper_elem
+ELEM_IMPLS = [("pure", _elem)] + ([("viper", _Viper(None, _viper_elem))] if _viper is not None else []) \
+    + ([("thumb", _Viper(_thumb, _viper_elem))] if _thumb is not None else [])
 CASES = 8 if small_board() else 40  # random cases per kernel test
 VECTORS = 400 if small_board() else 4000  # fixed-point vectors
 
@@ -113,10 +119,12 @@ class Arena:
     kernel must not read what it did not write); `expected` starts as a copy and gets the
     outputs the formula computes (the scratch is not compared)."""
 
-    def __init__(self, r, sizes, scratch=()):
+    def __init__(self, r, sizes, scratch=(), aligns=()):
         self.offsets = []
         n = r.int(0, 5)
-        for size in sizes:
+        for i, size in enumerate(sizes):
+            a = aligns[i] if i < len(aligns) else 1  # (an int16 region's offset is even)
+            n = (n + a - 1) // a * a
             self.offsets.append(n)
             n += size + r.int(0, 5)
         n += r.int(0, 5)
@@ -196,10 +204,10 @@ def signed(buf):
     return [v - 256 if v > 127 else v for v in buf]
 
 
-def run_each(build, expected, what):
-    """build(impl module) -> (run thunk, output buffer); every impl must produce `expected`
-    (the buffer's bytes read as int8 when it is a bytearray)."""
-    for name, mod in IMPLS:
+def run_each(build, expected, what, impls=None):
+    """build(impl module) -> (run thunk, output buffer); every impl (of IMPLS, or `impls`)
+    must produce `expected` (the buffer's bytes read as int8 when it is a bytearray)."""
+    for name, mod in impls or IMPLS:
         fn, out = build(mod)
         fn()
         got = signed(out) if isinstance(out, bytearray) else out
@@ -855,6 +863,315 @@ def test_softmax_sums_to_one():
     assert ref_softmax_row([100, -100, 0], exps, 255) == [127, -128, -128]
 
 
+def test_softmax16():
+    """TFLM's int8 -> int16 softmax (kind softmax16, the softmax kernel reading its kind): the
+    exponent 31 - 16, the offset -32768, int16 output."""
+    r = Lcg(71)
+    for case in range(CASES // 2):
+        n = (1, 2, 3, 10, 64, 255, 511)[case % 7] if not small_board() else r.int(1, 20)
+        rows = r.int(1, 3)
+        exps, dmax = exp_table(r, r.int(5, 60) if case % 3 == 0 else None)
+        x = []
+        for _ in range(rows):
+            top = r.int(-128, 127)
+            x += [top if r.chance(4) else max(-128, top - r.int(0, 255)) for _ in range(n)]
+        ar = Arena(r, [n * rows, 2 * n * rows], aligns=(1, 2))
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for row in range(rows):
+            got = ref_softmax_row(x[row * n:(row + 1) * n], exps, dmax, 16)
+            for i in range(n):
+                ar.put(yo + 2 * (row * n + i), i16_bytes(got[i]))
+        slot = Slot()
+        fields = [0, 0, 0, 0, xo, yo, n, rows, 0, slot.i32(exps)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "softmax16", a, (slot.b,), check.SOFTMAX16, fields)), a
+
+        run_each(build, ar.expected, "softmax16 case %d n %d" % (case, n))
+
+
+def i16_bytes(v):
+    """An int16 as its two little-endian bytes, each read as int8 (an Arena holds bytes)."""
+    lo, hi = v & 255, (v >> 8) & 255
+    return [lo - 256 if lo > 127 else lo, hi - 256 if hi > 127 else hi]
+
+
+# --- recurrent ops (mpy_lazy/_recurrent.py, _viper_recurrent.py) -------------------------------
+
+def recurrent_impls():
+    from mpy_lazy import _recurrent
+
+    out = [("pure", _recurrent)]
+    if _viper is not None:
+        from mpy_lazy import _viper_recurrent
+
+        out.append(("viper", _Recurrent(_viper_recurrent, None)))
+        if _thumb is not None:  # the dot products in assembler
+            out.append(("thumb", _Recurrent(_viper_recurrent, _thumb)))
+    return out
+
+
+class _Recurrent(_Viper):
+    """_viper_recurrent's kernels with _viper.T (the assembler loops) set as the path would."""
+
+    def __init__(self, mod, asm):
+        _Viper.__init__(self, asm)
+        self.mod = mod
+
+    def __getattr__(self, name):
+        f = getattr(self.mod, name)
+        asm = self.asm
+
+        def call(*args):
+            saved = _viper.T
+            _viper.T = asm
+            try:
+                return f(*args)
+            finally:
+                _viper.T = saved
+
+        return call
+
+
+def sigmoid_table(r):
+    """A table as TFLM's int16 sigmoid reads one (its sigmoid_table_uint16, or any other): from
+    32768 up, never decreasing, at most 65535."""
+    t = [32768 + r.pick((0, 0, r.int(1, 50)))]
+    for _ in range(255):
+        v = t[-1] + r.pick((0, 1, 5, 40, 200, 700))
+        t.append(65535 if v > 65535 else v)
+    return t
+
+
+def ref_logistic16(x, t):
+    """reference_integer_ops::Logistic(input_multiplier 0, input_left_shift 0) of one int16
+    (lstm_eval's Sigmoid): input_multiplier becomes 3, the table interpolated with 9 fraction
+    bits; C's unsigned arithmetic on the magnitude."""
+    v = x * 3
+    u = -v if v < 0 else v
+    uh = u >> 9
+    if uh >= 255:
+        res = 0x7FFF << 10
+    else:
+        res = (t[uh] << 9) + (u & 0x1FF) * (t[uh + 1] - t[uh])
+    res = res + (1 << 9) if v >= 0 else (1 << 25) - res + (1 << 9) - 1
+    return res >> 10
+
+
+def ref_tanh16(x, power, t):
+    """lstm_eval's Tanh(cell_state_scale_power, ...) of one int16: input_left_shift = 15 + power
+    - 3 (negative: its magnitude, with input_multiplier 3), then reference_integer_ops::Tanh:
+    multiplier 0 becomes 3 << shift; the table interpolated with 8 fraction bits."""
+    shift = 15 + power - 3
+    mult = 0
+    if shift < 0:
+        shift, mult = -shift, 3
+    if mult == 0:
+        mult, shift = 3 << shift, 0
+    rnd = (1 << (shift - 1)) if shift > 0 else 0
+    v = (x * mult + rnd) >> shift
+    u = -v if v < 0 else v
+    uh = u >> 8
+    if uh >= 255:
+        res = 0xFFFF << 8
+    else:
+        res = (t[uh] << 8) + (u & 0xFF) * (t[uh + 1] - t[uh])
+    res = res - (1 << 23) + (1 << 7) if v >= 0 else -res + (1 << 23) + (1 << 7) - 1
+    return res >> 8
+
+
+def sat(v, lo, hi):
+    return lo if v < lo else (hi if v > hi else v)
+
+
+def ref_lstm_step(x, h, c, W, R, bias, mq, zh, qclip, power, t, hid):
+    """One step of TFLM's integer LSTM (lstm_eval.h LstmStep, 8x8 -> 16): per gate (i, f, c, o
+    rows of W, R; bias[0:4H] with the input's products, bias[4H:] with the hidden state's) the
+    two FullyConnected outputs to int16, AddElementWise saturating, Sigmoid (Tanh for the cell
+    gate, power -12); UpdateLstmCell: Mul(f, c), Mul(i, g), AddElementWise, Clipping;
+    UpdateLstmHidden: Tanh(cell power), Mul(., o) to int8. Returns the new (h, c). mq: the m
+    tensor (per row the products' multipliers and shifts, then the inter-gate ones)."""
+    gates = []
+    n4 = 4 * hid
+    for row in range(n4):
+        g = row // hid
+        ax = bias[row] + sum(W[row][i] * x[i] for i in range(len(x)))
+        ah = bias[n4 + row] + sum(R[row][i] * h[i] for i in range(hid))
+        a = sat(ref_mbqm(ax, mq[row], mq[n4 + row]), -32768, 32767)
+        b = sat(ref_mbqm(ah, mq[2 * n4 + row], mq[3 * n4 + row]), -32768, 32767)
+        v = sat(a + b, -32768, 32767)
+        gates.append(ref_tanh16(v, -12, t) if g == 2 else ref_logistic16(v, t))
+    h2, c2 = [], []
+    m_fc, m_ig, s_fc, s_ig, m_h, s_h = mq[4 * n4:]
+    for j in range(hid):
+        ig, fg, cg, og = gates[j], gates[hid + j], gates[2 * hid + j], gates[3 * hid + j]
+        cv = sat(sat(ref_mbqm(fg * c[j], m_fc, s_fc), -32768, 32767)
+                 + sat(ref_mbqm(ig * cg, m_ig, s_ig), -32768, 32767), -32768, 32767)
+        if qclip >= 0:
+            cv = sat(cv, -qclip, qclip)
+        c2.append(cv)
+        h2.append(sat(zh + ref_mbqm(ref_tanh16(cv, power, t) * og, m_h, s_h), -128, 127))
+    return h2, c2
+
+
+def shift16(r, bound):
+    """A shift bringing accumulators of magnitude <= bound near the int16 range (or past it:
+    saturation), never one whose left shift leaves int32."""
+    top = 0
+    while (bound << (top + 1)) <= INT32_MAX and top < 30:
+        top += 1
+    s = 15 - bitlen(bound) + r.int(-4, 2)
+    return -31 if s < -31 else (top if s > top else s)
+
+
+def test_lstm():
+    """TFLM's integer LSTM over T steps, one record: gates from both products requantized apart,
+    TFLM's int16 sigmoid and tanh from a table (random monotone ones), the cell and hidden
+    updates, the cell clip, cell scales 2**-20..2**2; the state started from zero (FLAGS 1) or
+    kept from the record's last run (FLAGS 0: run twice, the second from the first's state).
+    The outputs and the state (h int8, c int16) equal the formula on every impl."""
+    r = Lcg(90)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 4), r.pick((1, 3, 8, 9, 17, r.int(1, 12))), r.int(1, 6)
+        keep = case % 2
+        W = [i8s(r, nin) for _ in range(4 * hid)]
+        R = [i8s(r, hid) for _ in range(4 * hid)]
+        bias = [r.int(-(1 << 16), 1 << 16) for _ in range(8 * hid)]
+        mq = []
+        for n in (nin, hid):  # per row: the products' multipliers, then their shifts
+            mq += [multiplier(r) for _ in range(4 * hid)]
+            mq += [shift16(r, (1 << 16) + 128 * 128 * n) for _ in range(4 * hid)]
+        ms = [multiplier(r) for _ in range(3)]
+        ss = [r.pick((-14, -15, -17, -22, r.int(-31, -1))) for _ in range(3)]
+        mq += [ms[0], ms[1], ss[0], ss[1], ms[2], ss[2]]
+        t = sigmoid_table(r)
+        power = r.pick((-12, -11, -15, -20, r.int(-20, 2)))
+        sh = 12 + power
+        tm, ts = (3 << sh, 0) if sh >= 0 else (3, -sh)
+        qclip = r.pick((-1, -1, 0, r.int(0, 32767), r.int(100, 5000)))
+        zh = r.pick((-128, 127, 0, r.int(-128, 127)))
+        x = i8s(r, steps * nin)
+        h0 = i8s(r, hid) if keep else [zh] * hid
+        c0 = [r.int(-32768, 32767) for _ in range(hid)] if keep else [0] * hid
+        runs = 2 if keep else 1
+        h, c, ys = h0, c0, []
+        for _ in range(runs):
+            ys = []
+            for step in range(steps):
+                h, c = ref_lstm_step(x[step * nin:(step + 1) * nin], h, c, W, R, bias, mq, zh, qclip, power, t, hid)
+                ys += h
+        words = nin + 9 * hid
+        ar = Arena(r, [steps * nin, steps * hid], (words, (hid + 3) // 4, (hid + 1) // 2))
+        xo, yo = ar.offsets
+        ho, co = ar.scratch[1], ar.scratch[2]
+        ar.put(xo, x)
+        for i in range(steps * hid):
+            ar.expected[yo + i] = ys[i]
+        for j in range(hid):
+            ar.init[ho + j] = h0[j]
+            ar.init[co + 2 * j: co + 2 * j + 2] = i16_bytes(c0[j])
+        slot = Slot()
+        wo = slot.i8([v for row in W for v in row])
+        ro = slot.i8([v for row in R for v in row])
+        bo, mo = slot.i32(bias), slot.i32(mq)
+        to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")
+        fields = [steps, nin, hid, zh, xo, yo, ho, co, 0 if keep else 1, qclip, tm, ts, ar.scratch[0],
+                  0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+        what = "lstm case %d T %d I %d H %d keep %d power %d clip %d" % (case, steps, nin, hid, keep, power, qclip)
+        for name, mod in impls:
+            a = ar.fresh()
+            for _ in range(runs):
+                run_record(mod, "lstm", a, (slot.b,), check.LSTM, fields)
+            got = signed(a)
+            assert got[:ar.size] == ar.expected, (what, name)
+            assert got[ho:ho + hid] == h, (what, name, "h")
+            cs = array.array("h", bytes(a[co:co + 2 * hid]))
+            assert list(cs) == c, (what, name, "c")
+
+
+def ref_svdf(x, state, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es):
+    """TFLM's EvalIntegerSvdfReference (svdf_common.cc) for batch 1: the state shifts one
+    element left; each filter's dot product with x - zx, MultiplyByQuantizedMultiplier,
+    clamped to the state type, plus zs, stored with the C cast (wrapping); each filter's time
+    product with state - zs (int32, wrapping); per unit bias + its rank filters, requantized to
+    int8. Returns (y, new state)."""
+    lo, hi = (-32768, 32767) if es == 2 else (-128, 127)
+    st = state[1:] + state[-1:]
+    f = len(wf)
+    for o in range(f):
+        d = wrap(sum(wf[o][i] * (x[i] - zx) for i in range(len(x))))
+        d = sat(ref_mbqm(d, m1, s1), lo, hi) + zs
+        st[o * mem + mem - 1] = (d - lo) % (hi - lo + 1) + lo
+    rank = f // units
+    y = []
+    for u in range(units):
+        acc = bias[u]
+        for o in range(u * rank, (u + 1) * rank):
+            acc += wrap(sum(wt[o][j] * (st[o * mem + j] - zs) for j in range(mem)))
+        y.append(sat(zy + ref_mbqm(wrap(acc), m2, s2), -128, 127))
+    return y, st
+
+
+def wrap(v):
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def test_svdf():
+    """TFLM's integer SVDF, int16 and int8 state (and time weights), ranks 1..3, run three times
+    on the record (the state kept between runs); sums that wrap around int32 (as TFLM's do:
+    biases near the limits, large time weights) included. Outputs and the state equal the
+    formula on every impl."""
+    r = Lcg(91)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        es = 2 if case % 3 else 1
+        units, rank, mem, nin = r.int(1, 5), r.pick((1, 1, 2, 3)), r.pick((1, 2, 8, r.int(1, 10))), r.int(1, 12)
+        f = units * rank
+        lo, hi = (-32768, 32767) if es == 2 else (-128, 127)
+        zx, zy = r.pick((-128, 0, r.int(-128, 127))), r.pick((-128, 0, r.int(-128, 127)))
+        zs = 0 if es == 2 and r.chance(2) else r.int(lo, hi) // (256 if es == 2 else 1)
+        wf = [i8s(r, nin) for _ in range(f)]
+        wt = [[r.int(lo, hi) for _ in range(mem)] for _ in range(f)]
+        bias = [r.pick((r.int(-(1 << 20), 1 << 20), INT32_MAX - r.int(0, 9), INT32_MIN + r.int(0, 9)))
+                for _ in range(units)]
+        m1, s1 = multiplier(r), shift(r, 128 * 255 * nin) - (8 if es == 2 else 0) + r.int(0, 8)
+        s1 = -31 if s1 < -31 else (0 if s1 > 0 else s1)
+        m2, s2 = multiplier(r), r.int(-31, 0)
+        state0 = [r.int(lo, hi) for _ in range(f * mem)]
+        xs = [i8s(r, nin) for _ in range(3)]
+        units_out = []
+        st = list(state0)
+        for x in xs:
+            y, st = ref_svdf(x, st, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es)
+            units_out.append(y)
+        ar = Arena(r, [nin, units], (f * mem * es // 4 + 1, f + units + nin))
+        xo, yo = ar.offsets
+        so = ar.scratch[0]
+        for i in range(f * mem):
+            ar.init[so + es * i: so + es * i + es] = i16_bytes(state0[i]) if es == 2 else [state0[i]]
+        ar.expected[yo:yo + units] = units_out[-1]
+        ar.expected[xo:xo + nin] = xs[-1]  # (each run's input written in before it)
+        slot = Slot()
+        wfo = slot.i8([v for row in wf for v in row])
+        wto = slot.add([v for row in wt for v in row], "h" if es == 2 else "b")
+        bo = slot.i32(bias)
+        fields = [f, nin, mem, units, xo, yo, so, es, zx, zs, zy, m1, s1, m2, s2, ar.scratch[1],
+                  0, wfo, 0, wto, 0, bo]
+        what = "svdf case %d es %d F %d M %d U %d" % (case, es, f, mem, units)
+        for name, mod in impls:
+            a = ar.fresh()
+            for x in xs:
+                a[xo:xo + nin] = bytes(array.array("b", x))
+                run_record(mod, "svdf", a, (slot.b,), check.SVDF, fields)
+            got = signed(a)
+            assert got[:ar.size] == ar.expected, (what, name)
+            sv = array.array("h" if es == 2 else "b", bytes(a[so:so + es * f * mem]))
+            assert list(sv) == st, (what, name, "state")
+
+
 # --- move, fill ---------------------------------------------------------------------------------
 
 def test_move_and_fill():
@@ -926,6 +1243,86 @@ def test_move_and_fill():
             run_each(fill, want, "fill es %d" % es)
 
 
+# --- float transpose conv ----------------------------------------------------------------------
+
+class FloatEnv:
+    """What a float kernel reads: the arena as f32 (af) over bytes A, the tensor slots as f32
+    (sf), the ndarray kernels' cache."""
+
+    def __init__(self, nwords, slot):
+        self.A = bytearray(4 * nwords)
+        self.B = (slot,)
+        self.af = backend.typed_view(memoryview(self.A), "f32", nwords)
+        self.sf = (_slot_view(slot, "f32"),)
+        self.cache = {}
+
+
+def test_float_tconv():
+    """The float transpose conv record (kind ftconv) on _float and, where there is ulab or
+    numpy, _nd: seeded geometry (strides, paddings, outputs past the input's reach, as
+    output_padding makes) against TFLM's reference written out here (every input pixel
+    scattered over the outputs its taps reach), values exact in float32 so only the order of
+    the sums differs; the record passes check.py's validator."""
+    from mpy_lazy import _float
+
+    impls = [("_float", _float)]
+    if backend.kind() is not None:
+        from mpy_lazy import _nd
+
+        impls.append(("_nd", _nd))
+    r = Lcg(70)
+    for case in range(CASES):
+        h, w, c, oc = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 3)
+        kh, kw, sh, sw = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 3)
+        pt, pl = r.int(0, kh - 1), r.int(0, kw - 1)
+        oh = max(1, (h - 1) * sh + kh - pt - r.int(0, pt) + r.int(0, sh))
+        ow = max(1, (w - 1) * sw + kw - pl - r.int(0, pl) + r.int(0, sw))
+        act, hasb = r.int(0, 2), r.chance(2) == 0
+        x = [r.int(-64, 64) / 32.0 for _ in range(h * w * c)]
+        wt = [r.int(-64, 64) / 64.0 for _ in range(oc * kh * kw * c)]
+        bias = [r.int(-64, 64) / 16.0 for _ in range(oc)]
+        want = [bias[i % oc] if hasb else 0.0 for i in range(oh * ow * oc)]
+        for iy in range(h):
+            for ix in range(w):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        oy, ox = iy * sh + ky - pt, ix * sw + kx - pl
+                        if 0 <= oy < oh and 0 <= ox < ow:
+                            for o in range(oc):
+                                for ci in range(c):
+                                    want[(oy * ow + ox) * oc + o] += wt[((o * kh + ky) * kw + kx) * c + ci] * \
+                                        x[(iy * w + ix) * c + ci]
+        for i in range(len(want)):
+            if act and want[i] < 0:
+                want[i] = 0.0
+            if act == 2 and want[i] > 6:
+                want[i] = 6.0
+        slot = Slot()
+        wo = slot.add(wt, "f")
+        bo = slot.add(bias, "f")
+        xo, yo = 1, 2 + h * w * c + r.int(0, 3)  # word offsets in the arena (a guard word between)
+        n = yo + oh * ow * oc + 2
+        fields = [oc, act, 0, 0, 4 * xo, 4 * yo, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, 0, 1 if hasb else 0, 0,
+                  0, wo, 0, bo if hasb else 0]  # (an absent bias: slot 0, offset 0)
+        P = record(check.FTCONV, fields)
+        check._tconv(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
+        for name, mod in impls:
+            E = FloatEnv(n, slot.b)
+            for i in range(len(x)):
+                E.af[xo + i] = x[i]
+            E.af[yo - 1], E.af[yo + len(want)] = 7.5, -7.5  # guards: written by no one
+            mod.tconv(E, P, 0)
+            assert list(P)[2:] == fields, name
+            assert E.af[yo - 1] == 7.5 and E.af[yo + len(want)] == -7.5, (name, case)
+            for i in range(len(want)):
+                assert abs(E.af[yo + i] - want[i]) <= 1e-5 * (1 + abs(want[i])), (name, case, i, E.af[yo + i], want[i])
+        E = FloatEnv(n, slot.b)
+        bad = list(fields)
+        bad[15] = kh  # a pad as large as the kernel
+        raises(Exception, check._tconv, check._Rec(record(check.FTCONV, bad), 0, 4 * n, (slot.b,), None),
+               check._Env((slot.b,)))
+
+
 # --- kernel paths, f16 -------------------------------------------------------------------------
 
 def test_paths():
@@ -952,8 +1349,9 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            t = kernels.table()
+            t = kernels.table(True, True, True)
             assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
+            assert all(kernels.table()[k] is None for k in kernels.RECURRENT_KINDS)  # (imported when used)
             assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
             assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
             if _viper is not None:  # the assembler loops on 'thumb' (and 'ulab' where it exists)
@@ -1011,3 +1409,371 @@ def test_f16_decode_every_value():
         out = array.array("f", (9.0, 9.0, 9.0, 9.0))
         fn(struct.pack("<4e", 1.0, -2.0, 0.5, 65504.0), 1, out, 1, 2)
         assert list(out) == [9.0, -2.0, 0.5, 9.0], name
+
+
+# --- elementwise ops, cast, resize (kinds 44..52) ---------------------------------------------
+
+def ints_of(r, n, es):
+    """n signed integers of es bytes, the type's edges now and then."""
+    top = (1 << (8 * es - 1)) - 1
+    out = []
+    for _ in range(n):
+        k = r.next() % 8
+        out.append(-top - 1 if k == 0 else top if k == 1 else r.int(-top - 1, top))
+    return out
+
+
+def pack_ints(vals, es):
+    return list(signed(struct.pack("<%d%s" % (len(vals), "bhi"[es // 2]), *vals)))
+
+
+def test_minmax():
+    """TFLM's MINIMUM / MAXIMUM on integers of 1, 2 and 4 bytes: the stored codes compared
+    (el1 > el2 ? el1 : el2), x2 repeating every BC elements, from the arena or a tensor."""
+    r = Lcg(90)
+    for case in range(CASES):
+        es = (1, 2, 4)[case % 3]
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        bc = r.pick((n, c, 1))
+        op, src = r.int(0, 1), r.int(0, 1)
+        x1, x2 = ints_of(r, n, es), ints_of(r, bc, es)
+        if r.chance(3):  # equal elements
+            x2 = [x1[i] for i in range(bc)]
+        ar = Arena(r, [es * n + es, es * bc + es, es * n + es])
+        o1, o2, yo = ((o + es - 1) // es * es for o in ar.offsets)
+        ar.put(o1, pack_ints(x1, es))
+        slot = Slot()
+        toff = slot.add(x2, "bhi"[es // 2])
+        if not src:
+            ar.put(o2, pack_ints(x2, es))
+        want = [max(x1[i], x2[i % bc]) if op else min(x1[i], x2[i % bc]) for i in range(n)]
+        expected = list(ar.expected)
+        expected[yo: yo + es * n] = pack_ints(want, es)
+        fields = [op, es, o1, yo, n, bc, src, o2, 0, toff]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "minmax", a, (slot.b,), check.MINMAX, fields)), a
+
+        run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
+
+
+def test_cast_integers():
+    """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
+    r = Lcg(91)
+    for case in range(CASES):
+        xes, yes = r.pick((1, 2, 4)), r.pick((1, 2, 4))
+        n = r.int(1, 40)
+        x = ints_of(r, n, xes)
+        ar = Arena(r, [xes * n + 4, yes * n + 4])
+        xo, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+        ar.put(xo, pack_ints(x, xes))
+        bits = 8 * yes
+        want = []
+        for v in x:
+            v &= (1 << bits) - 1
+            want.append(v - (1 << bits) if v >= 1 << (bits - 1) else v)
+        expected = list(ar.expected)
+        expected[yo: yo + yes * n] = pack_ints(want, yes)
+        fields = [xo, yo, n, xes, yes]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "cast", a, (), check.CAST, fields)), a
+
+        run_each(build, expected, "cast case %d %s" % (case, fields), ELEM_IMPLS)
+
+
+def ref_div(a, b, z1, z2, zy, m, s, recip):
+    """TFLM's int8 DIV (reference_ops::DivElementwise), written out:
+        input1_val = a - z1; input2_val = b - z2; both negated if input2_val < 0
+        input2_inv = GetReciprocal(input2_val, 31, &recip_shift)     (recip(d) -> (inv, shift))
+        headroom = CountLeadingSignBits(input1_val)
+        unscaled = MultiplyByQuantizedMultiplierGreaterThanOne(input1_val, input2_inv, headroom)
+        total_shift = output_shift - recip_shift - headroom
+        y = zy + MultiplyByQuantizedMultiplierSmallerThanOneExp(unscaled, m, total_shift)
+    where a right shift of 32 or more (undefined in C) gives the rounded value, 0."""
+    u, v = a - z1, b - z2
+    if v < 0:
+        u, v = -u, -v
+    inv, rshift = recip(v)
+    h = 0
+    while h < 31 and -(1 << (30 - h)) <= u < (1 << (30 - h)):
+        h += 1
+    q = ref_srdhm(ref_srdhm(u * (1 << h), inv), m)
+    e = h + rshift - s
+    y = zy + (ref_rdbpot(q, e) if e < 32 else 0)
+    return -128 if y < -128 else (127 if y > 127 else y)
+
+
+def recip_of(table):
+    def recip(d):
+        bits = 0
+        while d >> bits:
+            bits += 1
+        return table[d], bits - 1  # (TFLM: num_bits_over_unit = 31 - CountLeadingZeros(d))
+    return recip
+
+
+def test_div():
+    """TFLM's int8 DIV against the formula above, with gemmlowp's reciprocals (and arbitrary
+    int32 ones: the paths must agree on any table), zero denominators included."""
+    r = Lcg(92)
+    true_table = [ref_one_over_one_plus_x(((d << (32 - bitlen(d))) & 0xFFFFFFFF) - (1 << 31)) if d else 0
+                  for d in range(256)]
+    for case in range(CASES):
+        table = true_table if case % 4 else [r.int(INT32_MIN, INT32_MAX) for _ in range(256)]
+        c = r.int(1, 5)
+        n = c * r.pick((1, 3, 20))
+        bc = r.pick((n, c, 1))
+        z1, z2 = r.int(-128, 127), r.int(-128, 127)
+        m, s = multiplier(r), r.int(-20, 22)
+        zyc, lo, hi = head(r, 1)
+        x1, x2 = i8s(r, n, z1), i8s(r, bc, z2)
+        ar = Arena(r, [n, bc, n])
+        o1, o2, yo = ar.offsets
+        ar.put(o1, x1)
+        ar.put(o2, x2)
+        recip = recip_of(table)
+        for i in range(n):
+            v = ref_div(x1[i], x2[i % bc], z1, z2, zyc, m, s, recip)
+            ar.expected[yo + i] = lo if v < lo else (hi if v > hi else v)
+        slot = Slot()
+        fields = [1, zyc, lo, hi, o1, o2, yo, n, bc, z1, z2, m, s, 0, slot.i32(table)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "div", a, (slot.b,), check.DIV, fields)), a
+
+        run_each(build, ar.expected, "div case %d %s" % (case, fields[:13]), ELEM_IMPLS)
+
+
+def test_resize():
+    """Nearest (a gather of C elements of 1, 2 or 4 bytes per output pixel) and TFLM's int8
+    ResizeBilinearInteger (four products, rounded half away from zero by 2**20) from random
+    tables: edges, rows equal, weights outside [0, 1024] (TFLM's half-pixel extrapolation)."""
+    r = Lcg(93)
+    for case in range(CASES):
+        h, w, c, oh, ow = r.int(1, 5), r.int(1, 5), r.int(1, 4), r.int(1, 6), r.int(1, 6)
+        bil = case % 2
+        es = 1 if bil else r.pick((1, 2, 4))
+        x = ints_of(r, h * w * c, es)
+        if bil:
+            rows = [(r.int(0, h - 1), r.int(0, h - 1), r.pick((0, 1024, -512, 2559, -1535, r.int(0, 1024))))
+                    for _ in range(oh)]
+            cols = [(r.int(0, w - 1), r.int(0, w - 1), r.pick((0, 1024, -256, r.int(0, 1024)))) for _ in range(ow)]
+            table = [v for t in rows + cols for v in t]
+        else:
+            rows, cols = [r.int(0, h - 1) for _ in range(oh)], [r.int(0, w - 1) for _ in range(ow)]
+            table = rows + cols
+        want = []
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    if not bil:
+                        want.append(x[(rows[oy] * w + cols[ox]) * c + ch])
+                        continue
+                    (y0, y1, dy), (x0, x1, dx) = rows[oy], cols[ox]
+                    v = x[(y0 * w + x0) * c + ch] * (1024 - dy) * (1024 - dx) + x[(y1 * w + x0) * c + ch] * dy * (1024 - dx) \
+                        + x[(y0 * w + x1) * c + ch] * (1024 - dy) * dx + x[(y1 * w + x1) * c + ch] * dy * dx
+                    v = c_div(v + (524288 if v > 0 else -524288), 1 << 20)
+                    want.append(((v + 128) & 255) - 128)  # static_cast<int8_t>
+        ar = Arena(r, [es * h * w * c + es, es * oh * ow * c + es])
+        xo, yo = ((o + es - 1) // es * es for o in ar.offsets)
+        ar.put(xo, pack_ints(x, es))
+        expected = list(ar.expected)
+        expected[yo: yo + es * len(want)] = pack_ints(want, es)
+        slot = Slot()
+        fields = [bil, es, xo, yo, h, w, c, oh, ow, 0, slot.i32(table)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "resize", a, (slot.b,), check.RESIZE, fields)), a
+
+        run_each(build, expected, "resize case %d %s" % (case, fields[:9]), ELEM_IMPLS)
+
+
+def test_prelu():
+    """TFLM's int8 PRELU: x >= ZX from the table, else clamp(ZY + mbqm((x - ZX)(alpha - ZA), M,
+    S)); alpha repeating every BC elements; blocks of BLOCK elements."""
+    r = Lcg(94)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 4, 90))
+        bc = r.pick((n, c, 1))
+        zx, za = r.int(-128, 127), r.int(-128, 127)
+        m, s = multiplier(r), shift(r, 255 * 255)
+        zy, lo, hi = head(r, 1)
+        x, alpha, table = i8s(r, n, zx), i8s(r, bc, za), i8s(r, 256)
+        block = r.pick((1, 7, 256))
+        ar = Arena(r, [n, n], (block,))
+        xo, yo = ar.offsets
+        ar.put(xo, x)
+        for i in range(n):
+            d = x[i] - zx
+            ar.expected[yo + i] = table[x[i] + 128] if d >= 0 else ref_requant(d * (alpha[i % bc] - za), m, s, zy, lo, hi)
+        slot = Slot()
+        ao, to = slot.i8(alpha), slot.i8(table)
+        fields = [1, zy, lo, hi, xo, yo, n, bc, zx, za, m, s, 0, ao, 0, to] + ar.scratch + [block]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "prelu", a, (slot.b,), check.PRELU, fields)), a
+
+        run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
+
+
+# --- float kernels of kinds 44..52 (_float.py: one implementation, against the formulas) --------
+
+class FEnv(Env):
+    """Env with the float kernels' views: the arena and the slots as f32, the program too."""
+
+    def __init__(self, arena, slots, P):
+        Env.__init__(self, arena, slots)
+        self.af = _slot_view(arena, "f32")
+        self.sf = tuple([_slot_view(b, "f32") for b in self.B])
+        self.pf = _slot_view(P, "f32")
+
+
+def f32r(v):
+    """v rounded to float32 (what an f32 arena holds)."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def run_float(name, arena, slots, kind, fields):
+    from mpy_lazy import _float
+
+    P = record(kind, fields)
+    getattr(_elem if kind != check.FACT else _float, name)(FEnv(arena, slots, P), P, 0)
+    return _slot_view(arena, "f32")
+
+
+def close_to(got, want, what, rtol=1e-6):
+    for i in range(len(want)):
+        w, g = want[i], got[i]
+        if w != w:
+            assert g != g, (what, i, g, w)
+        elif abs(w) == float("inf") or abs(g - w) > rtol * (abs(w) + 1e-30) and abs(g - w) > 1e-30:
+            assert g == w, (what, i, g, w)
+
+
+def f32_bits_of(v):
+    return struct.unpack("<i", struct.pack("<f", v))[0]
+
+
+def test_float_binary_cast_act():
+    """binary (min, max, div with IEEE's zeros, prelu; a fused activation; x2 from the arena or
+    a tensor, repeating), cast (TFLM's: f32 to integers truncated and saturated, NaN to 0), and
+    the activations hardswish, hardsigmoid, gelu and its tanh form."""
+    r = Lcg(95)
+    inf, nan = float("inf"), float("nan")
+    for case in range(CASES // 2):
+        c = r.int(1, 4)
+        n = c * r.pick((1, 3, 8))
+        bc = r.pick((n, c, 1))
+        x1 = [f32r(r.int(-400, 400) / 64.0) for _ in range(n)]
+        x2 = [f32r(r.pick((0.0, -0.0, 1.0, r.int(-400, 400) / 32.0))) for _ in range(bc)]
+        for op in range(4):
+            for act in (0, 1, 2):
+                src = r.int(0, 1)
+                a = bytearray(4 * (2 * n + bc))
+                af = _slot_view(a, "f32")
+                for i in range(n):
+                    af[i] = x1[i]
+                for j in range(bc):
+                    af[2 * n + j] = x2[j]
+                slot = bytearray(array.array("f", x2))
+                want = []
+                for i in range(n):
+                    u, v = x1[i], x2[i % bc]
+                    if op == 0:
+                        y = min(u, v)
+                    elif op == 1:
+                        y = max(u, v)
+                    elif op == 2:
+                        y = (u / v) if v != 0 else (nan if u == 0 else (inf if (u > 0) == (str(v)[0] != "-") else -inf))
+                    else:
+                        y = u if u >= 0 else u * v
+                    if act:
+                        y = max(y, 0.0) if y == y else y
+                    if act == 2:
+                        y = min(y, 6.0) if y == y else y
+                    want.append(f32r(y))
+                got = run_float("fbinary", a, (slot,), check.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
+                close_to([got[n + i] for i in range(n)], want, "binary %d %d" % (op, act))
+    # cast
+    vals = [0.4, -0.6, 1.5, -1.5, 127.9, 128.0, -129.0, 300.7, 40000.0, -40000.0, 3e9, -3e9, inf, -inf, nan]
+    for yt, top in ((3, 127), (5, 32767), (7, 2147483647)):
+        a = bytearray(4 * 2 * len(vals))
+        af = _slot_view(a, "f32")
+        for i, v in enumerate(vals):
+            af[i] = v
+        run_float("fcast", a, (), check.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
+        es = {3: 1, 5: 2, 7: 4}[yt]
+        got = struct.unpack_from("<%d%s" % (len(vals), "bhi"[es // 2]), a, 4 * len(vals))
+        for v, g in zip(vals, got):
+            want = 0 if v != v else (top if v >= top else (-top - 1 if v <= -top - 1 else int(v)))
+            assert g == want, (yt, v, g, want)
+    for xt, es in ((3, 1), (5, 2), (7, 4)):
+        ints = ints_of(r, 20, es) + [16777217, -16777217][:2 if es == 4 else 0]
+        a = bytearray(es * len(ints) + 4 * len(ints) + 4)
+        yo = (es * len(ints) + 3) // 4 * 4
+        struct.pack_into("<%d%s" % (len(ints), "bhi"[es // 2]), a, 0, *ints)
+        got = run_float("fcast", a, (), check.FCAST, [0, yo, len(ints), xt, 1])
+        assert [got[yo // 4 + i] for i in range(len(ints))] == [f32r(float(v)) for v in ints], xt
+    # activations: hardswish, hardsigmoid (alpha 0.25, beta 0.4), gelu, gelu (tanh)
+    xs = [f32r(r.int(-700, 700) / 100.0) for _ in range(60)] + [-3.0, 3.0, 0.0, -1.6, 2.4]
+    forms = {6: lambda v: v * min(6.0, max(0.0, v + 3.0)) / 6.0,
+             7: lambda v: min(1.0, max(0.0, 0.25 * v + 0.4)),
+             8: lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) if hasattr(math, "erf") else None,
+             9: lambda v: 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))}
+    for fn, form in forms.items():
+        if form(0.5) is None:
+            continue
+        a = bytearray(array.array("f", xs)) + bytearray(4 * len(xs))
+        got = run_float("act", a, (), check.FACT, [fn, 0, 4 * len(xs), len(xs), f32_bits_of(0.25), f32_bits_of(0.4)])
+        close_to([got[len(xs) + i] for i in range(len(xs))], [f32r(form(v)) for v in xs], "act %d" % fn, 1e-5)
+
+
+def test_float_resize_and_layernorm():
+    """resize (bilinear f32: the four neighbours weighted by the table's d) and layernorm over
+    groups at any strides (mean, variance, (x - mean) / sqrt(var + eps) gamma + beta)."""
+    r = Lcg(96)
+    for case in range(CASES // 4):
+        h, w, c, oh, ow = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 5), r.int(1, 5)
+        x = [f32r(r.int(-100, 100) / 16.0) for _ in range(h * w * c)]
+        rows = [(r.int(0, h - 1), r.int(0, h - 1), f32r(r.int(-8, 16) / 16.0)) for _ in range(oh)]
+        cols = [(r.int(0, w - 1), r.int(0, w - 1), f32r(r.int(-8, 16) / 16.0)) for _ in range(ow)]
+        words = []
+        for i0, i1, d in rows + cols:
+            words += [i0, i1, f32_bits_of(d)]
+        slot = bytearray(array.array("i", words))
+        a = bytearray(array.array("f", x)) + bytearray(4 * oh * ow * c)
+        got = run_float("fresize", a, (slot,), check.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
+        want = []
+        for oy in range(oh):
+            for ox in range(ow):
+                (y0, y1, dy), (x0, x1, dx) = rows[oy], cols[ox]
+                for ch in range(c):
+                    v = lambda yy, xx: x[(yy * w + xx) * c + ch]  # noqa: E731
+                    want.append(f32r(v(y0, x0) * (1 - dy) * (1 - dx) + v(y1, x0) * dy * (1 - dx)
+                                     + v(y0, x1) * (1 - dy) * dx + v(y1, x1) * dy * dx))
+        close_to([got[len(x) + i] for i in range(len(want))], want, "resize case %d" % case, 1e-5)
+    for g, n, gs, es in ((3, 4, 4, 1), (4, 3, 1, 4), (1, 12, 0, 1)):
+        x = [f32r(r.int(-100, 100) / 16.0) for _ in range(12)]
+        gam = [f32r(r.int(1, 40) / 16.0) for _ in range(n)]
+        bet = [f32r(r.int(-40, 40) / 16.0) for _ in range(n)]
+        eps = 1e-3
+        slot = bytearray(array.array("f", gam + bet))
+        for hasb in (0, 1):
+            a = bytearray(array.array("f", x)) + bytearray(48)
+            got = run_float("flayernorm", a, (slot,), check.FLAYERNORM,
+                            [0, 48, g, n, gs, es, 0, 0, hasb, 0, 4 * n, f32_bits_of(eps)])
+            for gi in range(g):
+                idx = [gi * gs + j * es for j in range(n)]
+                mean = sum(x[i] for i in idx) / n
+                var = sum((x[i] - mean) ** 2 for i in idx) / n
+                for j, i in enumerate(idx):
+                    want = (x[i] - mean) / math.sqrt(var + f32r(eps)) * gam[j] + (bet[j] if hasb else 0.0)
+                    close_to([got[12 + i]], [f32r(want)], "layernorm %d %d" % (g, j), 1e-5)

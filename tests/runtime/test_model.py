@@ -120,6 +120,34 @@ def ref_linear(x, kv, T, q8):
     return y, (n_out,)
 
 
+def ref_tconv(x, shape, kv, T, q8, xq):
+    """TFLM's reference transpose conv: every input pixel scattered over the outputs its taps
+    reach, (x - ZX) x w summed; then requantized (int8) or the fused activation (float)."""
+    h, w, c = shape
+    oc = int(kv["out"])
+    kh, kw = pair(kv, "k", None)
+    sh, sw = pair(kv, "stride", (1, 1))
+    pt, pl = pair(kv, "pad", (0, 0))
+    oh, ow = pair(kv, "size", None)
+    W, B = T[kv["w"]], T.get(kv.get("b"))
+    zx = xq[1] if q8 else 0
+    acc = [B[i % oc] if B is not None else 0 for i in range(oh * ow * oc)]
+    for iy in range(h):
+        for ix in range(w):
+            for ky in range(kh):
+                for kx in range(kw):
+                    oy, ox = iy * sh + ky - pt, ix * sw + kx - pl
+                    if 0 <= oy < oh and 0 <= ox < ow:
+                        for o in range(oc):
+                            for ci in range(c):
+                                acc[(oy * ow + ox) * oc + o] += W[((o * kh + ky) * kw + kx) * c + ci] * (
+                                    x[(iy * w + ix) * c + ci] - zx)
+    if q8:
+        M, (_, zy), (lo, hi) = T[kv["m"]], qof(kv), clamp_of(kv)
+        return [ref_requant(acc[i], M[i % oc], M[oc + i % oc], zy, lo, hi) for i in range(len(acc))], (oh, ow, oc)
+    return [act(v, kv) for v in acc], (oh, ow, oc)
+
+
 def ref_pool(x, shape, kv, q8, is_max):
     h, w, c = shape
     kh, kw = pair(kv, "k", None)
@@ -224,6 +252,8 @@ def ref_run(text, T, *inputs):
             y, shape = ref_conv(x, shape, kv, T, q8, xq, op == "depthwise")
         elif op == "linear":
             y, shape = ref_linear(x, kv, T, q8)
+        elif op == "tconv":
+            y, shape = ref_tconv(x, shape, kv, T, q8, xq)
         elif op in ("maxpool", "avgpool"):
             y, shape = ref_pool(x, shape, kv, q8, op == "maxpool")
         elif op in ("add", "mul"):
@@ -251,13 +281,17 @@ def ref_run(text, T, *inputs):
                 c, hw = shape[2], shape[0] * shape[1]
                 y = [x[(i % hw) * c + i // hw] for i in range(len(x))]
             shape = tuple(new)
-        elif op == "concat":
-            rows = len(x) // shape[-1]
+        elif op == "concat":  # each input's runs from the axis on, in turn, per outer index
+            ax = int(kv.get("axis", len(shape) - 1))
+            outer = 1
+            for d in shape[:ax]:
+                outer *= d
             y = []
-            for r in range(rows):
+            for r in range(outer):
                 for v, s, _ in ins:
-                    y += v[r * s[-1]:(r + 1) * s[-1]]
-            shape = shape[:-1] + (sum(s[-1] for _, s, _ in ins),)
+                    run = len(v) // outer
+                    y += v[r * run:(r + 1) * run]
+            shape = tuple(sum(s[ax] for _, s, _ in ins) if i == ax else d for i, d in enumerate(shape))
         elif op == "pad":
             t, l, b, r = nums(kv["pad"])
             h, w, c = shape
@@ -486,6 +520,50 @@ def test_int8_models_all_paths():
             assert y[1] == want[1]
         else:  # not degenerate: outputs vary and are not all saturated
             assert len(set(y[0])) > 3, y
+
+
+CONCAT_AXES = """input y=x shape=3,4,2
+conv2d x=x y=a w=c.w out=2 k=2 pad=0,0,1,1
+concat x=a,x,a y=h axis=0
+concat x=a,x y=w axis=1
+reshape x=w y=v shape=48
+concat x=v,v y=z axis=0
+output x=z
+output x=h"""
+
+INT8_CONCAT_AXES = """input y=x shape=3,4,2 dtype=i8 q=0.1,3
+pad x=x y=p pad=1,0,0,0
+concat x=p,x y=h axis=0 q=0.1,3
+concat x=x,x,x y=w axis=1 q=0.1,3
+concat x=w,w y=c q=0.1,3
+output x=h
+output x=c"""
+
+
+TCONV = """input y=x shape=3,4,2 layout=chw
+tconv x=x y=t w=t.w b=t.b out=3 k=3,2 size=7,9 stride=2 pad=1,0 act=relu
+tconv x=t y=u w=u.w out=2 k=2 size=8,10 pad=1
+output x=u"""
+
+INT8_TCONV = """input y=x shape=3,4,2 dtype=i8 q=0.1,3
+tconv x=x y=t w=t.w b=t.b m=t.m out=3 k=3,2 size=7,9 stride=2 pad=1,0 q=0.2,-5 clamp=-5,127
+output x=t"""
+
+
+def test_tconv_float_and_int8():
+    for seed, text in ((7, TCONV), (8, INT8_TCONV)):
+        T = make_tensors(text, seed)
+        m = owned(text, T)
+        y = check_paths(m, text, T, lcg_inputs(m, seed + 10), exact=seed == 8)
+        assert len(set(y[0])) > 10  # (not saturated, not a constant)
+
+
+def test_concat_along_h_w_and_vectors():
+    for seed, text in ((5, CONCAT_AXES), (6, INT8_CONCAT_AXES)):
+        T = make_tensors(text, seed)
+        m = owned(text, T)
+        assert [v.shape for v in m.outputs] == ([(96,), (9, 4, 2)] if seed == 5 else [(7, 4, 2), (3, 12, 4)])
+        check_paths(m, text, T, lcg_inputs(m, seed + 10), exact=seed == 6)
 
 
 def test_macs_and_names():
@@ -1010,6 +1088,39 @@ def test_requant_tensors_outside_tflm_range_are_refused():
                         continue
                     raise AssertionError("%s[%d] = %d accepted and run on %s: %s" % (
                         tname, k, value, path, m.tolist()))
+            finally:
+                kernels.use()
+
+
+def test_bias_that_could_leave_int32_is_refused_at_load():
+    """An int8 bias near the int32 limit (|b| + 128 x sum |w| past 2**31 - 1: an accumulator
+    that could wrap) is refused with ContainerError naming the op's line and `bias` when the
+    model is loaded, on every path, for the stored program and for the same graph declared in
+    code (compiled on the board), never run to a silently wrapped output or a bare
+    ValueError mid-inference."""
+    d = golden_json("graph_int8.json")
+    text = d["meta"]["graph"] if "meta" in d else d["graph"]
+    for tname in ("conv.b", "fc.b"):
+        t = [t for t in d["tensors"] if t["name"] == tname][0]
+        for value in (2147483647, -2147483648, 2147480000):
+            buf = bytearray(golden("graph_int8.mpyl"))
+            struct.pack_into("<i", buf, t["offset"], value)
+            c = mpy_lazy.open(buf)
+            try:
+                for path in kernels.available():
+                    kernels.use(path)
+                    for declared in (False, True):
+                        try:
+                            if declared:
+                                m = Model(text)
+                                m.load(c)
+                                m.prepare()
+                            else:
+                                m = model.from_container(c)
+                        except ContainerError as e:
+                            assert e.tensor == "bias" and str(e).startswith("graph line "), (e.tensor, str(e))
+                            continue
+                        raise AssertionError("%s = %d loaded on %s (declared %s)" % (tname, value, path, declared))
             finally:
                 kernels.use()
 

@@ -1,0 +1,295 @@
+"""Checks of a whole .tflite model before anything is converted (host_tools.tflite_import): what
+TFLite's verifier and TFLite Micro's Prepare steps check, so a malformed field is a refusal,
+never a different answer. One line per refusal, naming the operator index, the op, the tensor
+and the field.
+
+Checked: tensor indices; every used tensor's shape (dimensions >= 1), type (known, and as each
+op uses it), flags (is_variable only for an op's state input, no sparsity) and buffer (a
+constant holds exactly its shape's bytes, in the file; a tensor that is no model input and no
+op's output is a constant); quantization arrays (one scale or one per channel of the quantized
+dimension, as many zero points, scales finite and > 0, zero points in the type's range); each
+op's options table (the op's own type, present where the op needs it) and its values (padding,
+strides, dilations, fused activation, depth multiplier against the weights); the inputs an op
+needs as constants (weights, bias, paddings, axes, permutations), their types and shapes, and
+the rank of image tensors (batch included)."""
+import numpy as np
+
+from .container import PackError
+
+ITEMSIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2,
+            "INT8": 1, "FLOAT64": 8, "UINT32": 4, "UINT16": 2}
+RANGE = {"INT8": (-128, 127), "INT16": (-32768, 32767), "INT32": (-2 ** 31, 2 ** 31 - 1),
+         "UINT8": (0, 255), "INT64": (-2 ** 63, 2 ** 63 - 1)}
+ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32")
+
+# op -> its options table (None: it has none), and whether the op needs it present
+OPTIONS = {
+    "CONV_2D": ("Conv2DOptions", True), "DEPTHWISE_CONV_2D": ("DepthwiseConv2DOptions", True),
+    "FULLY_CONNECTED": ("FullyConnectedOptions", False), "TRANSPOSE_CONV": ("TransposeConvOptions", True),
+    "ADD": ("AddOptions", False), "SUB": ("SubOptions", False), "MUL": ("MulOptions", False),
+    "DIV": ("DivOptions", False), "AVERAGE_POOL_2D": ("Pool2DOptions", True),
+    "MAX_POOL_2D": ("Pool2DOptions", True), "MEAN": ("ReducerOptions", False), "PAD": ("PadOptions", False),
+    "RESHAPE": ("ReshapeOptions", False), "SOFTMAX": ("SoftmaxOptions", False),
+    "CONCATENATION": ("ConcatenationOptions", True), "LOGISTIC": (None, False), "TANH": (None, False),
+    "RELU": (None, False), "RELU6": (None, False), "QUANTIZE": ("QuantizeOptions", False),
+    "DEQUANTIZE": ("DequantizeOptions", False), "LEAKY_RELU": ("LeakyReluOptions", True),
+    "STRIDED_SLICE": ("StridedSliceOptions", False), "TRANSPOSE": ("TransposeOptions", False),
+    "HARD_SWISH": ("HardSwishOptions", False), "MINIMUM": ("MaximumMinimumOptions", False),
+    "MAXIMUM": ("MaximumMinimumOptions", False), "CAST": ("CastOptions", False),
+    "RESIZE_BILINEAR": ("ResizeBilinearOptions", False),
+    "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", False),
+    "SVDF": ("SVDFOptions", True), "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions", True),
+    "GELU": ("GeluOptions", False), "PRELU": (None, False),
+}
+# op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
+ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
+         "ADD": (2, 2), "SUB": (2, 2), "MUL": (2, 2), "DIV": (2, 2), "MINIMUM": (2, 2), "MAXIMUM": (2, 2),
+         "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "PAD": (2, 2), "RESHAPE": (1, 2),
+         "SOFTMAX": (1, 1), "CONCATENATION": (1, 10000), "LOGISTIC": (1, 1), "TANH": (1, 1), "RELU": (1, 1),
+         "RELU6": (1, 1), "LEAKY_RELU": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "HARD_SWISH": (1, 1),
+         "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1)}
+# op -> (activation input, filter, bias): the weighted ops
+WEIGHTED = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECTED": (0, 1, 2),
+            "TRANSPOSE_CONV": (2, 1, 3)}
+# op -> inputs that must be constants, and their integer types
+CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
+            "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64"))}
+# op -> the inputs that may be state (is_variable) tensors
+STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
+# ops whose input 0 and output 0 are N, H, W, C images
+IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "PAD")
+# ops whose output may have another rank than their input
+RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
+                 "STRIDED_SLICE")
+# elementwise ops with two inputs (numpy broadcasting in TFLM)
+BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
+# the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
+QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT16": ("INT8", "INT16", "INT32"),
+                  "INT8": ("INT8", "INT16", "INT32")}
+# ops whose output type may differ from their input's
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
+TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
+# ops whose activation inputs all have the output's type
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
+
+
+def check(r, ops):
+    """Refuse (PackError) anything malformed in the model r (a tflite_import._Reader) whose ops
+    are ops: [(index, name, operator)], all supported."""
+    tfl, sg, model = r.tfl, r.sg, r.model
+    nt = sg.TensorsLength()
+    names = {v: k for k, v in vars(tfl.BuiltinOptions).items() if isinstance(v, int)}
+
+    def fail(where, msg):
+        raise PackError("%s: %s: %s" % (r.path, where, msg))
+
+    def index(i, where):
+        if not 0 <= i < nt:
+            fail(where, "tensor index %d outside 0..%d" % (i, nt - 1))
+        return i
+
+    produced, inputs = set(), set()
+    for k in range(sg.InputsLength()):
+        inputs.add(index(sg.Inputs(k), "model input %d" % k))
+    for k in range(sg.OutputsLength()):
+        index(sg.Outputs(k), "model output %d" % k)
+    for k, name, op in ops:
+        for j in range(op.OutputsLength()):
+            produced.add(index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j)))
+    checked = set()
+    for k, name, op in ops:
+        where = "operator %d (%s)" % (k, name)
+        ins = [op.Inputs(j) for j in range(op.InputsLength())]
+        outs = [op.Outputs(j) for j in range(op.OutputsLength())]
+        if not outs:
+            fail(where, "no output")
+        if name in ARITY:
+            lo, hi = ARITY[name]
+            if not lo <= len(ins) <= hi or len(outs) != 1:
+                fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and 1 output)"
+                     % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s"))
+            if -1 in ins[:lo]:
+                fail(where, "input %d is absent (-1): the op needs it" % ins.index(-1))
+        for j, i in enumerate(ins):
+            if i == -1:
+                continue  # an optional input left out
+            index(i, "%s: input %d" % (where, j))
+            if i not in checked:
+                _tensor(r, i, "%s: input %d (tensor %d)" % (where, j, i), fail,
+                        state=j in STATE.get(name, ()), const=i not in produced and i not in inputs)
+                checked.add(i)
+        for j, i in enumerate(outs):
+            if i not in checked:
+                _tensor(r, i, "%s: output %d (tensor %d)" % (where, j, i), fail, False, False)
+                checked.add(i)
+        _options(r, op, name, where, names, fail)
+        _uses(r, name, op, ins, outs, where, fail)
+
+
+def _tensor(r, i, where, fail, state, const):
+    t, shape, typ, scales, zps, qdim = r.tensor(i)
+    if typ not in ITEMSIZE:
+        fail(where, "type %s is not supported" % typ)
+    for d in shape:
+        if d < 1:
+            fail(where, "shape %s: every dimension must be at least 1" % (shape,))
+    if t.Sparsity() is not None:
+        fail(where, "sparse tensors are not supported")
+    if t.IsVariable() and not state:
+        fail(where, "is_variable is set on a tensor the op does not keep as its state")
+    b = t.Buffer()
+    if not 0 <= b < r.model.BuffersLength():
+        fail(where, "buffer index %d outside 0..%d" % (b, r.model.BuffersLength() - 1))
+    buf = r.model.Buffers(b)
+    if buf.Offset() > 1 or buf.Size() > 0:
+        fail(where, "data outside the flatbuffer (a buffer offset) is not supported")
+    n = buf.DataLength()
+    want = int(np.prod(shape, dtype=np.int64)) * ITEMSIZE[typ]
+    if n and n != want:
+        fail(where, "%d bytes of data for shape %s of %s (%d expected)" % (n, shape, typ, want))
+    if const and not n and not t.IsVariable():
+        fail(where, "a constant with no data (no model input, no op's output, an empty buffer)")
+    if scales or zps:
+        if typ == "FLOAT32":
+            return  # a float tensor's quantization is not read
+        if len(zps) != len(scales):
+            fail(where, "%d scales and %d zero points" % (len(scales), len(zps)))
+        d = qdim if 0 <= qdim < len(shape) else (0 if len(shape) == 1 else None)  # (converters leave
+        if len(scales) > 1 and (d is None or shape[d] != len(scales)):  # a filter's dim on 1-D biases)
+            fail(where, "%d scales for quantized dimension %d of shape %s" % (len(scales), qdim, shape))
+        for s in scales:
+            if not (np.isfinite(s) and s > 0):
+                fail(where, "scale %r is not finite and > 0" % float(s))
+        lo, hi = RANGE.get(typ, (0, 0))
+        for z in zps:
+            if not lo <= z <= hi:
+                fail(where, "zero point %d outside %s's %d..%d" % (z, typ, lo, hi))
+
+
+def _options(r, op, name, where, names, fail):
+    table, needed = OPTIONS.get(name, (False, False))
+    if table is False:
+        return  # an op this module does not know: its importer checks it
+    got = names.get(op.BuiltinOptionsType(), str(op.BuiltinOptionsType()))
+    if got != "NONE" and got != table:
+        fail(where, "builtin_options_type is %s, the op's is %s" % (got, table or "NONE"))
+    if got == "NONE" or table is None:
+        if needed:
+            fail(where, "no %s table" % table)
+        return
+    o = getattr(r.tfl, table)()
+    t = op.BuiltinOptions()
+    o.Init(t.Bytes, t.Pos)
+    if hasattr(o, "Padding") and o.Padding() not in (0, 1):
+        fail(where, "padding %d (SAME 0 or VALID 1)" % o.Padding())
+    for f in ("StrideH", "StrideW", "DilationHFactor", "DilationWFactor", "FilterHeight", "FilterWidth"):
+        if hasattr(o, f) and getattr(o, f)() < 1:
+            fail(where, "%s %d (at least 1)" % (f, getattr(o, f)()))
+    # (an LSTM's is its cell activation: the importer takes tanh, 4)
+    if hasattr(o, "FusedActivationFunction") and o.FusedActivationFunction() not in (0, 1, 2, 3) and \
+            not (name == "UNIDIRECTIONAL_SEQUENCE_LSTM" and o.FusedActivationFunction() == 4):
+        fail(where, "fused activation %d is not supported (none, relu, relu_n1_to_1, relu6)"
+             % o.FusedActivationFunction())
+    for f in ("Beta", "Alpha"):
+        if hasattr(o, f) and not np.isfinite(getattr(o, f)()):
+            fail(where, "%s is not finite" % f.lower())
+
+
+def _uses(r, name, op, ins, outs, where, fail):
+    def typ(i):
+        return r.tensor(i)[2]
+
+    def shape(i):
+        return r.tensor(i)[1]
+
+    y = outs[0]
+    if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
+        for j in ((range(len(ins)) if name in SAME_TYPE else (0,))):
+            if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
+                    (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
+                fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
+    if typ(y) not in ACTIVATIONS and name not in ("CAST",):
+        fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
+    if name in BINARY and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
+        a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
+        try:
+            full = list(np.broadcast_shapes(tuple(a), tuple(b2)))
+        except ValueError:
+            full = None
+        small = b2 if int(np.prod(b2)) <= int(np.prod(a)) else a
+        per_channel = len(small) >= 1 and all(d == 1 for d in small[:-1]) and small[-1] == ys[-1]
+        if name in ("MINIMUM", "MAXIMUM", "DIV") and int(np.prod(small)) == 1:
+            per_channel = True  # (these kernels repeat a one-element operand too)
+        if full != list(ys) or (list(a) != list(b2) and not per_channel):
+            fail(where, "input shapes %s and %s, output %s: equal shapes, or one per channel (1, ..., C)"
+                 % (a, b2, ys))
+    if name == "QUANTIZE" and typ(y) not in QUANTIZE_PAIRS.get(typ(ins[0]), ()):
+        fail(where, "%s to %s: TFLM quantizes %s" % (typ(ins[0]), typ(y), "; ".join(
+            "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))
+    if name == "DEQUANTIZE" and (typ(ins[0]) not in ("INT8", "INT16") or typ(y) != "FLOAT32"):
+        fail(where, "%s to %s: TFLM dequantizes INT8 or INT16 to FLOAT32" % (typ(ins[0]), typ(y)))
+    if name not in RANK_CHANGING and ins and ins[0] >= 0:
+        x0 = max((ins[j] for j in range(min(len(ins), 2 if name in BINARY else 1)) if ins[j] >= 0),
+                 key=lambda i: len(shape(i)))
+        if len(shape(x0)) != len(shape(y)):
+            fail(where, "input shape %s, output %s: the op keeps the rank" % (shape(x0), shape(y)))
+    if name in IMAGE:
+        x = ins[WEIGHTED[name][0]] if name in WEIGHTED else ins[0]
+        for i, what in ((x, "input"), (y, "output")):
+            s = shape(i)
+            if len(s) != 4 or s[0] != 1:
+                fail(where, "%s shape %s: the op takes 1, H, W, C" % (what, s))
+    if name in CONSTANT:
+        idx, types = CONSTANT[name]
+        for j in idx:
+            if j >= len(ins) or ins[j] < 0 or r.data(ins[j]) is None:
+                fail(where, "input %d must be a constant" % j)
+            if typ(ins[j]) not in types:
+                fail(where, "input %d is %s (%s expected)" % (j, typ(ins[j]), " or ".join(types)))
+    if name in WEIGHTED:
+        _weighted(r, name, op, ins, y, where, fail, typ, shape)
+
+
+def _weighted(r, name, op, ins, y, where, fail, typ, shape):
+    xi, wi, bi = WEIGHTED[name]
+    if len(ins) <= wi or ins[wi] < 0 or r.data(ins[wi]) is None:
+        fail(where, "the filter (input %d) must be a constant" % wi)
+    x, w = ins[xi], ins[wi]
+    xt, wt, yt = typ(x), typ(w), typ(y)
+    if xt != yt:
+        fail(where, "input is %s, output %s" % (xt, yt))
+    if wt not in ("FLOAT32", "INT8"):
+        fail(where, "filter of type %s (float32 or int8)" % wt)
+    ws = shape(w)
+    rank = 2 if name == "FULLY_CONNECTED" else 4
+    if len(ws) != rank:
+        fail(where, "filter shape %s: %d dimensions expected" % (ws, rank))
+    oc = ws[3] if name == "DEPTHWISE_CONV_2D" else ws[0]
+    if name == "DEPTHWISE_CONV_2D":
+        if ws[0] != 1:
+            fail(where, "depthwise filter shape %s: 1, KH, KW, C x multiplier expected" % (ws,))
+        c = shape(x)[-1]
+        t = op.BuiltinOptions()
+        o = r.tfl.DepthwiseConv2DOptions()
+        o.Init(t.Bytes, t.Pos)
+        if o.DepthMultiplier() * c != oc:  # TFLM's kernels loop over depth_multiplier, not the filter
+            fail(where, "depth_multiplier %d x %d input channels != %d filter channels" % (o.DepthMultiplier(), c, oc))
+    t = op.BuiltinOptions()
+    if t is not None and name != "DEPTHWISE_CONV_2D":
+        o = getattr(r.tfl, OPTIONS[name][0])()
+        o.Init(t.Bytes, t.Pos)
+        qbt = o.QuantizedBiasType() if hasattr(o, "QuantizedBiasType") else 0
+        bias_type = r.tensor(ins[bi])[0].Type() if len(ins) > bi and ins[bi] >= 0 else None
+        if qbt and qbt != bias_type:
+            fail(where, "quantized_bias_type %d: not the bias tensor's type" % qbt)
+    if len(ins) > bi and ins[bi] >= 0:
+        b = ins[bi]
+        if r.data(b) is None:
+            fail(where, "the bias (input %d) must be a constant" % bi)
+        bt = typ(b)
+        want = {"FLOAT32": ("FLOAT32",), "INT8": ("INT32",), "INT16": ("INT64", "INT32")}.get(xt, ())
+        if bt not in want:
+            fail(where, "bias of type %s for %s activations (%s expected)" % (bt, xt, " or ".join(want) or "none"))
+        if int(np.prod(shape(b), dtype=np.int64)) != oc:
+            fail(where, "bias shape %s for %d output channels" % (shape(b), oc))
+

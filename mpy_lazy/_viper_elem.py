@@ -1,0 +1,281 @@
+# Viper kernels of the elementwise ops, cast and resize (kinds 44..51; the records and their
+# plain-Python versions: _elem.py): imported only for a program that has such a record. The
+# same rules as _viper.py (no allocation, no floats, 31-bit literals).
+import micropython
+
+from . import _viper as V
+from ._viper import NO_RO, _rdbpot, _srdhm, rq_flush, rq_head, rq_setup
+
+
+# --- elementwise ops, cast, resize (kinds 44..51; see _pure for the records) -------------------
+
+@micropython.viper
+def minmax(E, P, k: int):
+    # y = min or max of x1 and x2 (x2 repeating every BC elements, from the arena or a tensor),
+    # the stored codes compared: 1-, 2- or 4-byte integers
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    mx = int(pp[2])
+    es = int(pp[3])
+    x1 = a + pp[4]
+    y = a + pp[5]
+    n = int(pp[6])
+    bc = int(pp[7])
+    x2 = a + pp[9]
+    if pp[8]:
+        x2 = uint(ptr8(E.B[pp[10]])) + pp[11]
+    sg = 1
+    sg <<= 31
+    i = 0
+    j = 0
+    while i < n:
+        if es == 1:
+            u = (ptr8(x1)[i] ^ 0x80) - 0x80
+            v = (ptr8(x2)[j] ^ 0x80) - 0x80
+        elif es == 2:
+            u = (ptr16(x1)[i] ^ 0x8000) - 0x8000
+            v = (ptr16(x2)[j] ^ 0x8000) - 0x8000
+        else:
+            u = int((ptr32(x1)[i] ^ sg) - sg)
+            v = int((ptr32(x2)[j] ^ sg) - sg)
+        if mx:
+            if v > u:
+                u = v
+        elif v < u:
+            u = v
+        if es == 1:
+            ptr8(y)[i] = u
+        elif es == 2:
+            ptr16(y)[i] = u
+        else:
+            ptr32(y)[i] = u
+        j += 1
+        if j == bc:
+            j = 0
+        i += 1
+
+
+@micropython.viper
+def cast(E, P, k: int):
+    # integer -> integer: sign-extended, or narrowed keeping the low bits
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    src = a + pp[2]
+    dst = a + pp[3]
+    n = int(pp[4])
+    xes = int(pp[5])
+    yes = int(pp[6])
+    i = 0
+    while i < n:
+        if xes == 1:
+            v = (ptr8(src)[i] ^ 0x80) - 0x80
+        elif xes == 2:
+            v = (ptr16(src)[i] ^ 0x8000) - 0x8000
+        else:
+            v = int(ptr32(src)[i])
+        if yes == 1:
+            ptr8(dst)[i] = v
+        elif yes == 2:
+            ptr16(dst)[i] = v
+        else:
+            ptr32(dst)[i] = v
+        i += 1
+
+
+@micropython.viper
+def div(E, P, k: int):
+    # TFLM's int8 DIV, one element at a time (see _elem.div)
+    a = ptr8(E.A)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    tab = ptr32(uint(ptr8(E.B[pp[15]])) + pp[16])
+    t = uint(ptr32(E.W)) + 32  # four words of working state: W[8..11]
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    x1 = int(pp[6])
+    x2 = int(pp[7])
+    y = int(pp[8])
+    n = int(pp[9])
+    bc = int(pp[10])
+    z1 = int((pp[11] ^ sg) - sg)
+    z2 = int((pp[12] ^ sg) - sg)
+    m = int(pp[13])
+    s = int((pp[14] ^ sg) - sg)
+    i = 0
+    j = 0
+    while i < n:
+        u = ((a[x1 + i] ^ 0x80) - 0x80) - z1
+        v = ((a[x2 + j] ^ 0x80) - 0x80) - z2
+        if v < 0:
+            u = 0 - u
+            v = 0 - v
+        w = u
+        if w < 0:
+            w = -1 - w
+        h = 31  # CountLeadingSignBits(u)
+        while w:
+            h -= 1
+            w >>= 1
+        e = h - 1 - s
+        w = v
+        while w:
+            e += 1
+            w >>= 1
+        pt[0] = u << h
+        pt[1] = tab[v]
+        _srdhm(t)
+        pt[0] = pt[2]
+        pt[1] = m
+        _srdhm(t)
+        r = 0
+        if e < 32:
+            _rdbpot(t, e)
+            r = int((pt[2] ^ sg) - sg)
+        r += zy
+        if r < lo:
+            r = lo
+        elif r > hi:
+            r = hi
+        a[y + i] = r
+        j += 1
+        if j == bc:
+            j = 0
+        i += 1
+
+
+@micropython.viper
+def resize(E, P, k: int):
+    # nearest: a gather of C elements per output pixel (1, 2 or 4 bytes each); bilinear: TFLM's
+    # ResizeBilinearInteger on int8 (see _elem.resize)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    tab = ptr32(uint(ptr8(E.B[pp[11]])) + pp[12])
+    mode = int(pp[2])
+    es = int(pp[3])
+    xo = a + pp[4]
+    yo = a + pp[5]
+    w = int(pp[7])
+    c = int(pp[8])
+    oh = int(pp[9])
+    ow = int(pp[10])
+    sg = 1
+    sg <<= 31
+    row = w * c
+    q = 0
+    oy = 0
+    if mode == 0:
+        while oy < oh:
+            r = int(tab[oy]) * row
+            ox = 0
+            while ox < ow:
+                s = r + int(tab[oh + ox]) * c
+                ch = 0
+                if es == 1:
+                    while ch < c:
+                        ptr8(yo)[q] = ptr8(xo)[s + ch]
+                        q += 1
+                        ch += 1
+                elif es == 2:
+                    while ch < c:
+                        ptr16(yo)[q] = ptr16(xo)[s + ch]
+                        q += 1
+                        ch += 1
+                else:
+                    while ch < c:
+                        ptr32(yo)[q] = ptr32(xo)[s + ch]
+                        q += 1
+                        ch += 1
+                ox += 1
+            oy += 1
+        return
+    x = ptr8(xo)
+    d = ptr8(yo)
+    half = 1 << 19
+    while oy < oh:
+        r0 = int(tab[3 * oy]) * row
+        r1 = int(tab[3 * oy + 1]) * row
+        dy = int((tab[3 * oy + 2] ^ sg) - sg)
+        ox = 0
+        while ox < ow:
+            b = 3 * (oh + ox)
+            c0 = int(tab[b]) * c
+            c1 = int(tab[b + 1]) * c
+            dx = int((tab[b + 2] ^ sg) - sg)
+            w00 = (1024 - dy) * (1024 - dx)
+            w10 = dy * (1024 - dx)
+            w01 = (1024 - dy) * dx
+            w11 = dy * dx
+            ch = 0
+            while ch < c:
+                v = ((x[r0 + c0 + ch] ^ 0x80) - 0x80) * w00 + ((x[r1 + c0 + ch] ^ 0x80) - 0x80) * w10 \
+                    + ((x[r0 + c1 + ch] ^ 0x80) - 0x80) * w01 + ((x[r1 + c1 + ch] ^ 0x80) - 0x80) * w11
+                if v > 0:
+                    v = (v + half) >> 20
+                else:
+                    v = 0 - ((half - v) >> 20)
+                d[q] = v
+                q += 1
+                ch += 1
+            ox += 1
+        oy += 1
+
+
+@micropython.viper
+def prelu(E, P, k: int):
+    # TFLM's int8 PRELU in blocks: the x < ZX products requantized (requant or the assembler),
+    # then the table written over the x >= ZX elements (see _elem.prelu)
+    a = ptr8(E.A)
+    arena = uint(a)
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    accb = arena + pp[18]
+    acc = ptr32(accb)
+    mq = rec + 48
+    rq_head(W, rec)
+    al = ptr8(uint(ptr8(E.B[pp[14]])) + pp[15])
+    tb = ptr8(uint(ptr8(E.B[pp[16]])) + pp[17])
+    sg = 1
+    sg <<= 31
+    x = int(pp[6])
+    y = int(pp[7])
+    n = int(pp[8])
+    bc = int(pp[9])
+    zx = int((pp[10] ^ sg) - sg)
+    za = int((pp[11] ^ sg) - sg)
+    block = int(pp[19])
+    ro = NO_RO
+    if V.T:  # requantization in assembler
+        ro = V.T.R
+        rq_setup(ro, mq, rec)
+    i = 0
+    j = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        q = 0
+        while q < m:
+            dd = ((a[x + i + q] ^ 0x80) - 0x80) - zx
+            if dd < 0:
+                acc[q] = dd * (((al[j] ^ 0x80) - 0x80) - za)
+            else:
+                acc[q] = 0
+            j += 1
+            if j == bc:
+                j = 0
+            q += 1
+        wk[0] = y + i
+        wk[1] = m
+        rq_flush(ro, accb, mq, arena, W)
+        q = 0
+        while q < m:
+            v = (a[x + i + q] ^ 0x80) - 0x80
+            if v >= zx:
+                a[y + i + q] = tb[v + 128]
+            q += 1
+        i += m

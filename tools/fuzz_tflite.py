@@ -1,0 +1,479 @@
+"""Fuzz the .tflite reader against TensorFlow Lite Micro: structure-aware mutants of real models.
+
+    python tools/fuzz_tflite.py --count 100000 --seed 13 [--jobs 2] [--json FILE]
+
+Each mutant is a small real model (the .tflite fixtures and tflite-micro's own test models in
+tests/golden) with one to three fields changed through TFLite's own schema object API (TFLM's
+schema_py_generated): a tensor's type, shape, quantization arrays, flags or buffer; a
+buffer's bytes (truncated, extended, emptied, or other weights); an operator's inputs, outputs,
+opcode, options table or an option's value; the model's inputs and outputs. Then, each in a
+forked process (so a crash or hang of either side is caught and counted):
+  - `mpy-lazy pack` must exit 0 or refuse in one line (exit 1); anything else is a failure;
+  - TFLite Micro (the tflite-micro wheel) runs it or refuses it (or crashes: counted);
+  - a packed model is loaded by the runtime (CPython, 'pure' kernels) and run on the same
+    seeded input as TFLM. It must give TFLM's outputs (integers equal; floats within 1e-4
+    relative), or have been refused by pack. A model the runtime refuses after pack accepted
+    it, or runs where TFLM refuses it, or answers otherwise, is a failure.
+Exit status 1 if any failure shows up; the figures are printed (docs/RELIABILITY.md)."""
+import os
+import pickle
+import random
+import select
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for p in (ROOT, os.path.join(ROOT, "tests")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import numpy as np  # noqa: E402
+
+BASES = ("tests/golden/tflite/digits_cnn_int8.tflite", "tests/golden/tflite/digits_mlp_int8.tflite",
+         "tests/golden/tflite/digits_cnn_f32.tflite", "tests/golden/tflite/ops_int8.tflite",
+         "tests/golden/tflite/digits_mlp_float_io.tflite") + tuple(
+    "tests/golden/thirdparty/tflite-micro/%s.tflite" % n for n in (
+        "hello_world_int8", "seanet_add16", "seanet_conv15", "seanet_leaky_relu18", "seanet_pad0",
+        "seanet_quantize1", "seanet_strided_slice0", "seanet_sub1", "seanet_sub0"))
+INTS = (0, 1, -1, 2, 3, 4, 7, 8, 16, 127, 128, -128, 255, 256, 32767, 65535, 65536, 2 ** 31 - 1, -2 ** 31)
+FLOATS = (0.0, -0.0, 1.0, -1.0, 1e-45, 1e-30, 1e30, 3.4e38, float("inf"), float("nan"), 0.5, 2.0)
+TIMEOUT = 60  # seconds for one mutant's pack + run, or TFLM's run
+TFLM_ARENA = 8 << 20  # bytes: more than any base model needs (a model that needs more: refused)
+
+
+def _schema():
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S
+
+    return S
+
+
+# --- mutations of schema.ModelT --------------------------------------------------------------
+
+def _tensor(rng, m):
+    sg = m.subgraphs[0]
+    return sg.tensors[rng.randrange(len(sg.tensors))]
+
+
+def t_type(rng, m):
+    S = _schema()
+    _tensor(rng, m).type = rng.choice((S.TensorType.FLOAT32, S.TensorType.INT8, S.TensorType.INT16,
+                                       S.TensorType.INT32, S.TensorType.INT64, S.TensorType.UINT8,
+                                       S.TensorType.FLOAT16, S.TensorType.BOOL, 200))
+
+
+def t_shape(rng, m):
+    t = _tensor(rng, m)
+    shape = list(t.shape if t.shape is not None else [])
+    what = rng.randrange(4)
+    if what == 0 and shape:
+        k = rng.randrange(len(shape))
+        shape[k] = rng.choice((0, -1, -2, 1, 2, shape[k] + 1, shape[k] - 1, 65536, 2 ** 31 - 1))
+    elif what == 1 and shape:
+        del shape[rng.randrange(len(shape))]
+    elif what == 2:
+        shape.insert(rng.randrange(len(shape) + 1), rng.choice((1, 2, 3)))
+    else:
+        rng.shuffle(shape)
+    t.shape = shape
+
+
+def t_quant(rng, m):
+    S = _schema()
+    t = _tensor(rng, m)
+    q = t.quantization or S.QuantizationParametersT()
+    t.quantization = q
+    what = rng.randrange(5)
+    scales = list(q.scale if q.scale is not None else [])
+    zps = list(q.zeroPoint if q.zeroPoint is not None else [])
+    if what == 0:
+        q.scale = [rng.choice(FLOATS)] * max(1, len(scales)) if rng.random() < 0.5 else scales + [0.1]
+    elif what == 1:
+        q.zeroPoint = [] if rng.random() < 0.3 else [rng.choice(INTS)] * max(1, len(zps))
+    elif what == 2:
+        q.quantizedDimension = rng.choice((0, 1, 2, 3, 4, -1, 100))
+    elif what == 3 and scales:
+        q.scale = scales[: rng.randrange(len(scales))]
+    else:
+        t.quantization = None
+
+
+def t_flags(rng, m):
+    S = _schema()
+    t = _tensor(rng, m)
+    what = rng.randrange(3)
+    if what == 0:
+        t.isVariable = not t.isVariable
+    elif what == 1:
+        t.buffer = rng.choice((0, len(m.buffers), len(m.buffers) + 5, rng.randrange(len(m.buffers))))
+    else:
+        t.sparsity = S.SparsityParametersT()
+
+
+def b_data(rng, m):
+    """A buffer's bytes: truncated, extended, emptied, or other values of the same length
+    (other weights: then the answers must still be TFLM's)."""
+    full = [b for b in m.buffers if b.data is not None and len(b.data)]
+    if not full:
+        return
+    b = rng.choice(full)
+    data = bytes(bytearray(b.data))
+    what = rng.randrange(5)
+    if what == 0:
+        data = data[: rng.randrange(len(data))]
+    elif what == 1:
+        data = data + bytes(rng.choice((1, 4, 64)))
+    elif what == 2:
+        data = b""
+    else:  # new values, twice as often: the valid mutants
+        data = bytes(rng.randrange(256) for _ in range(len(data)))
+    b.data = np.frombuffer(data, np.uint8) if data else None
+
+
+def o_io(rng, m):
+    sg = m.subgraphs[0]
+    op = sg.operators[rng.randrange(len(sg.operators))]
+    n = len(sg.tensors)
+    lst = list(op.inputs) if rng.random() < 0.7 else list(op.outputs)
+    what = rng.randrange(4)
+    if what == 0 and lst:
+        lst[rng.randrange(len(lst))] = rng.choice((-1, n, n + 100, rng.randrange(n)))
+    elif what == 1 and lst:
+        del lst[rng.randrange(len(lst))]
+    elif what == 2:
+        lst.append(rng.choice((-1, rng.randrange(n))))
+    elif lst:
+        lst[rng.randrange(len(lst))] = rng.randrange(n)
+    if rng.random() < 0.7:
+        op.inputs = lst
+    else:
+        op.outputs = lst
+
+
+def o_code(rng, m):
+    S = _schema()
+    sg = m.subgraphs[0]
+    op = sg.operators[rng.randrange(len(sg.operators))]
+    if rng.random() < 0.5:
+        op.opcodeIndex = rng.choice((0, len(m.operatorCodes), rng.randrange(len(m.operatorCodes))))
+    else:
+        c = m.operatorCodes[rng.randrange(len(m.operatorCodes))]
+        code = rng.choice([v for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")
+                           and isinstance(v, int)][:160])
+        c.builtinCode = code
+        c.deprecatedBuiltinCode = min(code, 127)
+
+
+def o_options(rng, m):
+    """One field of an operator's options table set to a limit, or the table swapped for
+    another op's or dropped."""
+    S = _schema()
+    sg = m.subgraphs[0]
+    op = sg.operators[rng.randrange(len(sg.operators))]
+    o = op.builtinOptions
+    what = rng.randrange(5)
+    if o is not None and what < 3:
+        fields = [k for k, v in vars(o).items() if isinstance(v, (int, float, bool)) and not k.startswith("_")]
+        if fields:
+            f = rng.choice(fields)
+            v = getattr(o, f)
+            setattr(o, f, rng.choice(FLOATS) if isinstance(v, float) else rng.choice(INTS + (v + 1, v - 1)))
+            return
+    if what == 3:
+        other = sg.operators[rng.randrange(len(sg.operators))]
+        op.builtinOptionsType, op.builtinOptions = other.builtinOptionsType, other.builtinOptions
+    elif what == 4:
+        op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.NONE, None
+    else:
+        p = S.Pool2DOptionsT()
+        p.strideW = p.strideH = p.filterWidth = p.filterHeight = 1
+        op.builtinOptionsType, op.builtinOptions = S.BuiltinOptions.Pool2DOptions, p
+
+
+def g_io(rng, m):
+    sg = m.subgraphs[0]
+    n = len(sg.tensors)
+    lst = list(sg.inputs) if rng.random() < 0.5 else list(sg.outputs)
+    if lst and rng.random() < 0.5:
+        lst[rng.randrange(len(lst))] = rng.choice((n, -1, rng.randrange(n)))
+    else:
+        lst.append(rng.randrange(n))
+    if rng.random() < 0.5:
+        sg.inputs = lst
+    else:
+        sg.outputs = lst
+
+
+MUTATIONS = (t_type, t_shape, t_shape, t_quant, t_quant, t_flags, b_data, b_data, b_data, o_io, o_io,
+             o_code, o_options, o_options, o_options, g_io)
+
+
+def mutant(rng, base):
+    """One mutated copy (bytes) of base (bytes), or None when the schema cannot write it."""
+    import flatbuffers
+
+    import tflm_ref
+
+    m = tflm_ref.read_model(base)
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        rng.choice(MUTATIONS)(rng, m)
+    try:
+        b = flatbuffers.Builder(1024)
+        b.Finish(m.Pack(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+    except Exception:
+        return None
+
+
+# --- one mutant, each side in a forked process ----------------------------------------------
+
+def _forked(fn, *args):
+    """fn(*args) in a forked child: its result, or ('CRASH', status) / ('HANG',)."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            out = fn(*args)
+        except BaseException as e:  # noqa: B036 (the child reports everything)
+            out = ("EXC", "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:150] if str(e) else ""))
+        with os.fdopen(w, "wb") as f:
+            f.write(pickle.dumps(out))
+        os._exit(0)
+    os.close(w)
+    data, deadline = b"", time.time() + TIMEOUT
+    with os.fdopen(r, "rb") as f:
+        while True:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([f], [], [], left)[0]:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return ("HANG",)
+            chunk = os.read(f.fileno(), 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return ("CRASH", status)
+    return pickle.loads(data)
+
+
+def _inputs(specs, seed):
+    """Seeded inputs for [(dtype, size)]: integer codes over the type's range, floats N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for dt, n in specs:
+        if dt == "f32":
+            out.append(rng.standard_normal(n).astype(np.float32))
+        else:
+            top = {"i8": 128, "i16": 32768, "i32": 1 << 20}[dt]
+            out.append(rng.integers(-top, top, size=n))
+    return out
+
+
+def ours(path, seed):
+    """Pack (the real CLI) and run on the runtime: ('refused', line), ('load', message) (pack
+    accepted, the runtime refused), or ('ran', specs, outputs)."""
+    import io
+    from contextlib import redirect_stderr
+
+    import mpy_lazy
+    from host_tools import cli
+    from mpy_lazy import kernels, model
+
+    out = path + ".mpyl"
+    err = io.StringIO()
+    with redirect_stderr(err):
+        rc = cli.main(["pack", path, "-o", out, "-q"])
+    if rc != 0:
+        lines = err.getvalue().strip().splitlines()
+        if rc == 1 and len(lines) == 1 and lines[0].startswith("mpy-lazy: error: "):
+            return ("refused", lines[0])
+        return ("PACK", "exit %d: %r" % (rc, err.getvalue()[:200]))
+    with open(out, "rb") as f:
+        data = f.read()
+    kernels.use("pure")
+    try:
+        m = model.from_container(mpy_lazy.open(data))
+    except mpy_lazy.ContainerError as e:
+        return ("load", str(e))
+    specs = [(v.dtype, v.size) for v in m.inputs]
+    m(*[x.tolist() for x in _inputs(specs, seed)])
+    return ("ran", specs, [m.tolist(i) for i in range(len(m.outputs))])
+
+
+def theirs(path, specs, seed):
+    """TFLM on the same input values: ('ran', outputs) or ('refused', message)."""
+    import tflm_ref
+
+    errors = []
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        with tflm_ref._stderr_to(errors):  # TFLM prints its reason on stderr
+            it = tflm_ref._rt.Interpreter.from_bytes(data, arena_size=TFLM_ARENA)
+        xs = _inputs(specs, seed)
+        for k, x in enumerate(xs):
+            d = it.get_input_details(k)
+            if int(np.prod(d["shape"])) != x.size:
+                return ("shape", "input %d: TFLM takes %s, the container %d values" % (k, list(d["shape"]), x.size))
+            it.set_input(x.astype(d["dtype"]).reshape(d["shape"]), k)
+        it.invoke()
+        outs = []
+        k = 0
+        while True:
+            try:
+                outs.append(np.asarray(it.get_output(k)).reshape(-1).tolist())
+            except (IndexError, RuntimeError, ValueError):
+                break
+            k += 1
+        return ("ran", outs)
+    except (RuntimeError, ValueError) as e:
+        why = " ".join(" ".join(errors).split())[:200]
+        return ("refused", (str(e).splitlines()[0][:100] if str(e) else type(e).__name__) + ": " + why)
+
+
+def _same(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x.shape != y.shape:
+            return False
+        if np.issubdtype(np.asarray(y).dtype, np.integer) and not np.array_equal(x, y):
+            return False
+        if not np.allclose(x, y, rtol=1e-4, atol=1e-5 * max(1.0, float(np.nanmax(np.abs(y))) if y.size else 1.0),
+                           equal_nan=True):
+            return False
+    return True
+
+
+def verdict(path, seed):
+    """('clean', kind) or ('FAIL', kind, detail) for one mutant file."""
+    mine = _forked(ours, path, seed)
+    if mine[0] == "refused":
+        return ("clean", "refused by pack")
+    if mine[0] != "ran":
+        return ("FAIL", {"load": "pack accepted, the runtime refused", "PACK": "pack did not refuse cleanly",
+                         "EXC": "exception", "CRASH": "pack/runtime crashed", "HANG": "pack/runtime hung"}[mine[0]],
+                str(mine[1:])[:300])
+    tf = _forked(theirs, path, mine[1], seed)
+    if tf[0] != "ran":
+        return ("FAIL", "ran where TFLM refuses", "%s %s" % (tf[0], str(tf[1:])[:200]))
+    if not _same(mine[2], tf[1]):
+        return ("FAIL", "another answer than TFLM's", "ours %s | TFLM %s" % (str(mine[2])[:120], str(tf[1])[:120]))
+    return ("clean", "ran, TFLM's answer")
+
+
+def _one(item):
+    """In a pool worker (single-threaded, so forking it is safe): the verdict of one mutant."""
+    i, name, data, seed, tmp, keep = item
+    path = os.path.join(tmp, "m%d.tflite" % i)
+    with open(path, "wb") as f:
+        f.write(data)
+    try:
+        v = verdict(path, seed * 1000003 + i)
+        if keep and v[0] == "FAIL":  # the failing mutant, to reproduce with --one
+            with open(os.path.join(keep, "%s-%d.tflite" % (name[:-7], i)), "wb") as f:
+                f.write(data)
+        return i, name, v
+    finally:
+        for p in (path, path + ".mpyl"):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+def _warm():
+    """Import what the forked children use once, in the worker (not in each child)."""
+    import mpy_lazy.model  # noqa: F401
+    import tflm_ref  # noqa: F401
+    from host_tools import cli  # noqa: F401
+    from host_tools import tflite_import  # noqa: F401
+
+
+def run(count, seed, jobs=2, log=print, keep=None):
+    import multiprocessing
+
+    rng = random.Random(seed)
+    bases = []
+    for b in BASES:
+        with open(os.path.join(ROOT, b), "rb") as f:
+            bases.append((os.path.basename(b), f.read()))
+    figures = {"count": count, "seed": seed, "kinds": {}, "failures": {}, "examples": [], "unwritable": 0,
+               "by_base": {}}
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-tflite-") as tmp:
+        def work():
+            for i in range(count):
+                name, base = bases[i % len(bases)]
+                data = base if i % 20 == 0 else mutant(rng, base)
+                if data is None:
+                    figures["unwritable"] += 1
+                    continue
+                yield i, name, data, seed, tmp, keep
+
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=_warm) as pool:
+            for res in pool.imap_unordered(_one, work(), chunksize=4):
+                _collect(res, figures)
+    figures["seconds"] = round(time.time() - t0, 1)
+    if log:
+        report(figures, log)
+    return figures
+
+
+def _collect(res, f):
+    i, name, v = res
+    key = v[1]
+    f["kinds"][key] = f["kinds"].get(key, 0) + 1
+    b = f["by_base"].setdefault(name, {})
+    b[key] = b.get(key, 0) + 1
+    if v[0] == "FAIL":
+        f["failures"][key] = f["failures"].get(key, 0) + 1
+        if len(f["examples"]) < 20:
+            f["examples"].append((i, name, key, v[2]))
+
+
+def report(f, log=print):
+    total = sum(f["kinds"].values())
+    log("fuzz .tflite: %d mutants of %d models (seed %s; %d the schema could not write), %.1f s"
+        % (total, len(BASES), f["seed"], f["unwritable"], f["seconds"]))
+    for k, n in sorted(f["kinds"].items(), key=lambda kv: -kv[1]):
+        log("  %-40s %d" % (k, n))
+    log("failures: %d" % sum(f["failures"].values()))
+    for ex in f["examples"]:
+        log("  mutant %d of %s: %s: %s" % ex)
+
+
+def main(argv=None):
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    p.add_argument("--keep", metavar="DIR", help="write each failing mutant to DIR")
+    p.add_argument("--one", metavar="FILE", help="the verdict of one .tflite file (seed --seed)")
+    args = p.parse_args(argv)
+    if args.one:
+        print(verdict(args.one, args.seed))
+        return 0
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    f = run(args.count, args.seed, args.jobs, keep=args.keep)
+    if args.json:
+        import json
+
+        with open(args.json, "w") as out:
+            json.dump(f, out, indent=1)
+    return 1 if f["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
