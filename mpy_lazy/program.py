@@ -415,5 +415,7 @@ def load(c):
         raise ContainerError("tensor %r: a program is a 1-D i32 tensor" % NAME, NAME, "dtype")
     v = c.view(NAME)
     P = backend.typed_view(v.mv, "i32", v.size)
+    if v.size > HEADER and P[H_MAGIC] == MAGIC and 2 <= P[H_VERSION] < VERSION:
+        return None  # packed before VERSION's records (docs/FORMAT.md): run from the graph
     B = (c._mv,)
     return Program(P, B, verify=c._tensor_at, words=v.size, raw=v.mv)
