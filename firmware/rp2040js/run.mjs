@@ -1,6 +1,6 @@
 // Run MicroPython scripts on the RPI_PICO_MPY_LAZY firmware inside the rp2040js emulator.
 //
-//   node run.mjs --uf2 firmware.uf2 --bootrom bootrom.bin [--romfs img --romfs-offset 0xA0000]
+//   node run.mjs --uf2 firmware.uf2 --bootrom bootrom.bin [--romfs img --romfs-offset 0xB0000]
 //                [--flash flash.bin] [--save-flash flash.bin] [--timeout 600] script1.py [script2.py ...]
 //   node run.mjs --uf2 ... --bootrom ... [--romfs ...] [--flash ...] [--save-flash ...] --serial-stdio
 //
