@@ -195,7 +195,10 @@ def conv(E, P, k: int):
     col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
     t = T
-    if t and hasb and wb == 3 and cpg == c and int(wbase & 3) == 0 and kh * (3 if dw == 1 else kw + 2) <= int(t.QSEG):
+    # (conv8 loads weights, biases and multipliers as words: a tensor at an unaligned address,
+    # possible in a container from another writer, takes the loops below)
+    if (t and hasb and wb == 3 and cpg == c and int((wbase | uint(bias) | mq) & 3) == 0
+            and kh * (3 if dw == 1 else kw + 2) <= int(t.QSEG)):
         conv8_rows(E, uint(pp), t)  # 8 outputs per pass, requantized in assembler
         return
     gy = wsy >> wb  # the window's int32 column in the weights' order, without the blocks
@@ -704,8 +707,10 @@ def depthwise(E, P, k: int):
     accbase = uint(acc)
     t = T
     nt = kh * kw
+    # (dw4 loads 4 inputs, 4 weights, the zero points in COL, biases and multipliers as words:
+    # every one word-aligned, else the loops below; an int8 value's arena offset need not be)
     if (t and hasb and opg == 1 and wso == 1 and wsx == c and wsy == kw * c and (c & 3) == 0
-            and int(wbase & 3) == 0 and nt <= 25):
+            and int((wbase | (arena + pp[6]) | (arena + pp[31]) | uint(bias) | mq) & 3) == 0 and nt <= 25):
         dw4_rows(E, uint(pp), t)  # 4 channels per pass, requantized in assembler
         return
     asm = 0
@@ -847,7 +852,7 @@ def dense(E, P, k: int):
     bm = (1 << wb) - 1
     wbase = uint(w)
     t = T
-    if t and hasb and wb == 3 and int(wbase & 3) == 0:  # 8 outputs per pass, requantized there
+    if t and hasb and wb == 3 and int((wbase | uint(bias) | mq) & 3) == 0:  # 8 outputs per pass, requantized there
         qo = t.Q
         q = ptr32(qo)
         rq8_setup(qo, uint(pp), mq)
