@@ -51,6 +51,8 @@ firmware-help:
 	@echo "  MICROPY_QEMU_FIRMWARE  a qemu board's firmware.elf (BUILD_DIR/qemu-<BOARD>/firmware.elf),"
 	@echo "  MICROPY_QEMU_BOARD     with its board: MPS2_AN385 (default) or MICROBIT; needs qemu-system-arm"
 	@echo "  MPY_LAZY_REQUIRE_EMULATORS=1  a missing firmware or emulator fails the tests (emulate-test sets it)"
+	@echo "  MPY_CROSS              mpy-cross of the firmware's checkout (default MPY_DIR's): the runtime tests go to the"
+	@echo "                         board precompiled (the M0 and Pico run out of heap compiling test_kernels)"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi

@@ -160,17 +160,37 @@ except SystemExit:
 """
 
 
+def _mpy_cross():
+    """The firmware checkout's mpy-cross (MPY_CROSS, or MPY_DIR's build), or None."""
+    path = os.environ.get("MPY_CROSS") or os.path.join(os.environ.get("MPY_DIR", "/nonexistent"),
+                                                        "mpy-cross", "build", "mpy-cross")
+    return path if os.access(path, os.X_OK) else None
+
+
 def _tests_image():
     """ROMFS image with runtime/ and golden/, as rt_util expects, built by `mpy-lazy romfs`'s
-    writer: the golden containers are aligned, so they are read in place. The tests go in as .py
-    (compiled on the board): mpy-cross folds `2.0 ** -14` to a decimal literal in the .mpy, which
-    the single-precision board parses one ulp off."""
+    writer: the golden containers are aligned, so they are read in place. The tests go in as
+    .mpy when the firmware's mpy-cross is found (MPY_CROSS or MPY_DIR; `make emulate-test-rp2`
+    sets it): compiled on the board, test_kernels (77 KB of source) runs out of the Pico's heap
+    (MemoryError at its import, 223 KB free). Else as .py, compiled on the board. (The tests
+    keep float constants that mpy-cross folds exactly: it writes `2.0 ** -14` as a decimal
+    literal, which the single-precision board parses one ulp off.)"""
+    import subprocess
+    import tempfile
+
+    cross = _mpy_cross()
     files = []
-    for sub, d, exts in (("runtime", RUNTIME_TESTS, (".py",)), ("golden", GOLDEN, (".mpyl", ".json"))):
-        for name in sorted(os.listdir(d)):
-            if name.endswith(exts):
-                with open(os.path.join(d, name), "rb") as f:
-                    files.append((sub + "/" + name, f.read()))
+    with tempfile.TemporaryDirectory() as tmp:
+        for sub, d, exts in (("runtime", RUNTIME_TESTS, (".py",)), ("golden", GOLDEN, (".mpyl", ".json"))):
+            for name in sorted(os.listdir(d)):
+                if name.endswith(exts):
+                    path = os.path.join(d, name)
+                    if sub == "runtime" and cross:
+                        out = os.path.join(tmp, name[:-3] + ".mpy")
+                        subprocess.run([cross, "-march=armv6m", "-o", out, path], check=True)
+                        path, name = out, name[:-3] + ".mpy"
+                    with open(path, "rb") as f:
+                        files.append((sub + "/" + name, f.read()))
     return romfs_image(files)
 
 

@@ -210,10 +210,13 @@ def run_each(build, expected, what, impls=None):
     for name, mod in impls or IMPLS:
         fn, out = build(mod)
         fn()
-        got = signed(out) if isinstance(out, bytearray) else out
-        for i in range(len(expected)):
-            if got[i] != expected[i]:
-                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, got[i], expected[i]))
+        wrap = isinstance(out, bytearray)  # (read in place: a list of the arena's bytes, 32 KB
+        for i in range(len(expected)):  # for add's, does not fit the Pico's heap beside the test)
+            g = out[i]
+            if wrap and g > 127:
+                g -= 256
+            if g != expected[i]:
+                raise AssertionError("%s on %s: element %d is %d, expected %d" % (what, name, i, g, expected[i]))
 
 
 def requant(mod, acc, mq, dst, p):
@@ -1369,7 +1372,7 @@ def f16_f32_bits(h):
     e, m = (h >> 10) & 31, h & 1023
     if e == 31:
         return None  # inf / nan: checked apart
-    v = sign * (m * 2.0 ** -24 if e == 0 else (1024 + m) * 2.0 ** (e - 25))
+    v = sign * (m / 16777216.0 if e == 0 else (1024 + m) * 2.0 ** (e - 25))  # (2**24: no folded constant)
     return struct.unpack("<I", struct.pack("<f", v))[0]
 
 
