@@ -73,8 +73,9 @@ class Pico:
     def run(self, scripts, image, timeout=900):
         cmd = ["node", os.path.join(HARNESS_DIR, "run.mjs"), "--uf2", self.uf2, "--bootrom", self.bootrom,
                "--romfs", image, "--romfs-offset", str(self.offset), "--timeout", str(timeout)] + list(scripts)
-        # subprocess.run kills and reaps node if it outlives its own timeout
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 100)
+        # subprocess.run kills and reaps node if it outlives its own timeouts (one per script
+        # and one for the boot)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * (len(scripts) + 1) + 100)
         results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
         return r.returncode, results, r.stderr
 
