@@ -68,7 +68,14 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
                   "INT8": ("INT8", "INT16", "INT32")}
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
+MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
+# ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
+# all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
+# its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+# TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
+# and the crossings)
+NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
 
@@ -90,12 +97,20 @@ def check(r, ops):
 
     produced, inputs = set(), set()
     for k in range(sg.InputsLength()):
-        inputs.add(index(sg.Inputs(k), "model input %d" % k))
+        i = index(sg.Inputs(k), "model input %d" % k)
+        if r.data(i) is not None or i in inputs:
+            fail("model input %d" % k, "tensor %d is %s" % (i, "a constant (it has data)" if i not in inputs
+                                                            else "given twice"))
+        inputs.add(i)
     for k in range(sg.OutputsLength()):
         index(sg.Outputs(k), "model output %d" % k)
     for k, name, op in ops:
         for j in range(op.OutputsLength()):
-            produced.add(index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j)))
+            i = index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j))
+            if i in inputs or i in produced:  # (TFLM would overwrite the value it was given)
+                fail("operator %d (%s): output %d" % (k, name, j), "tensor %d is also %s"
+                     % (i, "a model input" if i in inputs else "an earlier operator's output"))
+            produced.add(i)
     checked = set()
     for k, name, op in ops:
         where = "operator %d (%s)" % (k, name)
@@ -133,6 +148,8 @@ def _tensor(r, i, where, fail, state, const):
     for d in shape:
         if d < 1:
             fail(where, "shape %s: every dimension must be at least 1" % (shape,))
+    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+        fail(where, "shape %s: more than 2^24 elements (the board's limit for one value)" % (shape,))
     if t.Sparsity() is not None:
         fail(where, "sparse tensors are not supported")
     if t.IsVariable() and not state:
@@ -160,6 +177,9 @@ def _tensor(r, i, where, fail, state, const):
         for s in scales:
             if not (np.isfinite(s) and s > 0):
                 fail(where, "scale %r is not finite and > 0" % float(s))
+        if len(scales) > 1 and not const:  # (an op's output, a model input, an op's state)
+            fail(where, "%d scales (per-channel quantization along dimension %d): an activation has "
+                 "one scale, only constant weights are quantized per channel" % (len(scales), qdim))
         lo, hi = RANGE.get(typ, (0, 0))
         for z in zps:
             if not lo <= z <= hi:
@@ -203,6 +223,10 @@ def _uses(r, name, op, ins, outs, where, fail):
         return r.tensor(i)[1]
 
     y = outs[0]
+    for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
+        if i >= 0 and typ(i) in ("INT8", "INT16") and not len(r.tensor(i)[3]) and name != "CAST":  # scale
+            fail(where, "%s %d (tensor %d) is %s without quantization parameters"
+                 % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
         for j in ((range(len(ins)) if name in SAME_TYPE else (0,))):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
@@ -210,6 +234,8 @@ def _uses(r, name, op, ins, outs, where, fail):
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
     if typ(y) not in ACTIVATIONS and name not in ("CAST",):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
+    if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
+        fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
     if name in BINARY and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:
@@ -288,6 +314,8 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
             fail(where, "the bias (input %d) must be a constant" % bi)
         bt = typ(b)
         want = {"FLOAT32": ("FLOAT32",), "INT8": ("INT32",), "INT16": ("INT64", "INT32")}.get(xt, ())
+        if xt == "INT16" and name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
+            want = ("INT64",)  # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type)
         if bt not in want:
             fail(where, "bias of type %s for %s activations (%s expected)" % (bt, xt, " or ".join(want) or "none"))
         if int(np.prod(shape(b), dtype=np.int64)) != oc:

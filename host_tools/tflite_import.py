@@ -110,7 +110,8 @@ class _Reader:
         elif typ in _INT:
             dt = _INT[typ]
             if len(scales) != 1 or not scales[0] > 0 or not np.isfinite(scales[0]):
-                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)" % (typ.lower(), i, list(scales)))
+                raise self.err("%s tensor %d needs one finite scale > 0 (has %s)"
+                               % (typ.lower(), i, [float(s) for s in scales]))
             zp = zps[0] if zps else 0
             lo, hi = tflm.RANGE[dt]
             if not lo <= zp <= hi:
@@ -164,7 +165,7 @@ class _Reader:
             if i in shapes_only:
                 self.ir.dropped.append(k)
                 continue
-            self.what = "input %d" % i
+            self.what = "%s: model input %d (tensor %d)" % (self.path, k, i)
             name = self.define(i)
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         for k, name, op in ops:
@@ -320,6 +321,16 @@ class _Reader:
             raise self.err("weights with a non-zero zero point")
         _check_scales(self, wscales, w)
         bias = self.data(self.ins[2]) if len(self.ins) > 2 and self.ins[2] >= 0 else None
+        if oshape[-1] != w.shape[0]:  # TFLM takes the output's last dimension as the output depth
+            raise self.err("output of shape %s for %d units" % (list(oshape), w.shape[0]))
+        xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
+        if xq is not None and len(wscales) == 1 and bias is not None:  # TFLM's GetQuantizedConvolutionMultipler
+            bscales = self.tensor(self.ins[2])[3]
+            diff = abs(float(np.float32(xq[0])) * float(np.float32(wscales[0])) -
+                       (float(np.float32(bscales[0])) if len(bscales) else 0.0))
+            if diff / float(np.float32(yq[0])) > 0.02:
+                raise self.err("bias scale differs from input x weight scale by %.3g output steps (TFLM takes "
+                               "<= 0.02)" % (diff / float(np.float32(yq[0]))))
         act = self._act(o.FusedActivationFunction() if o is not None else 0)
         n = self._weighted("linear", self.qof(self.ins[0]), w, wscales, bias, self.qof(self.outs[0]), act,
                            dict(out=w.shape[0]))
@@ -440,14 +451,18 @@ class _Reader:
             n.attrs["beta"] = beta if beta != 1.0 else None
             return
         if self.dtof(self.ins[0]) != "i8":
-            raise self.err("a %s softmax is not supported (int8 and float are)" % self.dtof(self.ins[0]))
+            raise self.err("a SOFTMAX of %s activations is not supported (float32 and int8 are, to int8 or int16)"
+                           % self.tensor(self.ins[0])[2])
         if self.dtof(self.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
             if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:
                 raise self.err("an int16 softmax output must be scale 1/65536, zero point -32768")
             n.attrs["dtype"] = "i16"
         elif yq[1] != -128 or abs(yq[0] * 256 - 1) > 1e-6:
             raise self.err("int8 softmax output must be scale 1/256, zero point -128")
-        n.t["t"] = self.add("exp", np.array(tflm.softmax_table(self.qof(self.ins[0])[0], beta), dtype=np.int32))
+        s_in = self.qof(self.ins[0])[0]
+        if beta * float(np.float32(s_in)) * (1 << 26) <= 1.0:  # TFLM's Prepare asserts a multiplier > 1 (it aborts)
+            raise self.err("beta %r x input scale %r: TFLM's int8 softmax needs beta x scale x 2^26 > 1" % (beta, s_in))
+        n.t["t"] = self.add("exp", np.array(tflm.softmax_table(s_in, beta), dtype=np.int32))
 
     def op_CONCATENATION(self):
         xs = [self.value(i) for i in self.ins]
@@ -722,10 +737,14 @@ class _Reader:
             raise self.err("align_corners and half_pixel_centers together (TFLM refuses them)")
         dt = self.dtof(self.ins[0])
         if bilinear and dt not in ("i8", "f32"):
-            raise self.err("a %s RESIZE_BILINEAR is not supported (TFLM runs float32 and int8)" % dt)
+            raise self.err("a RESIZE_BILINEAR of %s activations is not supported (TFLM runs float32 and int8)"
+                           % self.tensor(self.ins[0])[2])
         if self.qof(self.outs[0]) != self.qof(self.ins[0]):
             raise self.err("different input and output quantization")
         oh, ow = (int(v) for v in size.reshape(-1))
+        yshape = list(self.tensor(self.outs[0])[1])
+        if yshape[1:3] != [oh, ow]:  # (TFLM's output is the size's: the tensor must say so)
+            raise self.err("size %d x %d for an output of shape %s" % (oh, ow, yshape))
         n = self.emit("resize", [x], size=(oh, ow), interp="bilinear" if bilinear else None)
         n.t["t"] = self.add("coords", tflm.resize_table(self.ir.shapes[x], (oh, ow), bilinear, align, half,
                                                         integer=dt != "f32"))
@@ -890,6 +909,8 @@ class _Reader:
             if len(sc) != 1 or any(zps):
                 raise self.err("per-channel or asymmetric SVDF weights are not supported")
             scale.append(float(sc[0]))
+        if list(sshape) != [1, filters * mem]:  # TFLM's Prepare: (batch, memory x filters)
+            raise self.err("state of shape %s: TFLM takes (1, %d)" % (list(sshape), filters * mem))
         xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])
         sq = (float(np.float32(sscales[0])), szps[0] if szps else 0)
         n = self.emit("svdf", [x], out=filters // rank, rank=rank, memory=mem, sq="%r,%d" % sq,

@@ -35,7 +35,9 @@ BASES = ("tests/golden/tflite/digits_cnn_int8.tflite", "tests/golden/tflite/digi
          "tests/golden/tflite/digits_mlp_float_io.tflite") + tuple(
     "tests/golden/thirdparty/tflite-micro/%s.tflite" % n for n in (
         "hello_world_int8", "seanet_add16", "seanet_conv15", "seanet_leaky_relu18", "seanet_pad0",
-        "seanet_quantize1", "seanet_strided_slice0", "seanet_sub1", "seanet_sub0"))
+        "seanet_quantize1", "seanet_strided_slice0", "seanet_sub1", "seanet_sub0",
+        "keyword_scrambled", "mnist_lstm_int8")) + tuple(
+    "tests/golden/tflite/%s.tflite" % n for n in ("elem_int8", "elem_f32", "resize_int8", "cast_f32"))
 INTS = (0, 1, -1, 2, 3, 4, 7, 8, 16, 127, 128, -128, 255, 256, 32767, 65535, 65536, 2 ** 31 - 1, -2 ** 31)
 FLOATS = (0.0, -0.0, 1.0, -1.0, 1e-45, 1e-30, 1e30, 3.4e38, float("inf"), float("nan"), 0.5, 2.0)
 TIMEOUT = 60  # seconds for one mutant's pack + run, or TFLM's run
@@ -419,8 +421,11 @@ def run(count, seed, jobs=2, log=print, keep=None):
                 yield i, name, data, seed, tmp, keep
 
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_warm) as pool:
-            for res in pool.imap_unordered(_one, work(), chunksize=4):
+            for done, res in enumerate(pool.imap_unordered(_one, work(), chunksize=4), 1):
                 _collect(res, figures)
+                if log and done % 1000 == 0:  # progress: a long run shows where it is
+                    log("  %d/%d mutants, %d failures, %.0f s" % (done, count, sum(figures["failures"].values()),
+                                                               time.time() - t0))
     figures["seconds"] = round(time.time() - t0, 1)
     if log:
         report(figures, log)

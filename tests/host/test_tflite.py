@@ -416,6 +416,62 @@ def _depth_multiplier(m, sg):  # resnet/kws have depthwise ops: kws_int8
     raise AssertionError("no depthwise op")
 
 
+def _unquantized_output(m, sg):  # TFLM reads scale 0 (its output all zeros, or an abort)
+    op, t = _conv(sg)
+    t[op.outputs[0]].quantization = None
+
+
+def _op(sg, cls):
+    for op in sg.operators:
+        if isinstance(op.builtinOptions, cls):
+            return op
+    raise AssertionError("no %s" % cls.__name__)
+
+
+def _svdf_state_transposed(m, sg):  # TFLM's Prepare takes (batch, memory x filters) only
+    t = sg.tensors[_op(sg, S.SVDFOptionsT).inputs[4]]
+    t.shape = list(t.shape)[::-1]
+
+
+def _softmax_tiny_beta(m, sg):  # TFLM's Prepare asserts beta x scale x 2^26 > 1 (an abort)
+    _op(sg, S.SoftmaxOptionsT).builtinOptions.beta = 1e-30
+
+
+def _constant_input(m, sg):  # TFLM would let the caller write over a weight
+    sg.inputs = list(sg.inputs) + [_conv(sg)[0].inputs[1]]
+
+
+def _fc_output_depth(m, sg):  # TFLM takes the output's last dimension as its depth
+    t = sg.tensors[_op(sg, S.FullyConnectedOptionsT).outputs[0]]
+    t.shape = list(t.shape) + [1]
+
+
+def _fc_bias_scale(m, sg):  # TFLM's Prepare: |s_x s_w - s_b| / s_y <= 0.02
+    t = sg.tensors[_op(sg, S.FullyConnectedOptionsT).inputs[2]]
+    t.quantization.scale = [s * 1000 for s in t.quantization.scale]
+
+
+def _resize_size(m, sg):  # a size that is not the output's (huge: the packer once hung on it)
+    op = _op(sg, S.ResizeBilinearOptionsT)
+    m.buffers[sg.tensors[op.inputs[1]].buffer].data = np.array([1 << 30, 3], "<i4").view(np.uint8)
+
+
+THIRDPARTY = "../thirdparty/tflite-micro/"
+def _per_channel(t, dim):
+    q = t.quantization
+    q.scale, q.zeroPoint = [q.scale[0]] * t.shape[dim], [q.zeroPoint[0]] * t.shape[dim]
+    q.quantizedDimension = dim
+
+
+def _per_channel_activation(m, sg):  # an op's output with a weight's per-channel scales
+    op, t = _conv(sg)
+    _per_channel(t[op.outputs[0]], 3)
+
+
+def _per_channel_input(m, sg):  # the model input (1, 8, 8, 1): 8 scales along its rows
+    _per_channel(sg.tensors[sg.inputs[0]], 1)
+
+
 MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "float_bias_int32": ("digits_cnn_f32", _float_bias_as_int32, ("operator 0 (CONV_2D)", "bias", "INT32")),
     "empty_bias": ("digits_cnn_int8", _empty_bias, ("operator 0 (CONV_2D)", "no data")),
@@ -429,6 +485,18 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "sparse": ("digits_cnn_int8", _sparse, ("operator 0 (CONV_2D)", "sparse")),
     "sign_bit_activation": ("digits_cnn_int8", _bad_activation, ("operator 0 (CONV_2D)", "fused activation 5")),
     "depth_multiplier": ("kws_int8", _depth_multiplier, ("DEPTHWISE_CONV_2D", "depth_multiplier")),
+    "unquantized_int8": ("digits_cnn_int8", _unquantized_output, ("operator 0 (CONV_2D)", "output 0",
+                                                                  "without quantization")),
+    "constant_input": ("digits_cnn_int8", _constant_input, ("model input 1", "constant")),
+    "fc_output_depth": ("digits_mlp_int8", _fc_output_depth, ("(FULLY_CONNECTED)", "output of shape")),
+    "fc_bias_scale": (THIRDPARTY + "hello_world_int8", _fc_bias_scale, ("(FULLY_CONNECTED)", "bias scale")),
+    "resize_size": ("resize_int8", _resize_size, ("(RESIZE_BILINEAR)", "size 1073741824 x 3")),
+    "svdf_state_shape": (THIRDPARTY + "keyword_scrambled", _svdf_state_transposed, ("(SVDF)", "state of shape")),
+    "softmax_tiny_beta": (THIRDPARTY + "mnist_lstm_int8", _softmax_tiny_beta, ("(SOFTMAX)", "beta")),
+    "per_channel_activation": ("digits_cnn_int8", _per_channel_activation,
+                               ("operator 0 (CONV_2D): output 0", "8 scales", "activation has one scale")),
+    "per_channel_input": ("digits_cnn_int8", _per_channel_input,
+                          ("operator 0 (CONV_2D): input 0", "8 scales", "activation has one scale")),
 }
 
 
@@ -462,6 +530,59 @@ def test_op_support_is_checked_before_tensors(cli, tmp_path):
     path = _save_model(m, tmp_path / "late_op.tflite")
     line = cli.fails("pack", path, "-o", tmp_path / "late_op.mpyl")
     assert "operator 3 (SQUARED_DIFFERENCE)" in line and "late_op.tflite" in line, line
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH", "MUL"])
+def test_int16_op_the_board_lacks_is_refused_naming_it(cli, tmp_path, op):
+    """An op mpy-lazy runs on float32 and int8 only, given int16 (16x8) activations (TFLM runs
+    them but HARD_SWISH): one line naming the operator, its type and int16, not the board's
+    translation of it (before: "lut: lut takes an i8 value")."""
+    m = tflm_ref.read_model(one_op(getattr(S.BuiltinOperator, op), (1 / 4096, 0), (1 / 4096, 0)))
+    sg = m.subgraphs[0]
+    for t in sg.tensors:
+        t.type = S.TensorType.INT16
+    if op == "MUL":  # x * x
+        sg.operators[0].inputs = [0, 0]
+    path = _save_model(m, tmp_path / ("i16_%s.tflite" % op))
+    line = cli.fails("pack", path, "-o", tmp_path / "i16.mpyl")
+    assert "operator 0 (%s): int16 activations (16x8) are not supported for %s" % (op, op) in line, line
+    assert "i16_%s.tflite" % op in line and "lut" not in line, line
+
+
+def test_16x8_int32_bias_tflm_reads_as_int64_is_refused(cli, tmp_path):
+    """TFLM's 16x8 DEPTHWISE_CONV_2D and TRANSPOSE_CONV read their bias as int64 whatever the
+    tensor's type (an int32 bias: bytes past its end), so no answer is TFLM's: refused naming
+    the operator, where CONV_2D and FULLY_CONNECTED (which take either) pack. A depthwise model
+    built here (one DEPTHWISE_CONV_2D, 16x8), and SEANet's TRANSPOSE_CONV."""
+    from test_tflite_elem import TYPES, _opts, model
+
+    rng = np.random.default_rng(1)
+    TYPES.setdefault("i64", (S.TensorType.INT64, np.int64))
+    for bias in ("i64", "i32"):
+        data = model(S.BuiltinOperator.DEPTHWISE_CONV_2D,
+                     [((1, 4, 4, 8), "i16", (1 / 4096, 0), None),
+                      ((1, 3, 3, 8), "i8", (0.01, 0), rng.integers(-127, 128, (1, 3, 3, 8))),
+                      ((8,), bias, None, np.arange(8) * 1000), ((1, 4, 4, 8), "i16", (1 / 1024, 0), None)],
+                     [0], [3], [0, 1, 2],
+                     _opts("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=1,
+                           dilationWFactor=1, dilationHFactor=1))
+        path = tmp_path / ("dw16x8_%s.tflite" % bias)
+        path.write_bytes(data)
+        if bias == "i64":
+            cli.ok("pack", path, "-o", tmp_path / "dw.mpyl")
+            continue
+        line = cli.fails("pack", path, "-o", tmp_path / "dw.mpyl")
+        assert "operator 0 (DEPTHWISE_CONV_2D): bias of type INT32 for INT16 activations (INT64 expected)" in line, line
+    m = tflm_ref.read_model(os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro",
+                                         "seanet_transpose_conv4.tflite"))
+    sg = m.subgraphs[0]
+    t = sg.tensors[sg.operators[0].inputs[3]]
+    b = m.buffers[t.buffer]
+    b.data = list(np.frombuffer(bytes(bytearray(b.data)), np.int64).astype(np.int32).tobytes())
+    t.type = S.TensorType.INT32
+    path = _save_model(m, tmp_path / "tconv16x8_i32.tflite")
+    line = cli.fails("pack", path, "-o", tmp_path / "tc.mpyl")
+    assert "operator 0 (TRANSPOSE_CONV): bias of type INT32 for INT16 activations (INT64 expected)" in line, line
 
 
 def test_empty_subgraph_is_refused_naming_the_file(cli, tmp_path):

@@ -1,4 +1,5 @@
-"""Models made by others (tests/golden/thirdparty/, their source and licence in its README)
+"""Models made by others (tests/golden/thirdparty/: tflite-micro's examples and integration tests,
+MLPerf Tiny's reference models; their source and licence in its README)
 against TensorFlow Lite Micro's own interpreter (the tflite-micro wheel, tests/tflm_ref.py):
 packed with `mpy-lazy pack`, run on seeded inputs through TFLM, through mpy-lazy on CPython
 (the pure kernels) and on the MicroPython unix port (viper, from a ROMFS image): every output
@@ -23,8 +24,11 @@ import mpy_lazy  # noqa: E402
 from host_tools.tflite_import import from_tflite  # noqa: E402
 from mpy_lazy import graph as mgraph, model as mmodel  # noqa: E402
 
-DIR = os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro")
-NAMES = sorted(os.path.basename(p)[:-7] for p in glob.glob(os.path.join(DIR, "*.tflite")))
+DIR = os.path.join(ROOT, "tests", "golden", "thirdparty")
+SOURCES = ("tflite-micro", "mlperf-tiny")  # tensorflow/tflite-micro, mlcommons/tiny
+PATHS = {os.path.basename(p)[:-7]: p for src in SOURCES
+         for p in glob.glob(os.path.join(DIR, src, "*.tflite"))}
+NAMES = sorted(PATHS)
 N = 2  # seeded inputs per model
 
 
@@ -47,7 +51,7 @@ class Case:
 
     def __init__(self, name, workdir):
         self.name = name
-        self.src = os.path.join(DIR, name + ".tflite")
+        self.src = PATHS[name]
         m = tflm_ref.read_model(self.src)
         info = tflm_ref.tensors(m)
         ins = [int(i) for i in m.subgraphs[0].inputs]
