@@ -469,7 +469,7 @@ def _node(n, src, g):
 # --- elementwise ops, resize, layernorm: as TFLite's converter quantizes them where TFLite has
 # the op (HARD_SWISH, PRELU, DIV, MINIMUM, MAXIMUM, RESIZE_*: TFLM's integer arithmetic), a
 # table of the float function otherwise (HardSigmoid, Gelu), float between dequantize and
-# quantize for LayerNormalization (TFLite has no such op)
+# quantize for LayerNormalization, GroupNorm and InstanceNorm (TFLite has no such ops)
 
 def _hardswish(n, src, g, new):
     (s_in, z_in), (s_out, z_out) = g.q[n.x[0]], g.q[n.y]
@@ -544,11 +544,11 @@ def _resize(n, src, g, new):
     return new
 
 
-def _layernorm(n, src, g, new):
-    """dequantize, the float layernorm, quantize."""
+def _float_island(n, src, g, new):
+    """dequantize, the float op (layernorm, groupnorm), quantize."""
     xf, yf = n.x[0] + ".f", n.y + ".f"
     g.shapes[xf] = g.shapes[yf] = g.shapes[n.y]
-    new = Node("layernorm", [xf], yf, n.src, **dict(n.attrs))
+    new = Node(n.op, [xf], yf, n.src, **dict(n.attrs))
     for key, name in n.t.items():
         new.t[key] = name
         g.tensors[name] = src.tensors[name]
@@ -556,4 +556,5 @@ def _layernorm(n, src, g, new):
 
 
 _ELEM = {"hardswish": _hardswish, "hardsigmoid": _float_lut, "gelu": _float_lut, "minimum": _minmax,
-         "maximum": _minmax, "prelu": _prelu, "div": _div, "resize": _resize, "layernorm": _layernorm}
+         "maximum": _minmax, "prelu": _prelu, "div": _div, "resize": _resize,
+         "layernorm": _float_island, "groupnorm": _float_island}

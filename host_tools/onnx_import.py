@@ -15,7 +15,8 @@ What it does to the graph, so the board runs fewer, simpler ops:
   not the leading ones); AveragePool with count_include_pad=1 a zero pad then the pooling;
 - HardSwish, HardSigmoid, Gelu, PRelu, Min, Max, Div of two activations, Resize (nearest and
   linear: ONNX's coordinate modes computed into the op's table) and LayerNormalization become
-  the graph's ops of those names.
+  the graph's ops of those names; InstanceNormalization, GroupNormalization and torch's
+  GroupNorm (Reshape, InstanceNormalization, Reshape, then its Mul and Add folded in) a groupnorm.
 Every node's op is checked before any is translated; anything the board cannot run raises
 PackError naming the node and its op."""
 import math
@@ -102,6 +103,8 @@ class _Importer(SequenceOps):
         self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
         self.seq = {}  # ONNX value -> (ONNX shape, T axis, F axis) of a sequence (host_tools/onnx_seq.py)
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
+        self.grouped = {}  # a GroupNorm's Reshape output -> (its input, G): read by InstanceNormalization
+        self.regroup = {}  # that InstanceNormalization's output -> (the groupnorm's output, (G, L))
         self.uses = {}
         for n in g.node:
             for i in n.input:
@@ -140,6 +143,9 @@ class _Importer(SequenceOps):
                 raise PackError("ONNX graph: output %r is a constant" % o.name)
             if name in self.pending_pad:
                 self._emit_pad(name)
+            if name in self.regroup:
+                self._emit_regroup(name)
+                name = self.alias.get(name, name)
             self.ir.outputs.append(name)
             if self.kind.get(name) in ("nchw", "ncl") and len(self.ir.shapes[name]) == 3:
                 self.ir.out_layouts[name] = "chw"  # H,W,C here; torch's caller reads C,H,W (C,L)
@@ -212,6 +218,9 @@ class _Importer(SequenceOps):
             raise self.err("input %r is a constant where an activation is expected" % name)
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
+        if name in self.regroup:
+            self._emit_regroup(name)
+            name = self.alias.get(name, name)
         if name not in self.ir.shapes:
             raise self.err("input %r comes from an op that was not translated" % name)
         return name
@@ -352,9 +361,9 @@ class _Importer(SequenceOps):
         self.emit("pad", [name], out, shape, self.kind[name], pad=hw)
 
     def _affine(self, x, scale, shift, y):
-        """y = x * scale + shift per channel: folded into the producing conv/linear when it
-        can be, else a 1x1 depthwise conv (the per-channel affine op)."""
-        p = self.fusable(x, ("conv2d", "depthwise", "linear", "tconv"))
+        """y = x * scale + shift per channel: folded into the producing conv/linear/groupnorm
+        when it can be, else a 1x1 depthwise conv (the per-channel affine op)."""
+        p = self.fusable(x, ("conv2d", "depthwise", "linear", "tconv", "groupnorm"))
         c = self.ir.shapes[x][-1]
         scale = np.broadcast_to(np.asarray(scale, np.float64).reshape(-1), (c,))
         shift = np.broadcast_to(np.asarray(shift, np.float64).reshape(-1), (c,))
@@ -596,10 +605,33 @@ class _Importer(SequenceOps):
     def op_Reshape(self, a):
         if self.is_seq():
             return self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
+        spec = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
+        name = self.alias.get(self.node.input[0], self.node.input[0])
+        if name in self.regroup:  # a GroupNorm's (G, L) value back to the groupnorm's own shape
+            gn, dims = self.regroup[name]
+            back = self._reshape_target(spec, (1,) + dims, a)[1:] == list(self._torch_shape(gn))
+            if back and self.uses.get(name) == 1:
+                del self.regroup[name]
+                self.alias[self.out()] = gn
+                self.uses[gn] = self.uses.get(self.out(), 0)
+                return
         x = self.x()
-        target = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
         dims = (1,) + self._torch_shape(x)
+        target = self._reshape_target(spec, dims, a)
+        if self._group_of(x, target):
+            return
+        if len(target) == 1:  # the batch folded in: one row of every element
+            return self._flatten(x)
+        if target[0] != 1:
+            raise self.err("a reshape to %s moves elements into the batch dimension (the board runs batch 1)"
+                           % target)
+        self._to_shape(x, tuple(target[1:]), self.out())
+
+    def _reshape_target(self, spec, dims, a):
+        """Reshape's shape input `spec` resolved against the input's dims (batch included):
+        0 copies the input's dimension (unless allowzero), -1 takes the rest."""
         n = int(np.prod(dims))
+        target = list(spec)
         if not a.get("allowzero", 0):
             target = [dims[i] if v == 0 and i < len(dims) else v for i, v in enumerate(target)]
         if target.count(-1) == 1:
@@ -607,12 +639,22 @@ class _Importer(SequenceOps):
             target[target.index(-1)] = n // rest if rest and n % rest == 0 else 0
         if int(np.prod(target)) != n or min(target) < 1:
             raise self.err("cannot reshape %s to %s" % (list(dims), target))
-        if len(target) == 1:  # the batch folded in: one row of every element
-            return self._flatten(x)
-        if target[0] != 1:
-            raise self.err("a reshape to %s moves elements into the batch dimension (the board runs batch 1)"
-                           % target)
-        self._to_shape(x, tuple(target[1:]), self.out())
+        return target
+
+    def _group_of(self, x, target):
+        """torch's GroupNorm(G) as both exporters write it: Reshape (1, C, ...) -> (1, G, L),
+        InstanceNormalization, Reshape back (then a per-channel Mul and Add). At this first
+        Reshape, read only by an InstanceNormalization: nothing is emitted; the
+        InstanceNormalization becomes a groupnorm of x (True)."""
+        if self.kind[x] not in ("nchw", "ncl") or len(target) != 3:
+            return False
+        c, g = self.ir.shapes[x][-1], target[1]
+        readers = [n for n in self.model.graph.node if self.out() in n.input]
+        if c % g or len(readers) != 1 or readers[0].op_type != "InstanceNormalization" or \
+                readers[0].input[0] != self.out() or self.uses.get(self.out()) != 1:
+            return False
+        self.grouped[self.out()] = (x, g)
+        return True
 
     def op_Softmax(self, a):
         x = self.x()
@@ -1057,6 +1099,53 @@ class _Importer(SequenceOps):
             tensors["b"] = (self.node.input[2], stored(beta))
         self.emit("layernorm", [x], self.out(), shape, kind, tensors, eps=float(a.get("epsilon", 1e-5)),
                   over=over if over != "c" else None)
+
+    def op_InstanceNormalization(self, a):
+        """torch's InstanceNorm1d/2d: a groupnorm with a group per channel; torch's GroupNorm
+        (a Reshape to (1, G, L) in front, _group_of): a groupnorm of G groups, InstanceNorm's
+        scale and bias (one per group) repeated over each group's channels."""
+        name = self.alias.get(self.node.input[0], self.node.input[0])
+        scale = np.asarray(self.const(1, "the scale"), np.float32).reshape(-1)
+        bias = np.asarray(self.const(2, "the bias"), np.float32).reshape(-1)
+        x, g = self.grouped.pop(name) if name in self.grouped else (self.x(0), None)
+        if self.kind[x] not in ("nchw", "ncl"):
+            raise self.err("needs an (N, C, H, W) or (N, C, L) input")
+        c = self.ir.shapes[x][-1]
+        groups = c if g is None else g
+        if scale.size != groups or bias.size != groups:
+            raise self.err("scale and bias of %d and %d values for %d channels" % (scale.size, bias.size, groups))
+        y = self.out() if g is None else self.out() + ".g"
+        names = self.node.input[1:3] if g is None else (self.out() + ".scale", self.out() + ".bias")
+        tensors = {"w": (names[0], np.repeat(scale, c // groups)), "b": (names[1], np.repeat(bias, c // groups))}
+        self.emit("groupnorm", [x], y, self.ir.shapes[x], self.kind[x], tensors,
+                  groups=g if g is not None and g != c else None, eps=float(a.get("epsilon", 1e-5)))
+        if g is not None:  # torch's view of it: (G, L), until a Reshape takes it back (op_Reshape)
+            src = self._torch_shape(x)
+            self.regroup[self.out()] = (y, (g, int(np.prod(src)) // g))
+
+    def op_GroupNormalization(self, a):
+        """ONNX's GroupNormalization: num_groups groups of consecutive channels; scale and bias
+        one per channel (opset 21) or one per group (opset 18)."""
+        x = self.x(0)
+        if self.kind[x] not in ("nchw", "ncl"):
+            raise self.err("needs an (N, C, H, W) or (N, C, L) input")
+        c, g = self.ir.shapes[x][-1], int(a["num_groups"])
+        if g < 1 or c % g:
+            raise self.err("%d groups of %d channels" % (g, c))
+        t = {}
+        for i, key in ((1, "w"), (2, "b")):
+            v = np.asarray(self.const(i, "the scale and bias"), np.float32).reshape(-1)
+            if v.size not in (c, g):
+                raise self.err("%d scale or bias values for %d channels in %d groups" % (v.size, c, g))
+            t[key] = (self.out() + (".scale", ".bias")[i - 1], np.repeat(v, c // v.size))
+        self.emit("groupnorm", [x], self.out(), self.ir.shapes[x], self.kind[x], t,
+                  groups=g if g != c else None, eps=float(a.get("epsilon", 1e-5)))
+
+    def _emit_regroup(self, name):
+        """A GroupNorm's InstanceNormalization output read as what it is in torch, (G, L):
+        the groupnorm's output reshaped."""
+        gn, dims = self.regroup.pop(name)
+        self._to_shape(gn, dims, name)
 
 
 

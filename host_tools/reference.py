@@ -387,7 +387,7 @@ def dequantize(ins, kv, qin, tensors):
     return (s * (ins[0] - z)).astype(np.float32).astype(np.float64)
 
 
-# --- elementwise ops, cast, resize, layernorm ------------------------------------------------
+# --- elementwise ops, cast, resize, layernorm, groupnorm -------------------------------------
 
 def _second(ins, kv, tensors):
     """The second operand (a value, or the constant tensor t= / w=) as an array broadcast over
@@ -502,6 +502,38 @@ def layernorm(ins, kv, qin, tensors):
         out[i] = [(v - mean) * inv * float(gm) + float(bt) for v, gm, bt in zip(row, gam, bet)]
     out = out.astype(np.float32).astype(np.float64)
     return out.reshape(x.shape) if over != "w" else out.T.reshape(x.shape)
+
+
+def groupnorm(ins, kv, qin, tensors):
+    """torch's GroupNorm (InstanceNorm: a group per channel) over a value's channels (its last
+    axis): each group of C / groups consecutive channels over all pixels: mean, variance (mean
+    of squared differences), (x - mean) / sqrt(variance + eps) x gamma[c] + beta[c]; sums in
+    stored order (pixel by pixel, the group's channels within a pixel), in double, each result
+    an f32."""
+    x = ins[0]
+    c = x.shape[-1]
+    cg = c // kv.get("groups", c)
+    v = x.reshape(-1, c)
+    gam = _t(tensors, kv["w"]).reshape(-1).tolist()
+    bet = _t(tensors, kv["b"]).reshape(-1).tolist()
+    eps = float(np.float32(kv.get("eps", 1e-5)))
+    out = np.zeros(v.shape)
+    for c0 in range(0, c, cg):
+        rows = v[:, c0:c0 + cg].tolist()
+        n = len(rows) * cg
+        s = 0.0
+        for r in rows:
+            for e in r:
+                s += e
+        mean = s / n
+        s = 0.0
+        for r in rows:
+            for e in r:
+                s += (e - mean) * (e - mean)
+        inv = 1.0 / math.sqrt(s / n + eps)
+        out[:, c0:c0 + cg] = [[(e - mean) * inv * gam[c0 + j] + bet[c0 + j] for j, e in enumerate(r)]
+                              for r in rows]
+    return out.astype(np.float32).astype(np.float64).reshape(x.shape)
 
 
 def _hardswish(v):
@@ -643,4 +675,5 @@ _OPS = {
     "gelu": _elementwise(_gelu),
     "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
     "layernorm": layernorm,
+    "groupnorm": groupnorm,
 }

@@ -47,7 +47,11 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "PAD": (2, 2), "RESHAPE": (1, 2),
          "SOFTMAX": (1, 1), "CONCATENATION": (1, 10000), "LOGISTIC": (1, 1), "TANH": (1, 1), "RELU": (1, 1),
          "RELU6": (1, 1), "LEAKY_RELU": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "HARD_SWISH": (1, 1),
-         "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1)}
+         "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1), "RESIZE_BILINEAR": (2, 2),
+         "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24)}
+# the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
+# LSTM's input gate (CIFG), peepholes, projection and layer norms; an SVDF's bias)
+REQUIRED = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 18, 19), "SVDF": (0, 1, 2, 4)}
 # op -> (activation input, filter, bias): the weighted ops
 WEIGHTED = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECTED": (0, 1, 2),
             "TRANSPOSE_CONV": (2, 1, 3)}
@@ -123,8 +127,9 @@ def check(r, ops):
             if not lo <= len(ins) <= hi or len(outs) != 1:
                 fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and 1 output)"
                      % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s"))
-            if -1 in ins[:lo]:
-                fail(where, "input %d is absent (-1): the op needs it" % ins.index(-1))
+            for j in REQUIRED.get(name, range(lo)):
+                if ins[j] == -1:
+                    fail(where, "input %d is absent (-1): the op needs it" % j)
         for j, i in enumerate(ins):
             if i == -1:
                 continue  # an optional input left out
@@ -137,6 +142,11 @@ def check(r, ops):
             if i not in checked:
                 _tensor(r, i, "%s: output %d (tensor %d)" % (where, j, i), fail, False, False)
                 checked.add(i)
+        for j in range(op.IntermediatesLength()):  # (TFLM allocates none: an LSTM's are scales only)
+            i = index(op.Intermediates(j), "%s: intermediate %d" % (where, j))
+            if int(np.prod(r.tensor(i)[1], dtype=np.int64)) != 0:
+                fail(where, "intermediate %d (tensor %d) of shape %s: TFLM takes empty ones only"
+                     % (j, i, list(r.tensor(i)[1])))
         _options(r, op, name, where, names, fail)
         _uses(r, name, op, ins, outs, where, fail)
 
@@ -224,7 +234,8 @@ def _uses(r, name, op, ins, outs, where, fail):
 
     y = outs[0]
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
-        if i >= 0 and typ(i) in ("INT8", "INT16") and not len(r.tensor(i)[3]) and name != "CAST":  # scale
+        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16") and name != "CAST" or  # scale
+                                                   (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0))):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:

@@ -573,12 +573,16 @@ class _Reader:
             b.append(lo)
             e.append(hi)
             st.append(s_)
+        b0, e0, st0 = list(b), list(e), list(st)
         if nd > 1 and int(shape[0]) == 1:  # the batch: the board's values have none
             if (b[0], e[0]) != (0, 1):
                 raise self.err("a slice of the batch dimension")
             b, e, st = b[1:], e[1:], st[1:]
         if any(hi <= lo for lo, hi in zip(b, e)):
             raise self.err("an empty slice")
+        want = [(hi - lo + s_ - 1) // s_ for lo, hi, s_ in zip(b0, e0, st0)]
+        if list(self.tensor(self.outs[0])[1]) != want:  # (TFLM's Prepare compares them)
+            raise self.err("output of shape %s for a slice of shape %s" % (list(self.tensor(self.outs[0])[1]), want))
         self.emit("slice", [x], begin=tuple(b), end=tuple(e), stride=tuple(st) if any(v != 1 for v in st) else None)
 
     def op_TRANSPOSE(self):
@@ -810,6 +814,9 @@ class _Reader:
         for w, n in zip(ws, (nin,) * 4 + (hid,) * 4):
             if w.shape != (hid, n):
                 raise self.err("a weight of shape %s (expected %s)" % (w.shape, (hid, n)))
+        for i in (18, 19):  # TFLM's Prepare: (batch, units)
+            if list(self.tensor(ins[i])[1]) != [1, hid]:
+                raise self.err("state tensor %d of shape %s (expected [1, %d])" % (ins[i], list(self.tensor(ins[i])[1]), hid))
         w = np.concatenate(ws[:4])  # gates i, f, c, o (TFLite's tensor order)
         r = np.concatenate(ws[4:])
         clip = float(np.float32(o.CellClip()))

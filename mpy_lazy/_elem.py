@@ -1,5 +1,5 @@
-# The kernels and load checks of the elementwise ops, cast, resize and layernorm (record kinds
-# 44..52, docs/FORMAT.md): imported only for a program that has such a record (check.py's
+# The kernels and load checks of the elementwise ops, cast, resize, layernorm and groupnorm
+# (record kinds 44..53, docs/FORMAT.md): imported only for a program that has such a record (check.py's
 # _elem, kernels.table), so a model without them keeps their heap. Integer kernels in plain
 # Python (their viper twins: _viper_elem.py), float kernels (named f...), checks (check_...).
 import math
@@ -321,6 +321,39 @@ def flayernorm(E, P, k):
             a[y + j * es] = v
 
 
+# groupnorm record (f32): 2 XO 3 YO (bytes) 4 P (pixels) 5 C (channels) 6 CG (channels per
+# group, divides C) 7-8 gamma (f32 [C]) 9-10 beta (f32 [C]) 11 EPS (f32 bits). A P,C value's
+# channels in C / CG groups of CG consecutive channels (torch's GroupNorm; CG 1: InstanceNorm),
+# each group over all its P x CG elements: mean, variance (the mean of the squared
+# differences), (x - mean) / sqrt(variance + eps) x gamma[c] + beta[c]; sums in stored order
+# (pixel by pixel, the group's channels within a pixel).
+
+def fgroupnorm(E, P, k):
+    a = E.af
+    xo, yo, p, c, cg = P[k + 2] // 4, P[k + 3] // 4, P[k + 4], P[k + 5], P[k + 6]
+    gam, g0, bet, b0 = E.sf[P[k + 7]], P[k + 8] // 4, E.sf[P[k + 9]], P[k + 10] // 4
+    eps = E.pf[k + 11]
+    n = p * cg
+    for c0 in range(0, c, cg):
+        s = 0.0
+        for i in range(p):
+            x = xo + i * c + c0
+            for j in range(cg):
+                s += a[x + j]
+        mean = s / n
+        s = 0.0
+        for i in range(p):
+            x = xo + i * c + c0
+            for j in range(cg):
+                d = a[x + j] - mean
+                s += d * d
+        inv = 1.0 / math.sqrt(s / n + eps)
+        for i in range(p):
+            x, y = xo + i * c + c0, yo + i * c + c0
+            for j in range(cg):
+                a[y + j] = (a[x + j] - mean) * inv * gam[g0 + c0 + j] + bet[b0 + c0 + j]
+
+
 # --- checks at load (mpy_lazy/check.py) --------------------------------------------------------
 
 _ES_DTYPE = {1: "i8", 2: "i16", 4: "i32"}
@@ -462,12 +495,32 @@ def check_layernorm(r, E):
         r.tensor(11, "bias", ("f32",), 4 * n)
     else:
         r.absent(11, "bias")
+    _eps(r, 13)
+
+
+def _eps(r, i):
     from .program import bits_f32
 
-    eps = bits_f32(r[13])
+    eps = bits_f32(r[i])
     if not (eps - eps == 0 and eps >= 0):
         r.fail("eps", "%r is not finite and >= 0" % eps)
 
 
+def check_groupnorm(r, E):
+    """float groupnorm: 2 XO 3 YO 4 P (pixels) 5 C (channels) 6 CG (channels per group,
+    divides C) 7-8 gamma (f32 [C]) 9-10 beta (f32 [C]) 11 EPS (f32 bits)."""
+    p, c = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+    cg = r.range(6, "groups", 1, c)
+    if c % cg:
+        r.fail("groups", "%d channels per group do not divide %d channels" % (cg, c))
+    if p * c > 1 << 24:
+        r.fail("x", "more than 2**24 elements")
+    r.region(2, "x", 4 * p * c, 4)
+    r.region(3, "y", 4 * p * c, 4)
+    r.tensor(7, "weight", ("f32",), 4 * c)
+    r.tensor(9, "bias", ("f32",), 4 * c)
+    _eps(r, 11)
+
+
 CHECK = (check_minmax, check_minmax, check_cast, check_cast, check_div, check_resize, check_resize, check_prelu,
-         check_layernorm)  # by kind - 44
+         check_layernorm, check_groupnorm)  # by kind - 44

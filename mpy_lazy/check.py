@@ -14,25 +14,25 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
-# recurrent ops (kinds 36..39; 40..43 reserved), elementwise ops, cast, resize (44..52)
+# recurrent ops (kinds 36..39; 40..43 reserved), elementwise ops, cast, resize, norms (44..53)
 LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
-MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM = range(44, 53)
+MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM, FGROUPNORM = range(44, 54)
 FTCONV = 54
 KINDS = 60  # kinds are 1..KINDS-1
 # elementwise kinds that may write their output over their first input (same offset): the
 # record word of that input (the planner's in-place ops: mpy_lazy/model.py)
 _INPLACE = {ADD: 6, SUB: 6, MUL: 6, ADD16: 6, SUB16: 6, FADD: 6, FMUL: 6, FSUB: 6, LUT: 6, FACT: 3, RESCALE: 2,
-            MINMAX: 4, FBINARY: 4, DIV: 6, FLAYERNORM: 2}
+            MINMAX: 4, FBINARY: 4, DIV: 6, FLAYERNORM: 2, FGROUPNORM: 2}
 # name and record length of each kind (index = kind)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
          "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
-    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "") \
+    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "", "")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0) \
-    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 0) + (26, 0, 0, 0, 0, 0)
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
 MAX_DIM = 65535
 
@@ -496,7 +496,7 @@ def _recurrent(r, E):
 
 
 def _elem(r, E):
-    """The checks of kinds 44..52 (mpy_lazy/_elem.py: imported for a program that has them)."""
+    """The checks of kinds 44..53 (mpy_lazy/_elem.py: imported for a program that has them)."""
     from . import _elem
 
     _elem.CHECK[r.kind - MINMAX](r, E)
@@ -506,7 +506,7 @@ _CHECK = (None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _lu
           _quant, _quant, None, _conv, _conv, _dense, _binary, _binary, _pool, _pool, _mean, _act, _fsoftmax,
           _rescale, _binary, _binary, _binary, _conv, _conv, _dense, _tconv, _tconv, _binary, _recurrent,
           _recurrent, _recurrent, _softmax, None, None, None, None) \
-    + (_elem,) * 9 + (None,) + (_tconv, None, None, None, None, None)
+    + (_elem,) * 10 + (_tconv, None, None, None, None, None)
 
 
 class _Env:
@@ -763,7 +763,7 @@ def has_floats(P):
     only then)."""
     for kind, k in records(P):
         if FCONV <= kind <= FSOFTMAX or kind in (QUANTIZE, DEQUANTIZE, FSUB, FTCONV, FBINARY, FCAST, FRESIZE,
-                                                  FLAYERNORM, FLSTM):
+                                                  FLAYERNORM, FGROUPNORM, FLSTM):
             return True
     return False
 

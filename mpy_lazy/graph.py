@@ -59,7 +59,7 @@ OPS = {
     "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory", "q", "m", "sq"), ("sdtype",)),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
-    # elementwise ops, cast, resize, layernorm
+    # elementwise ops, cast, resize, layernorm, groupnorm
     "hardswish": (("x", "y"), ()),
     "hardsigmoid": (("x", "y"), ("alpha", "beta")),
     "gelu": (("x", "y"), ("approx",)),
@@ -70,6 +70,7 @@ OPS = {
     "cast": (("x", "y", "dtype"), ("q",)),
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
+    "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -86,7 +86,7 @@ def path():
 def table(floats=True, elem=False, recurrent=False):
     """The kernels of the current path by record kind (a tuple; None for no kind). Without
     floats, the float kinds are None (their module is not imported: heap on a board); without
-    elem, kinds 44..52 too; without recurrent, the recurrent kinds (LSTM, SVDF). An integer kind
+    elem, kinds 44..53 too; without recurrent, the recurrent kinds (LSTM, SVDF). An integer kind
     the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
     path()
     slot = (1 if floats else 0) + (2 if elem else 0) + (4 if recurrent else 0)
@@ -120,7 +120,7 @@ def table(floats=True, elem=False, recurrent=False):
                 t[kind] = getattr(fl, name, None) or getattr(_float, name)
             if recurrent:
                 t[check.FLSTM] = _float.lstm
-        if elem:  # kinds 44..52: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
+        if elem:  # kinds 44..53: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
             from . import _elem
 
             ints = _elem
@@ -130,7 +130,7 @@ def table(floats=True, elem=False, recurrent=False):
                                (check.RESIZE, "resize"), (check.PRELU, "prelu")):
                 t[kind] = getattr(ints, name)
             for kind, name in ((check.FBINARY, "fbinary"), (check.FCAST, "fcast"), (check.FRESIZE, "fresize"),
-                               (check.FLAYERNORM, "flayernorm")) if floats else ():
+                               (check.FLAYERNORM, "flayernorm"), (check.FGROUPNORM, "fgroupnorm")) if floats else ():
                 t[kind] = getattr(_elem, name)
         t = _tables[slot] = tuple(t)
     return t

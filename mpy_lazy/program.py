@@ -189,7 +189,7 @@ class Program:
         need_f = self._floats()
         # the float, elementwise and recurrent kernels' modules are imported only for a model
         # that has such records
-        K = kernels.table(need_f, self._uses(range(check.MINMAX, check.FLAYERNORM + 1)),
+        K = kernels.table(need_f, self._uses(range(check.MINMAX, check.FGROUPNORM + 1)),
                           self._uses(kernels.RECURRENT_KINDS))
         self._path = None
         pure = kernels.i8 is not kernels._viper or kernels._viper is None or self._uses(kernels.pure_kinds())

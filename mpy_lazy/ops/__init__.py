@@ -32,6 +32,7 @@ _MODULES = {
     "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "svdf": "svdf",
     "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
+    "groupnorm": "groupnorm",
 }
 
 

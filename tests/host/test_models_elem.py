@@ -1,15 +1,16 @@
-"""The elementwise ops, resize and layernorm (issue 20) in small torch models, exported with
+"""The elementwise ops, resize and the norms (issue 20: LayerNorm; GroupNorm, InstanceNorm1d/2d
+with and without affine, each one groupnorm op) in small torch models, exported with
 both torch exporters (the TorchScript one, dynamo=False, and the default dynamo one), packed f32
 and int8 (calibrated), against onnxruntime and the host reference interpreter, on CPython and
 on the MicroPython unix port (viper), as tests/host/test_models.py does for its zoo:
 
 - f32: within 1e-4 (relative to the largest output) of onnxruntime, every kernel path;
 - int8: equal to host_tools.reference.run on the container's own tensors, 0 bytes allocated per
-  inference on the board (but where a LayerNormalization runs in float), and near the float
+  inference on the board (but where a norm runs in float), and near the float
   model (a sanity bound: 8-bit activations);
 - how each op is quantized: HardSwish as TFLite's converter and TFLM do it (a table of TFLM's
   fixed-point HARD_SWISH), PRelu, Div, Min/Max, Resize with TFLM's integer arithmetic,
-  HardSigmoid and Gelu as tables of the float function, LayerNormalization in float between a
+  HardSigmoid and Gelu as tables of the float function, the norms in float between a
   dequantize and a quantize.
 - torchvision's mobilenet_v3_small (all of the above in one real network: HardSwish, the
   squeeze-and-excite gates' HardSigmoid) at 32x32, f32 and int8, on CPython and the board."""
@@ -81,6 +82,52 @@ class SeqNorm(nn.Module):
         return self.conv(self.norm(x))
 
 
+def _seeded_affine(norm, seed):
+    """A norm's weight and bias away from torch's ones and zeros (the packed form folds them)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(norm.weight.shape, generator=g) + 0.5)
+        norm.bias.copy_(torch.randn(norm.bias.shape, generator=g) * 0.3)
+    return norm
+
+
+class GroupNormNet(nn.Module):
+    """GroupNorm (3 groups of 2 channels; the exporters write Reshape, InstanceNormalization,
+    Reshape, Mul, Add) then ReLU, a 1x1 conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 6, 3, padding=1), nn.Conv2d(6, 4, 1)
+        self.norm = _seeded_affine(nn.GroupNorm(3, 6), 1)
+
+    def forward(self, x):
+        return self.c2(torch.relu(self.norm(self.c1(x))))
+
+
+class InstanceNormNet(nn.Module):
+    """InstanceNorm2d with an affine (ONNX InstanceNormalization's scale and bias) and without."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 5, 1)
+        self.n1, self.n2 = _seeded_affine(nn.InstanceNorm2d(4, affine=True), 2), nn.InstanceNorm2d(5)
+
+    def forward(self, x):
+        return self.n2(self.c2(self.n1(self.c1(x))))
+
+
+class Norm1d(nn.Module):
+    """InstanceNorm1d and GroupNorm over an (N, C, L) sequence (the board stores it 1, L, C)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv1d(3, 4, 3), nn.Conv1d(4, 4, 1)
+        self.n1, self.n2 = _seeded_affine(nn.InstanceNorm1d(4, affine=True), 3), _seeded_affine(nn.GroupNorm(2, 4), 4)
+
+    def forward(self, x):
+        return self.n2(self.c2(self.n1(self.c1(x))))
+
+
 class ResizeNet(nn.Module):
     """nn.Upsample nearest and bilinear (half pixel, align_corners), F.interpolate by 1.5 x 0.75
     and to a size (the TorchScript exporter computes its sizes from the input's Shape)."""
@@ -120,6 +167,14 @@ MODELS = {
                   ["linear", "lut", "linear", "dequantize", "layernorm", "quantize", "lut", "linear"]),
     "seq_norm": (SeqNorm, (5, 6), ["LayerNormalization"], ["layernorm", "conv2d"],
                  ["dequantize", "layernorm", "quantize", "conv2d"]),
+    "group_norm": (GroupNormNet, (3, 5, 6), ["InstanceNormalization"], ["conv2d", "groupnorm", "relu", "conv2d"],
+                   ["conv2d", "dequantize", "groupnorm", "quantize", "lut", "conv2d"]),
+    "instance_norm": (InstanceNormNet, (3, 5, 4), ["InstanceNormalization"],
+                      ["conv2d", "groupnorm", "conv2d", "groupnorm"],
+                      ["conv2d", "dequantize", "groupnorm", "quantize", "conv2d", "dequantize", "groupnorm",
+                       "quantize"]),
+    "norm1d": (Norm1d, (3, 9), ["InstanceNormalization"], ["conv2d", "groupnorm", "conv2d", "groupnorm"],
+               ["conv2d", "dequantize", "groupnorm", "quantize", "conv2d", "dequantize", "groupnorm", "quantize"]),
     "resize": (ResizeNet, (3, 4, 5), ["Resize"],
                ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize", "resize"],
                ["conv2d", "resize", "conv2d", "resize", "conv2d", "resize", "resize", "resize"]),

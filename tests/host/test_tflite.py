@@ -456,6 +456,30 @@ def _resize_size(m, sg):  # a size that is not the output's (huge: the packer on
     m.buffers[sg.tensors[op.inputs[1]].buffer].data = np.array([1 << 30, 3], "<i4").view(np.uint8)
 
 
+def _lstm_intermediate_scalar(m, sg):  # TFLM allocates no intermediate: it refuses a non-empty one
+    op = _op(sg, S.UnidirectionalSequenceLSTMOptionsT)
+    sg.tensors[op.intermediates[0]].shape = []
+
+
+def _lstm_state_rank(m, sg):  # TFLM's Prepare: the states are (batch, units)
+    t = sg.tensors[_op(sg, S.UnidirectionalSequenceLSTMOptionsT).inputs[18]]
+    t.shape = [1] + list(t.shape)
+
+
+def _resize_third_input(m, sg):
+    op = _op(sg, S.ResizeBilinearOptionsT)
+    op.inputs = list(op.inputs) + [op.inputs[0]]
+
+
+def _slice_output_rank(m, sg):  # the batch dropped from the output: TFLM compares the shapes
+    t = sg.tensors[_op(sg, S.StridedSliceOptionsT).outputs[0]]
+    t.shape = list(t.shape)[1:]
+
+
+def _quantize_output_unquantized(m, sg):  # an int16 -> int32 QUANTIZE: TFLM needs the output's scale
+    sg.tensors[sg.operators[0].outputs[0]].quantization = None
+
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -491,6 +515,13 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "fc_output_depth": ("digits_mlp_int8", _fc_output_depth, ("(FULLY_CONNECTED)", "output of shape")),
     "fc_bias_scale": (THIRDPARTY + "hello_world_int8", _fc_bias_scale, ("(FULLY_CONNECTED)", "bias scale")),
     "resize_size": ("resize_int8", _resize_size, ("(RESIZE_BILINEAR)", "size 1073741824 x 3")),
+    "lstm_intermediate": (THIRDPARTY + "mnist_lstm_int8", _lstm_intermediate_scalar, ("(UNIDIRECTIONAL_SEQUENCE_LSTM)",
+                                                                                   "intermediate 0")),
+    "lstm_state_rank": (THIRDPARTY + "mnist_lstm_int8", _lstm_state_rank, ("(UNIDIRECTIONAL_SEQUENCE_LSTM)", "state tensor")),
+    "resize_inputs": ("resize_int8", _resize_third_input, ("(RESIZE_BILINEAR)", "3 inputs")),
+    "slice_output_rank": (THIRDPARTY + "seanet_strided_slice0", _slice_output_rank, ("(STRIDED_SLICE)", "output of shape")),
+    "quantize_output": (THIRDPARTY + "seanet_quantize1", _quantize_output_unquantized, ("(QUANTIZE)", "output 0",
+                                                                                      "INT32 without quantization")),
     "svdf_state_shape": (THIRDPARTY + "keyword_scrambled", _svdf_state_transposed, ("(SVDF)", "state of shape")),
     "softmax_tiny_beta": (THIRDPARTY + "mnist_lstm_int8", _softmax_tiny_beta, ("(SOFTMAX)", "beta")),
     "per_channel_activation": ("digits_cnn_int8", _per_channel_activation,

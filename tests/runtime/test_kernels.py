@@ -1627,7 +1627,7 @@ def test_prelu():
         run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
 
 
-# --- float kernels of kinds 44..52 (_float.py: one implementation, against the formulas) --------
+# --- float kernels of kinds 44..53 (_float.py: one implementation, against the formulas) ------
 
 class FEnv(Env):
     """Env with the float kernels' views: the arena and the slots as f32, the program too."""
@@ -1780,3 +1780,45 @@ def test_float_resize_and_layernorm():
                 for j, i in enumerate(idx):
                     want = (x[i] - mean) / math.sqrt(var + f32r(eps)) * gam[j] + (bet[j] if hasb else 0.0)
                     close_to([got[12 + i]], [f32r(want)], "layernorm %d %d" % (g, j), 1e-5)
+
+
+def test_float_groupnorm():
+    """groupnorm: a P,C value's channels in groups of CG consecutive channels (CG 1:
+    InstanceNorm), each group over all pixels to (x - mean) / sqrt(var + eps) gamma[c] + beta[c],
+    in place too; its load check refuses groups that do not divide the channels, regions past
+    the arena, short tensors and a negative or non-finite eps (ContainerError)."""
+    from mpy_lazy import ContainerError
+
+    r = Lcg(97)
+    for p, c, cg in ((6, 4, 2), (5, 3, 1), (1, 6, 6), (4, 6, 3), (7, 1, 1)):
+        n = p * c
+        x = [f32r(r.int(-100, 100) / 16.0) for _ in range(n)]
+        gam = [f32r(r.int(1, 40) / 16.0) for _ in range(c)]
+        bet = [f32r(r.int(-40, 40) / 16.0) for _ in range(c)]
+        eps = 1e-3
+        slot = bytearray(array.array("f", gam + bet))
+        want = [0.0] * n
+        for c0 in range(0, c, cg):
+            idx = [i * c + c0 + j for i in range(p) for j in range(cg)]
+            mean = sum(x[i] for i in idx) / len(idx)
+            var = sum((x[i] - mean) ** 2 for i in idx) / len(idx)
+            for i in idx:
+                want[i] = f32r((x[i] - mean) / math.sqrt(var + f32r(eps)) * gam[i % c] + bet[i % c])
+        for yo in (4 * n, 0):  # apart, in place
+            fields = [0, yo, p, c, cg, 0, 0, 0, 4 * c, f32_bits_of(eps)]
+            check._elem(check._Rec(record(check.FGROUPNORM, fields), 0, 8 * n, (slot,), None), check._Env((slot,)))
+            a = bytearray(array.array("f", x)) + bytearray(4 * n)
+            got = run_float("fgroupnorm", a, (slot,), check.FGROUPNORM, fields)
+            close_to([got[yo // 4 + i] for i in range(n)], want, "groupnorm %d %d %d" % (p, c, cg), 1e-5)
+    good = [0, 96, 6, 4, 2, 0, 0, 0, 16, f32_bits_of(1e-5)]
+    slot = bytearray(32)
+    for i, v, field in ((4, 2, "groups"), (4, 0, "groups"), (4, 5, "groups"), (1, 100, "y"), (2, 0, "x"),
+                        (3, 0, "x"), (8, 20, "bias"), (9, f32_bits_of(-1.0), "eps"),
+                        (9, f32_bits_of(float("inf")), "eps")):
+        fields = list(good)
+        fields[i] = v
+        if i == 4 and v == 2:
+            fields[3] = 3  # 3 channels: 2 per group do not divide them
+        e = raises(ContainerError, check._elem, check._Rec(record(check.FGROUPNORM, fields), 0, 192, (slot,), None),
+                   check._Env((slot,)))
+        assert field in str(e), (i, v, str(e))
