@@ -1,8 +1,22 @@
-"""`make bench-emulated`: cycles per multiply-accumulate on the emulated Pico (rp2040js).
+"""`make bench-emulated`: mpy-lazy against TensorFlow Lite Micro, and cycles per multiply-accumulate,
+on the emulated Pico (rp2040js).
 
-rp2040js advances the RP2040's timer by each instruction's cycles (125 MHz), so `time.ticks_us()`
-on the emulated board is a deterministic cycle counter (1 us = 125 cycles; the same figures on
-every run). The board times, per kernel path:
+First, the peer: the same .tflite files (MLPerf Tiny KWS, VWW and ResNet-8 from tests/golden/tflite,
+tflite-micro's person_detect) on the same int8 input (tests/tflm_ref.py's sample_inputs(path, 1,
+seed=3)) through mpy-lazy's firmware (thumb path) and TFLite Micro's C++ for the Pico
+(firmware/tflm_pico, bench/tflm_pico.py: CMSIS-NN, -O3, core 0), both timed between the same two
+marks (stores to 0x4005800C that the rp2040js runners record: one m(x) against one Invoke()), the
+outputs compared byte for byte; one table of cycles, their ratio, RAM (TFLM's arena_used_bytes()
+against the heap mpy-lazy keeps after its first inference, gc.mem_alloc deltas, and its arena),
+bytes allocated per inference and flash (firmware + model on each side). TFLM_PICO_UF2 names the
+TFLM firmware (its build is not part of this repository: firmware/tflm_pico/NOTES.md); without it
+the peer's columns are skipped. person_detect comes from PERSON_DETECT_TFLITE (the .tflite) or
+PICO_TFLMICRO_DIR (a pico-tflmicro checkout, which holds it as a C array); without either it is
+skipped.
+
+Then rp2040js advances the RP2040's timer by each instruction's cycles (125 MHz), so
+`time.ticks_us()` on the emulated board is a deterministic cycle counter (1 us = 125 cycles; the
+same figures on every run). The board times, per kernel path:
   - single int8 ops at the shapes of issue 15: dense 64x256 and 256x64, conv2d 3x3 16->16 on
     16x16, depthwise 3x3 on 25x5x64 (one-op graph containers with seeded weights);
   - ulab's float `dot` on the same dense shapes (int8 weights viewed in place);
@@ -24,10 +38,12 @@ sys.path.insert(0, ROOT)
 
 from host_tools import cli, tflm  # noqa: E402
 from host_tools.ir import Graph, Node  # noqa: E402
-from host_tools import convert  # noqa: E402
+from host_tools import convert, kernel_layout  # noqa: E402
 
 TFLITE = os.path.join(ROOT, "tests", "golden", "tflite")
 MODELS = ("vww_int8", "resnet8_int8", "kws_int8", "digits_cnn_int8", "digits_mlp_int8")  # largest first
+PEER = ("kws_int8", "person_detect", "vww_int8", "resnet8_int8")  # run by TFLM too
+MARK = 0x4005800C  # the watchdog's SCRATCH0: the runners record a store to it as a mark
 
 
 def op_graph(kind, seed=0):
@@ -73,6 +89,7 @@ def build(tmp):
         g, n = op_graph(kind, i)
         name = "k%d" % i
         path = os.path.join(tmp, name + ".mpyl")
+        kernel_layout.for_kernels(g)  # the weights' order `mpy-lazy pack` writes (blocks of 8)
         convert.pack_graph([path], path, g, [("graph", g.text())], quiet=True, label="int8")
         files.append(path)
         macs[name] = (kind, n)
@@ -142,8 +159,9 @@ def report(name, paths, reps):
 def _no_loop(r0):
     mov(r0, 0)
 def loop_share(name, reps):
-    # a layer's cycles against its MAC loop's: the op run as is, then with the Thumb loops
-    # (dots, dw) replaced by an empty assembler function (the difference: the loops' cycles)
+    # a layer's cycles against its assembler's: the op run as is, then with the Thumb kernels
+    # (dots, dw; conv8, dw4: their MAC loops and requantization) replaced by an empty assembler
+    # function (the difference: the assembler's cycles)
     from mpy_lazy import _thumb
     m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
     kernels.use('thumb')
@@ -153,12 +171,15 @@ def loop_share(name, reps):
     def run():
         K[kind](m, m.P, k)
     full = cycles(run, reps) - CALL
-    dots, dw = _thumb.dots, _thumb.dw
-    _thumb.dots = _thumb.dw = _no_loop
+    names = ('dots', 'dw', 'conv8', 'dw4')
+    saved = [getattr(_thumb, n) for n in names]
+    for n in names:
+        setattr(_thumb, n, _no_loop)
     try:
         rest = cycles(run, reps) - CALL
     finally:
-        _thumb.dots, _thumb.dw = dots, dw
+        for n, f in zip(names, saved):
+            setattr(_thumb, n, f)
     print('LOOP', repr((name, full, full - rest)))
 def ulab_dot(n_out, n_in):
     try:
@@ -217,6 +238,19 @@ def run(uf2, image, macs, timeout):
     return rows, ulab, failed, loops, ram
 
 
+# The inner loops' floors, from their instructions and the M0+'s cycles (rp2040js's, the
+# datasheet's: ldr/ldrsb/str 2, ldm 1 + N, taken branch 2, the rest 1; weights and inputs read
+# with no wait state: the real Pico's XIP cache misses on flash are not modelled)
+FLOORS = """floors of the inner loops (cycles per MAC from their instruction counts):
+  conv8 (conv2d ohwi8, dense oi8): 2 input bytes x 8 outputs per iteration = 16 MACs in 73 cycles
+    (per byte: ldrsb 2 + 2 x (ldr 2 + 4 x (mul 1 + add 1) + 6 sign-extracting shifts) + index 1;
+    weight pointer 1, branch 2): 4.56 cycles/MAC; requantization 57 cycles per output
+  dw4 (depthwise, 4 channels): one tap's 4 MACs in 30 cycles (ldm 2, 2 x ldr 2, 4 x mul + add,
+    12 shifts, pointer 1, cmp + branch 3): 7.5 cycles/MAC, + 57 cycles per output of
+    requantization (3x3: 6.3 per MAC): 13.8 cycles/MAC for a 3x3 layer
+  a MAC on Thumb-1 is at least mul 1 + add 1 + 1 to extract a packed int8: 3 cycles/MAC"""
+
+
 def table(rows, ulab, macs, loops):
     print("Cycles on the emulated Pico (rp2040js, 125 MHz; deterministic), one inference or op call")
     print("%-18s %-6s %10s %12s %9s %14s %9s" % ("kernel / model", "path", "MACs", "cycles", "cyc/MAC",
@@ -231,13 +265,15 @@ def table(rows, ulab, macs, loops):
         n = n_out * n_in
         print("%-18s %-6s %10d %12d %9.1f" % ("dense %dx%d" % (n_out, n_in), "ulab", n, c, c / n))
     print()
-    print("thumb: one layer (the op's run: gathering, MAC loop, requantization) against its MAC loop")
-    print("%-18s %10s %12s %9s %12s %9s %11s" % ("kernel", "MACs", "layer cyc", "cyc/MAC", "loop cyc",
-                                                 "cyc/MAC", "layer/loop"))
+    print("thumb: one layer (the op's run: gathering, MAC loop, requantization) against its assembler kernel")
+    print("(conv8 / dw4: MAC loop and requantization; dots: the MAC loop)")
+    print("%-18s %10s %12s %9s %12s %9s %11s" % ("kernel", "MACs", "layer cyc", "cyc/MAC", "asm cyc",
+                                                 "cyc/MAC", "layer/asm"))
     for name, (full, loop) in loops.items():
         kind, n = macs[name]
         print("%-18s %10d %12d %9.1f %12d %9.1f %11.2f" % (kind, n, full, full / n, loop, loop / n,
                                                           full / max(loop, 1)))
+    print(FLOORS)
     print()
     sums = {}
     for name, path, _, _, _, total in rows:
@@ -273,6 +309,147 @@ def ram_table(ram, macs):
         print("%-18s %10d %10d %10d %12d %8s" % (macs[name][0], live, arena, live - arena, t,
                                                 "ok" if live <= arena + 1024 else "no"))
 
+
+# --- the peer: TFLite Micro on the same .tflite files -------------------------------------------
+
+PEER_BOARD = r'''
+import gc, machine
+import mpy_lazy
+from mpy_lazy import model, kernels
+def peer(name):
+    x = open('/rom/%s.in' % name, 'rb').read()
+    gc.collect()
+    a0 = gc.mem_alloc()  # the model's RAM: open, from_container and the first inference
+    m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+    kernels.use('thumb')
+    m(x)
+    gc.collect()
+    kept = gc.mem_alloc() - a0
+    a1 = gc.mem_alloc()
+    machine.mem32[0x4005800C] = 3
+    m(x)
+    machine.mem32[0x4005800C] = 4
+    a2 = gc.mem_alloc()
+    print('PEER', repr((name, m.macs(), kept, m.memory()['arena'], a2 - a1, bytes(m.output).hex())))
+    del m
+    gc.collect()
+'''
+
+
+def peer_sources(tmp):
+    """{name: .tflite path} of the models both sides run, and [(name, why)] of those skipped."""
+    srcs, skipped = {}, []
+    for name in PEER:
+        if name != "person_detect":
+            srcs[name] = os.path.join(TFLITE, name + ".tflite")
+            continue
+        src = os.environ.get("PERSON_DETECT_TFLITE") or os.environ.get("PICO_TFLMICRO_DIR")
+        if not src:
+            skipped.append((name, "set PERSON_DETECT_TFLITE (tflite-micro's tensorflow/lite/micro/models/"
+                                  "person_detect.tflite) or PICO_TFLMICRO_DIR (a pico-tflmicro checkout)"))
+            continue
+        import tflm_pico
+
+        path = os.path.join(tmp, "person_detect.tflite")
+        with open(path, "wb") as f:
+            f.write(tflm_pico.person_detect(src))
+        srcs[name] = path
+    return srcs, skipped
+
+
+def run_peer(uf2, tflm_uf2, timeout):
+    """Both sides on the PEER models: [row dicts], [(name, why skipped)], the TFLM side's reason
+    for being absent (or None)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import tflm_pico
+    import tflm_ref
+    from firmware import rp2_run
+    from host_tools.romfs import build_image
+
+    with tempfile.TemporaryDirectory() as tmp:
+        srcs, skipped = peer_sources(tmp)
+        files, inputs = [], {}
+        for name, src in srcs.items():
+            path = os.path.join(tmp, name + ".mpyl")
+            if cli.main(["pack", src, "-o", path, "-q"]):
+                raise SystemExit("bench-emulated: packing %s failed" % src)
+            x = tflm_ref.sample_inputs(src, 1, seed=3)[0]
+            inputs[name] = x
+            with open(path, "rb") as f:
+                files.append((name + ".mpyl", f.read()))
+            files.append((name + ".in", x.tobytes()))
+        image = os.path.join(tmp, "peer.romfs")
+        with open(image, "wb") as f:
+            f.write(build_image(files)[0])
+        scripts = []
+        for i, code in enumerate([PEER_BOARD] + ["peer(%r)\n" % name for name in srcs]):
+            p = os.path.join(tmp, "p%d.py" % i)
+            with open(p, "w") as f:
+                f.write(code)
+            scripts.append(p)
+        rc, results, err = rp2_run.Pico(uf2, tmp).run(scripts, image, timeout)
+        if rc:
+            raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
+        rows = []
+        for r in [r for r in results if "script" in r][1:]:
+            if r.get("err"):
+                raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
+            line = [ln for ln in r["out"].splitlines() if ln.startswith("PEER ")][0]
+            name, macs, kept, arena, alloc, out = eval(line[5:])
+            marks = r.get("marks", {})
+            rows.append(dict(name=name, macs=macs, kept=kept, arena=arena, alloc=alloc, out=bytes.fromhex(out),
+                             cycles=marks["4"] - marks["3"], container=len(dict(files)[name + ".mpyl"])))
+        firmware = rp2_run.LAYOUT.uf2_end(uf2)
+        why = None if tflm_uf2 and os.path.exists(tflm_uf2) else (
+            "TFLM_PICO_UF2 is not set" if not tflm_uf2 else "TFLM_PICO_UF2=%s does not exist" % tflm_uf2)
+        for row in rows:
+            row["firmware"] = firmware
+            src = srcs[row["name"]]
+            want = tflm_ref.run(src, [inputs[row["name"]]])[0]
+            row["wheel"] = (want[0] if isinstance(want, tuple) else want).tobytes()
+            if why is None:
+                try:
+                    row["tflm"] = tflm_pico.run(tflm_uf2, src, inputs[row["name"]].tobytes(), timeout=timeout)
+                except tflm_pico.TflmPicoError as e:
+                    row["tflm_error"] = str(e)
+    return rows, skipped, why
+
+
+def peer_table(rows, skipped, why):
+    """Prints the table; returns the targets missed."""
+    print("mpy-lazy (thumb path) against TensorFlow Lite Micro (pico-tflmicro, CMSIS-NN, -O3, core 0) on the")
+    print("emulated Pico (rp2040js, 125 MHz): one inference between the same two marks, same .tflite, same input")
+    if why:
+        print("(TFLM columns skipped: %s; the TFLM firmware is built out of tree: firmware/tflm_pico/NOTES.md)" % why)
+    print("%-14s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
+        "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)",
+        "B/inf", "TFLM flash", "mpy-lazy flash"))
+    missed = []
+    for r in rows:
+        t = r.get("tflm")
+        same = r["out"] == r["wheel"] and (t is None or t["output"] == r["out"])
+        ratio = r["cycles"] / t["cycles"] if t else None
+        print("%-14s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
+            r["name"], r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
+            "identical" if same else "DIFFER", t["arena_used"] if t else "-", "%d (%d)" % (r["kept"], r["arena"]),
+            r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",
+            "%d+%d" % (r["firmware"], r["container"])))
+        if "tflm_error" in r:
+            print("  TFLM: %s" % r["tflm_error"])
+        for bad, what in ((not same, "outputs differ"), (ratio is not None and ratio > 1.0, "slower than TFLM"),
+                          (r["kept"] > r["arena"] + 1024, "heap kept > arena + 1 KB"),
+                          (r["alloc"] != 0, "allocates per inference")):
+            if bad:
+                missed.append("%s: %s" % (r["name"], what))
+    print("flash: firmware + model (TFLM: the UF2's extent, one firmware for every model, and the .tflite,")
+    print("read in place; mpy-lazy: the MicroPython firmware with the runtime frozen in, and the container)")
+    for name, reason in skipped:
+        print("%s skipped: %s" % (name, reason))
+    print("targets (mpy-lazy / TFLM <= 1.00, outputs identical, heap kept <= arena + 1 KB, 0 B per "
+          "inference): %s" % ("ok" if not missed else "MISSED: " + "; ".join(missed)))
+    print()
+    return missed
 
 
 # --- LSTM and 16x8 models on the emulated Pico: RAM and bytes per inference (issue 20) ----------
@@ -431,11 +608,17 @@ def rnn_16x8(uf2, timeout):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/emulated.py", description=__doc__.split("\n")[0])
     ap.add_argument("--uf2", default=os.environ.get("MPY_LAZY_RP2_UF2"))
+    ap.add_argument("--tflm-uf2", default=os.environ.get("TFLM_PICO_UF2"),
+                    help="TFLite Micro's firmware for the peer columns (firmware/tflm_pico/NOTES.md)")
+    ap.add_argument("--peer", action="store_true", help="only the table against TFLite Micro")
     ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args(argv)
     if not args.uf2 or not os.path.exists(args.uf2):
         print("bench-emulated: no RP2040 firmware: set MPY_LAZY_RP2_UF2 (make firmware BOARD=RPI_PICO_MPY_LAZY)")
         return 1
+    missed = peer_table(*run_peer(args.uf2, args.tflm_uf2, args.timeout))
+    if args.peer:
+        return 1 if missed else 0
     with tempfile.TemporaryDirectory() as tmp:
         image, macs = build(tmp)
         rows, ulab, failed, loops, ram = run(args.uf2, image, macs, args.timeout)
@@ -444,7 +627,7 @@ def main(argv=None):
     for name, why in failed:
         print("%s did not run on the board: %s" % (name, why))
     misses = rnn_16x8(args.uf2, args.timeout)  # LSTM and 16x8 models: RAM, B/inf (section above)
-    return 1 if failed or misses else 0
+    return 1 if failed or missed or misses else 0
 
 
 if __name__ == "__main__":

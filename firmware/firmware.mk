@@ -34,7 +34,9 @@ firmware-help:
 	@echo "make unix-ulab               MicroPython unix port with ulab (-> MICROPYTHON_ULAB)"
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
 	@echo "make emulate-demo            digits + MLPerf Tiny int8 models on the emulated boards [EMULATE_DEMO_ARGS=--full]"
-	@echo "make bench-emulated          cycles per MAC of each kernel path and model on the emulated Pico"
+	@echo "make bench-emulated          mpy-lazy against TFLite Micro (C++) on the emulated Pico, then cycles per MAC"
+	@echo "                             of each kernel path and model (TFLM_PICO_UF2: the TFLM firmware,"
+	@echo "                             firmware/tflm_pico/NOTES.md; PICO_TFLMICRO_DIR: person_detect's source)"
 	@echo "build variables (none is fetched; tested versions in brackets):"
 	@echo "  MPY_DIR       MicroPython checkout: qemu boards and unix-ulab [$(MPY_TESTED)];"
 	@echo "                RPI_PICO_MPY_LAZY needs its own checkout [$(RP2_TESTED)]"
@@ -49,6 +51,8 @@ firmware-help:
 	@echo "  MICROPY_QEMU_FIRMWARE  a qemu board's firmware.elf (BUILD_DIR/qemu-<BOARD>/firmware.elf),"
 	@echo "  MICROPY_QEMU_BOARD     with its board: MPS2_AN385 (default) or MICROBIT; needs qemu-system-arm"
 	@echo "  MPY_LAZY_REQUIRE_EMULATORS=1  a missing firmware or emulator fails the tests (emulate-test sets it)"
+	@echo "  MPY_CROSS              mpy-cross of the firmware's checkout (default MPY_DIR's): the runtime tests go to the"
+	@echo "                         board precompiled (the M0 and Pico run out of heap compiling test_kernels)"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi
@@ -118,6 +122,8 @@ emulate-demo: $(STAMP)
 	$(PY) firmware/emulate_digits.py --build-dir $(BUILD_DIR) $(EMULATE_DEMO_ARGS)
 	$(PY) firmware/emulate_models.py --build-dir $(BUILD_DIR)
 
-# Cycles per multiply-accumulate of every int8 kernel path on the emulated Pico (deterministic).
+# mpy-lazy against TFLite Micro's C++ on the same .tflite files (TFLM_PICO_UF2, PICO_TFLMICRO_DIR or
+# PERSON_DETECT_TFLITE from the environment), then cycles per multiply-accumulate of every int8
+# kernel path on the emulated Pico (deterministic).
 bench-emulated: $(STAMP)
 	MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(BUILD_DIR)/rp2/firmware.uf2} $(PY) bench/emulated.py

@@ -62,6 +62,9 @@ deploy: $(STAMP)
 	$(VENV)/bin/mpy-lazy romfs $(MODEL) -o $(MODEL_ROMFS)
 	$(VENV)/bin/mpremote connect $(PORT) romfs deploy $(MODEL_ROMFS)
 
+# MPY_CROSS (default: MPY_DIR's): the runtime tests go to the board as .mpy; compiled there,
+# test_kernels does not fit the Pico's heap.
 emulate-test-rp2: $(STAMP)
 	MPY_LAZY_REQUIRE_EMULATORS=1 MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(RP2_UF2)} \
+		MPY_CROSS=$${MPY_CROSS:-$(MPY_DIR)/mpy-cross/build/mpy-cross} \
 		$(PY) -m pytest -q tests/test_firmware_rp2.py tests/test_mpremote_rp2.py

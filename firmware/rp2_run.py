@@ -78,8 +78,9 @@ class Pico:
         if emulated:
             cmd += ["--emulated-timeout", str(emulated)]
         cmd += list(scripts)
-        # subprocess.run kills and reaps node if it outlives its own timeout
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 100)
+        # subprocess.run kills and reaps node if it outlives its own timeouts (one per script
+        # and one for the boot)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * (len(scripts) + 1) + 100)
         results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
         return r.returncode, results, r.stderr
 

@@ -26,7 +26,7 @@ def _regexes(patterns, option):
 
 
 def cmd_pack(args):
-    from . import convert
+    from . import convert, kernel_layout
     from .atomic import check_output
     from .pack import MAX_BYTES, pack, parse_size, select
     from .readers import check_input, detect, read
@@ -76,6 +76,8 @@ def cmd_pack(args):
         if len(args.inputs) != 1:
             raise PackError("pack one model file at a time (or add --weights-only to merge weights)")
         g = convert.graph_of(args.inputs[0], args.quantize, args.calibrate, args.quiet, verbose=args.verbose)
+        if g.int8():
+            kernel_layout.for_kernels(g)  # weights in the order the board's kernels read them
         model = g.check()  # checked once already: the model for the summary
         meta.append(("graph", g.text()))
         (entries, layout), _ = convert.pack_graph(

@@ -134,6 +134,9 @@ def conv2d(ins, kv, qin, tensors):
     w = _t(tensors, kv["w"], dt)
     if kv.get("wl") == "oihw":
         w = w.transpose(0, 2, 3, 1)
+    elif kv.get("wl") == "ohwi8":  # [out/8, kh, kw, 8 C]: output 8 b + j, input ci at [b, ky, kx, 8 ci + j]
+        nb, kh, kw, c8 = w.shape
+        w = w.reshape(nb, kh, kw, c8 // 8, 8).transpose(0, 4, 1, 2, 3).reshape(8 * nb, kh, kw, c8 // 8)
     b = _t(tensors, kv["b"], dt) if "b" in kv else None
     acc = _conv_common(x, w, b, kv, kv.get("groups", 1), int8, qin[0][1] if int8 else 0)
     return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
@@ -167,6 +170,8 @@ def linear(ins, kv, qin, tensors):
     w = _t(tensors, kv["w"], dt)
     if kv.get("wl") == "io":
         w = w.T
+    elif kv.get("wl") == "oi8":  # [out/8, 8 in]: output 8 b + j, input i at [b, 8 i + j]
+        w = w.reshape(w.shape[0], -1, 8).transpose(0, 2, 1).reshape(8 * w.shape[0], -1)
     acc = w @ x
     if "b" in kv:
         acc = acc + _t(tensors, kv["b"], dt)

@@ -730,8 +730,8 @@ class _Reader:
     def _resize(self, bilinear, cls):
         x = self.value(self.ins[0])
         size = self.data(self.ins[1])
-        if size is None or size.size != 2:
-            raise self.err("the size must be a constant of 2 integers")
+        if size is None or size.shape != (2,):  # (TFLM's Prepare: one dimension of 2)
+            raise self.err("the size must be a constant of 2 integers, shape [2]")
         if len(self.ir.shapes[x]) != 3:
             raise self.err("the input must be 1, H, W, C")
         o = self.options(cls)

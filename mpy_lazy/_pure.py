@@ -94,7 +94,10 @@ def requant(acc, ao, mq, mo, dst, W):
 # group; depthwise: 1) 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX
 # 28 HASB 29 RP (output pixels per requantization, <= OW) 30 ACC (RP * OC int32) 31 COL (one
 # output pixel's window, KH * KW * CPG int32: the viper conv fills it; depthwise: C bytes of
-# ZX) 32 33 weights (slot, offset) 34 35 bias 36 37 requantization ([2, OC] int32)
+# ZX) 32 33 weights (slot, offset) 34 35 bias 36 37 requantization ([2, OC] int32) 38 WB
+# (conv: output channels in blocks of 2**WB, weight (o, ky, kx, ci) at (o >> WB) * WSO +
+# (o & 2**WB - 1) + ky * WSY + kx * WSX + ci * WSC: the `ohwi8` layout, WB 3, that the
+# assembler conv reads 8 outputs at a time; depthwise: 0)
 #
 # The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
 # ZX * sum(w) over the whole window), so a product is w * x, and a padded position, which adds
@@ -114,6 +117,7 @@ def conv(E, P, k):
     h, oh, ow, oc = p[8], p[11], p[12], p[2]
     kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
     wso, wsy, wsx, wsc, cpg, opg, zx, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
+    wb = p[38]
     kb = p[29] * oc
     for oy in range(oh):
         kk = 0
@@ -132,7 +136,7 @@ def conv(E, P, k):
                     iy = y0 + ky * dh
                     for kx in range(kw):
                         ix = x0 + kx * dw
-                        wi = w0 + o * wso + ky * wsy + kx * wsx
+                        wi = w0 + (o >> wb) * wso + (o & ((1 << wb) - 1)) + ky * wsy + kx * wsx
                         if iy < 0 or iy >= h or ix < 0 or ix >= wd:
                             for ci in range(cpg):
                                 s += w[wi] * zx
@@ -211,21 +215,21 @@ dw16 = conv16
 
 # dense record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 12 ACC (OC int32)
 # 13 COL (min(NIN, 256) int32: the viper dense converts the input into it, 256 at a time) 14 15
-# weights 16 17 bias
-# 18 19 requantization. ZX is folded into the bias.
+# weights 16 17 bias 18 19 requantization 20 WB (as conv's: weight (o, i) at (o >> WB) * WSO +
+# (o & 2**WB - 1) + i * WSI; `oi8`: WB 3). ZX is folded into the bias.
 
 def dense(E, P, k):
-    """Fully connected: acc[o] = bias[o] + sum_i w[o * WSO + i * WSI] * x[i]."""
+    """Fully connected: acc[o] = bias[o] + sum_i w[(o >> WB) * WSO + (o & 2**WB - 1) + i * WSI] x[i]."""
     p = rec(P, k)
     W, a, a32 = E.W, E.a8, E.a32
     head(W, p)
     w, w0 = E.s8[p[14]], p[15]
     bias, b0 = E.s32[p[16]], p[17] // 4
-    xo, n, oc, wso, wsi, hasb = p[6], p[8], p[2], p[9], p[10], p[11]
+    xo, n, oc, wso, wsi, hasb, wb = p[6], p[8], p[2], p[9], p[10], p[11], p[20]
     ao = p[12] // 4
     for o in range(oc):
         s = bias[b0 + o] if hasb else 0
-        wi = w0 + o * wso
+        wi = w0 + (o >> wb) * wso + (o & ((1 << wb) - 1))
         for i in range(n):
             s += w[wi] * a[xo + i]
             wi += wsi
@@ -642,13 +646,13 @@ def fill(E, P, k):
 
 def abs_sums(buf, g, out):
     """out[o] = sum |w| over output channel o's filter: int8 weights in buf at byte g[0], OC
-    g[1], KH g[2], KW g[3], CPG g[4], strides g[5..8] (WSO, WSY, WSX, WSC)."""
-    off, oc, kh, kw, cpg, wso, wsy, wsx, wsc = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
+    g[1], KH g[2], KW g[3], CPG g[4], strides g[5..8] (WSO, WSY, WSX, WSC), WB g[9]."""
+    off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]
     for o in range(oc):
         s = 0
         for ky in range(kh):
             for kx in range(kw):
-                wi = off + o * wso + ky * wsy + kx * wsx
+                wi = off + (o >> wb) * wso + (o & ((1 << wb) - 1)) + ky * wsy + kx * wsx
                 for _ in range(cpg):
                     v = int(buf[wi])
                     if v > 127:

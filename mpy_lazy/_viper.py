@@ -185,6 +185,8 @@ def conv(E, P, k: int):
     opg = int(pp[26])
     zx = int((pp[27] ^ sg) - sg)  # folded into the bias: it only fills padded positions
     hasb = int(pp[28])
+    wb = int(pp[38])  # 3: weights in blocks of 8 output channels (ohwi8), else 0
+    bm = (1 << wb) - 1
     kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
     scatter = 0
     if cpg < 4 and opg == oc:
@@ -193,10 +195,19 @@ def conv(E, P, k: int):
     col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
     t = T
+    # (conv8 loads weights, biases and multipliers as words: a tensor at an unaligned address,
+    # possible in a container from another writer, takes the loops below)
+    if (t and hasb and wb == 3 and cpg == c and int((wbase | uint(bias) | mq) & 3) == 0
+            and kh * (3 if dw == 1 else kw + 2) <= int(t.QSEG)):
+        conv8_rows(E, uint(pp), t)  # 8 outputs per pass, requantized in assembler
+        return
+    gy = wsy >> wb  # the window's int32 column in the weights' order, without the blocks
+    gx = wsx >> wb
+    gc = wsc >> wb
     asm = 0
     ro = NO_RO  # T.R when the requantization runs in assembler
     rows = 0
-    if t and hasb:  # assembler dot products over a byte window; requant in assembler
+    if t and hasb and wb == 0:  # assembler dot products over a byte window; requant in assembler
         asm = 1
         if wsc == 1 and dw == 1 and cpg == c and kw * c >= 8:
             rows = 1  # a window row is kw * c contiguous bytes, enough to pay for a call
@@ -248,10 +259,13 @@ def conv(E, P, k: int):
                                 wi = ky * wsy + kx * wsx + ci * wsc
                                 ko = kk
                                 end = kk + oc
-                                while ko < end:
-                                    acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * v
+                                while ko < end:  # a block of 2**WB outputs, then the next
+                                    j = 0
+                                    while j <= bm:
+                                        acc[ko] = acc[ko] + ((w[wi + j] ^ 0x80) - 0x80) * v
+                                        ko += 1
+                                        j += 1
                                     wi += wso
-                                    ko += 1
                             ci += 1
                         kx += 1
                     ky += 1
@@ -327,18 +341,18 @@ def conv(E, P, k: int):
                     while kx < kw:
                         ix = x0 + kx * dw
                         ci = 0
-                        ci_ = ky * wsy + kx * wsx
+                        ci_ = ky * gy + kx * gx
                         if 0 <= iy and iy < h and 0 <= ix and ix < wd:
                             xi = xo + (iy * wd + ix) * c + ci0
                             while ci < cpg:
                                 col[ci_] = (a[xi] ^ 0x80) - 0x80
-                                ci_ += wsc
+                                ci_ += gc
                                 xi += 1
                                 ci += 1
                         else:
                             while ci < cpg:
                                 col[ci_] = zx
-                                ci_ += wsc
+                                ci_ += gc
                                 ci += 1
                         kx += 1
                     ky += 1
@@ -354,23 +368,40 @@ def conv(E, P, k: int):
                     s = csum
                     if hasb:
                         s += bias[o]
-                    pw = ptr8(wbase + o * wso)  # pointers bumped, loads at constant offsets:
-                    pc = col  # about half the instructions of indexed loads
-                    j = ksize >> 3
-                    while j:
-                        s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
-                              + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
-                              + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
-                              + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
-                        pw = ptr8(uint(pw) + 8)
-                        pc = ptr32(uint(pc) + 32)
-                        j -= 1
-                    j = ksize & 7
-                    while j:
-                        s += (pw[0] ^ 0x80) * pc[0]
-                        pw = ptr8(uint(pw) + 1)
-                        pc = ptr32(uint(pc) + 4)
-                        j -= 1
+                    pw = ptr8(wbase + (o >> wb) * wso + (o & bm))  # pointers bumped, loads at
+                    pc = col  # constant offsets: about half the instructions of indexed loads
+                    if wb:  # blocked weights: this output's every 8th byte
+                        j = ksize >> 3
+                        while j:
+                            s += ((pw[0] ^ 0x80) * pc[0] + (pw[8] ^ 0x80) * pc[1]
+                                  + (pw[16] ^ 0x80) * pc[2] + (pw[24] ^ 0x80) * pc[3]
+                                  + (pw[32] ^ 0x80) * pc[4] + (pw[40] ^ 0x80) * pc[5]
+                                  + (pw[48] ^ 0x80) * pc[6] + (pw[56] ^ 0x80) * pc[7])
+                            pw = ptr8(uint(pw) + 64)
+                            pc = ptr32(uint(pc) + 32)
+                            j -= 1
+                        j = ksize & 7
+                        while j:
+                            s += (pw[0] ^ 0x80) * pc[0]
+                            pw = ptr8(uint(pw) + 8)
+                            pc = ptr32(uint(pc) + 4)
+                            j -= 1
+                    else:
+                        j = ksize >> 3
+                        while j:
+                            s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
+                                  + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
+                                  + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
+                                  + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
+                            pw = ptr8(uint(pw) + 8)
+                            pc = ptr32(uint(pc) + 32)
+                            j -= 1
+                        j = ksize & 7
+                        while j:
+                            s += (pw[0] ^ 0x80) * pc[0]
+                            pw = ptr8(uint(pw) + 1)
+                            pc = ptr32(uint(pc) + 4)
+                            j -= 1
                     acc[kk + o] = s
                     o += 1
                 g += 1
@@ -379,6 +410,215 @@ def conv(E, P, k: int):
         wk[0] = yo + (oy + 1) * ow * oc - kk
         wk[1] = kk
         rq_flush(ro, accb, mq, arena, W)
+        oy += 1
+
+
+@micropython.viper
+def rq8_setup(qo, rec: uint, mq: uint):
+    # T.Q's requantization part for conv8: MQ, 4 OC, ZY, LO - ZY, HI - ZY, from the record's
+    # header (words 2..5 at address rec) and the multipliers at address mq
+    q = ptr32(qo)
+    pp = ptr32(rec)
+    sg = 1
+    sg <<= 31
+    zy = int((pp[3] ^ sg) - sg)
+    q[8] = mq
+    q[9] = 4 * int(pp[2])
+    q[10] = zy
+    q[11] = int((pp[4] ^ sg) - sg) - zy
+    q[12] = int((pp[5] ^ sg) - sg) - zy
+
+
+@micropython.viper
+def conv8_rows(E, rec: uint, t):
+    # conv2d with ohwi8 weights (groups 1) on the assembler's conv8: per output row, the run of
+    # pixels whose taps are all inside horizontally in one call (a segment per kernel row, read
+    # in place, stepping SW pixels), then each border pixel in a call of its own (its padded
+    # taps read a row of zero points: COL's first KW * C bytes)
+    a = uint(ptr8(E.A))
+    B = E.B
+    pp = ptr32(rec)
+    qo = t.Q
+    q = ptr32(qo)
+    xo = a + pp[6]
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    oc = int(pp[2])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    dh = int(pp[17])
+    dw = int(pp[18])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    zrow = a + pp[31]
+    z = ptr8(zrow)
+    zx = int(pp[27])
+    i = 0
+    while i < kw * c:
+        z[i] = zx
+        i += 1
+    rq8_setup(qo, rec, uint(ptr8(B[pp[36]])) + pp[37])
+    q[4] = oc
+    q[5] = oc >> 3
+    q[6] = uint(ptr8(B[pp[32]])) + pp[33]
+    q[7] = uint(ptr8(B[pp[34]])) + pp[35]
+    yb = a + pp[7]
+    row = wd * c
+    lo = (pl + sw - 1) // sw  # the interior columns: lo <= ox < hi
+    if lo > ow:
+        lo = ow
+    hi = 0
+    top = wd - 1 - (kw - 1) * dw + pl
+    if top >= 0:
+        hi = top // sw + 1
+    if hi > ow:
+        hi = ow
+    if hi < lo:
+        hi = lo
+    oy = 0
+    while oy < oh:
+        y0 = oy * sh - pt
+        ox = 0
+        while ox < ow:
+            x0 = ox * sw - pl
+            npix = 1
+            if ox == lo and hi > lo:
+                npix = hi - lo
+            n = 13  # the next segment's word in Q
+            ky = 0
+            while ky < kh:
+                iy = y0 + ky * dh
+                if iy < 0 or iy >= h:
+                    q[n] = zrow
+                    q[n + 1] = kw * c
+                    q[n + 2] = 0
+                    n += 3
+                else:
+                    nl = 0  # taps left of the input, then inside, then right of it
+                    if x0 < 0:
+                        nl = (dw - 1 - x0) // dw
+                        if nl > kw:
+                            nl = kw
+                    nr = 0
+                    if x0 + (kw - 1) * dw >= wd:
+                        nr = kw - (wd - x0 + dw - 1) // dw
+                        if nr > kw - nl:
+                            nr = kw - nl
+                    if nl:
+                        q[n] = zrow
+                        q[n + 1] = nl * c
+                        q[n + 2] = 0
+                        n += 3
+                    kx = nl
+                    while kx < kw - nr:
+                        q[n] = xo + iy * row + (x0 + kx * dw) * c
+                        q[n + 2] = sw * c
+                        if dw == 1:
+                            q[n + 1] = (kw - nr - nl) * c
+                            kx = kw - nr
+                        else:
+                            q[n + 1] = c
+                            kx += 1
+                        n += 3
+                    if nr:
+                        q[n] = zrow
+                        q[n + 1] = nr * c
+                        q[n + 2] = 0
+                        n += 3
+                ky += 1
+            q[0] = (n - 13) // 3
+            q[1] = npix
+            q[3] = yb + (oy * ow + ox) * oc
+            t.conv8(qo)
+            ox += npix
+        oy += 1
+
+
+@micropython.viper
+def dw4_rows(E, rec: uint, t):
+    # depthwise (1hwo weights, multiplier 1, C a multiple of 4) on the assembler's dw4: per
+    # output row, the run of pixels whose taps are all inside horizontally in one call (the
+    # taps step SW pixels), then each border pixel in a call of its own; a padded tap reads C
+    # bytes of zero points (COL)
+    a = uint(ptr8(E.A))
+    B = E.B
+    pp = ptr32(rec)
+    qo = t.Q
+    q = ptr32(qo)
+    xo = a + pp[6]
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    dh = int(pp[17])
+    dw = int(pp[18])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    zrow = a + pp[31]
+    z = ptr8(zrow)
+    zx = int(pp[27])
+    i = 0
+    while i < c:
+        z[i] = zx
+        i += 1
+    rq8_setup(qo, rec, uint(ptr8(B[pp[36]])) + pp[37])
+    q[0] = kh * kw
+    q[4] = c
+    q[5] = c >> 2
+    q[6] = uint(ptr8(B[pp[32]])) + pp[33]
+    q[7] = uint(ptr8(B[pp[34]])) + pp[35]
+    yb = a + pp[7]
+    row = wd * c
+    lo = (pl + sw - 1) // sw  # the interior columns: lo <= ox < hi
+    if lo > ow:
+        lo = ow
+    hi = 0
+    top = wd - 1 - (kw - 1) * dw + pl
+    if top >= 0:
+        hi = top // sw + 1
+    if hi > ow:
+        hi = ow
+    if hi < lo:
+        hi = lo
+    oy = 0
+    while oy < oh:
+        y0 = oy * sh - pt
+        ox = 0
+        while ox < ow:
+            x0 = ox * sw - pl
+            npix = 1
+            if ox == lo and hi > lo:
+                npix = hi - lo
+            n = 13
+            ky = 0
+            while ky < kh:
+                iy = y0 + ky * dh
+                kx = 0
+                while kx < kw:
+                    ix = x0 + kx * dw
+                    if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                        q[n] = xo + iy * row + ix * c
+                        q[n + 1] = sw * c
+                    else:
+                        q[n] = zrow
+                        q[n + 1] = 0
+                    n += 2
+                    kx += 1
+                ky += 1
+            q[1] = npix
+            q[3] = yb + (oy * ow + ox) * c
+            t.dw4(qo)
+            ox += npix
         oy += 1
 
 
@@ -466,9 +706,15 @@ def depthwise(E, P, k: int):
     abase = uint(a)
     accbase = uint(acc)
     t = T
+    nt = kh * kw
+    # (dw4 loads 4 inputs, 4 weights, the zero points in COL, biases and multipliers as words:
+    # every one word-aligned, else the loops below; an int8 value's arena offset need not be)
+    if (t and hasb and opg == 1 and wso == 1 and wsx == c and wsy == kw * c and (c & 3) == 0
+            and int((wbase | (arena + pp[6]) | (arena + pp[31]) | uint(bias) | mq) & 3) == 0 and nt <= 25):
+        dw4_rows(E, uint(pp), t)  # 4 channels per pass, requantized in assembler
+        return
     asm = 0
     ro = NO_RO  # T.R when the requantization runs in assembler
-    nt = kh * kw
     if t and hasb and opg == 1 and wso == 1 and wsx == c and wsy == kw * c and nt <= 64:
         asm = 1  # one assembler call per output pixel: its taps' addresses in T.Q
         qo = t.Q
@@ -603,9 +849,27 @@ def dense(E, P, k: int):
     wso = int(pp[9])
     wsi = int(pp[10])
     hasb = int(pp[11])
+    wb = int(pp[20])  # 3: weights in blocks of 8 outputs (oi8), else 0
+    bm = (1 << wb) - 1
     wbase = uint(w)
     t = T
-    if t and hasb and wsi == 1:  # [out, in]: every output a dot product in assembler
+    if t and hasb and wb == 3 and int((wbase | uint(bias) | mq) & 3) == 0:  # 8 outputs per pass, requantized there
+        qo = t.Q
+        q = ptr32(qo)
+        rq8_setup(qo, uint(pp), mq)
+        q[0] = 1
+        q[1] = 1
+        q[3] = arena + pp[7]
+        q[4] = oc
+        q[5] = oc >> 3
+        q[6] = wbase
+        q[7] = uint(bias)
+        q[13] = arena + xo
+        q[14] = n
+        q[15] = 0
+        t.conv8(qo)
+        return
+    if t and hasb and wsi == 1 and wb == 0:  # [out, in]: every output a dot product in assembler
         qo = t.Q
         q = ptr32(qo)
         q[0] = wbase
@@ -641,7 +905,25 @@ def dense(E, P, k: int):
         o = 0
         while o < oc:
             s = csum
-            if wsi == 1:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
+            if wsi == 8 and wb == 3:  # oi8: this output's every 8th byte, 8 at a time
+                pw = ptr8(wbase + (o >> 3) * wso + (o & 7) + 8 * c0)
+                pc = col
+                i = m >> 3
+                while i:
+                    s += ((pw[0] ^ 0x80) * pc[0] + (pw[8] ^ 0x80) * pc[1]
+                          + (pw[16] ^ 0x80) * pc[2] + (pw[24] ^ 0x80) * pc[3]
+                          + (pw[32] ^ 0x80) * pc[4] + (pw[40] ^ 0x80) * pc[5]
+                          + (pw[48] ^ 0x80) * pc[6] + (pw[56] ^ 0x80) * pc[7])
+                    pw = ptr8(uint(pw) + 64)
+                    pc = ptr32(uint(pc) + 32)
+                    i -= 1
+                i = m & 7
+                while i:
+                    s += (pw[0] ^ 0x80) * pc[0]
+                    pw = ptr8(uint(pw) + 8)
+                    pc = ptr32(uint(pc) + 4)
+                    i -= 1
+            elif wsi == 1 and wb == 0:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
                 pw = ptr8(wbase + o * wso + c0)
                 pc = col
                 i = m >> 3
@@ -660,7 +942,7 @@ def dense(E, P, k: int):
                     pc = ptr32(uint(pc) + 4)
                     i -= 1
             else:
-                wi = o * wso + c0 * wsi
+                wi = (o >> wb) * wso + (o & bm) + c0 * wsi
                 i = 0
                 while i < m:
                     s += (w[wi] ^ 0x80) * col[i]
@@ -700,6 +982,10 @@ def add(E, P, k: int):
     n = int(pp[9])
     bc = int(pp[10])
     block = int(pp[11])
+    e = 0 - int((pp[21] ^ sg) - sg)  # the sums' rounding shift
+    t8 = T
+    if e < 1:
+        t8 = NO_RO  # (the assembler's rounding needs a shift of at least 1)
     wk[1] = 256
     wk[2] = -1
     side = 0
@@ -707,11 +993,38 @@ def add(E, P, k: int):
         z = int((pp[12 + side] ^ sg) - sg)
         q = 0
         while q < 256:
-            acc[q] = (q - 128 - z) << 20
+            if t8:  # by the byte read unsigned, as the assembler reads it
+                acc[q] = (((q ^ 0x80) - 0x80) - z) << 20
+            else:
+                acc[q] = (q - 128 - z) << 20
             q += 1
         wk[0] = 256 * side
         requant(accb, rec + 64 + 8 * side, tb, W)
         side += 1
+    if t8:  # summed and requantized in assembler, BLOCK at a time
+        if neg:
+            q = 256
+            while q < 512:
+                t[q] = 0 - int((t[q] ^ sg) - sg)
+                q += 1
+        qo = t8.Q
+        qa = ptr32(qo)
+        qa[0] = n
+        qa[1] = arena + x1
+        qa[2] = arena + x2
+        qa[3] = arena + x2
+        qa[4] = arena + x2 + bc
+        qa[5] = arena + y
+        qa[6] = tb
+        qa[7] = accb
+        qa[8] = block
+        qa[9] = pp[20]
+        qa[10] = e
+        qa[11] = pp[3]
+        qa[12] = pp[4]
+        qa[13] = pp[5]
+        t8.add8(qo)
+        return
     wk[2] = 1
     mq = rec + 80
     ro = NO_RO
@@ -1789,6 +2102,8 @@ def abs_sums(buf, g, out):
     wsy = int(pg[6])
     wsx = int(pg[7])
     wsc = int(pg[8])
+    wb = int(pg[9])
+    bm = (1 << wb) - 1
     o = 0
     while o < oc:
         s = 0
@@ -1796,7 +2111,7 @@ def abs_sums(buf, g, out):
         while ky < kh:
             kx = 0
             while kx < kw:
-                wi = off + o * wso + ky * wsy + kx * wsx
+                wi = off + (o >> wb) * wso + (o & bm) + ky * wsy + kx * wsx
                 ci = 0
                 while ci < cpg:
                     v = (w[wi] ^ 0x80) - 0x80

@@ -31,7 +31,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
          "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "", "")
-LENGTH = (0, 38, 38, 20, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
+LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 0, 0)
 INT32_MAX = 2147483647
@@ -173,13 +173,20 @@ def _conv(r, E):
         r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
     if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
         r.fail("oh", "more than 2**24 elements")
+    wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE) else 0
+    if wb not in (0, 3):
+        r.fail("wl", "output channels in blocks of %d (1 or 8)" % (1 << wb))
+    if oc % (1 << wb) or (wb and cpg != c):
+        r.fail("wl", "%d output channels in blocks of %d (groups 1)" % (oc, 1 << wb))
     n = oc * kh * kw * cpg
     if dw:  # the layouts the compiler writes (mpy_lazy/ops/conv.py), which the kernels assume
         layouts = ((1, kw * oc, oc, 1), (kh * kw, kw, 1, 1))
+    elif wb:  # ohwi8: [OC/8, KH, KW, 8 CPG], output o at (o >> 3) WSO + (o & 7)
+        layouts = ((8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8),)
     else:
         layouts = ((kh * kw * cpg, kw * cpg, cpg, 1), (cpg * kh * kw, kw, 1, kh * kw))
     if (wso, wsy, wsx, wsc) not in layouts:
-        r.fail("wl", "weight strides %d, %d, %d, %d: not a layout of the weights (ohwi, oihw; 1hwo, o1hw)"
+        r.fail("wl", "weight strides %d, %d, %d, %d: not a layout of the weights (ohwi, oihw, ohwi8; 1hwo, o1hw)"
                % (wso, wsy, wsx, wsc))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", h * w * c * size, size)
@@ -216,7 +223,7 @@ def _conv(r, E):
     # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
     if wide and not acc64:
         return
-    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc)
+    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb)
     _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
@@ -234,8 +241,13 @@ def _dense(r, E):
     wide = r.kind == DENSE16
     n, oc = r.range(8, "x", 1, 1 << 24), r.range(2, "out", 1, MAX_DIM)
     wso, wsi = r.range(9, "wl", 0, 1 << 24), r.range(10, "wl", 0, 1 << 24)
-    if (wso, wsi) not in ((n, 1), (1, oc)):
-        r.fail("wl", "weight strides %d, %d: not a layout of the weights (oi, io)" % (wso, wsi))
+    wb = r.range(20, "wl", 0, 3) if r.kind == DENSE else 0
+    if wb not in (0, 3):
+        r.fail("wl", "outputs in blocks of %d (1 or 8)" % (1 << wb))
+    if oc % (1 << wb):
+        r.fail("wl", "%d outputs in blocks of %d" % (oc, 1 << wb))
+    if (wso, wsi) not in (((8 * n, 8),) if wb else ((n, 1), (1, oc))):
+        r.fail("wl", "weight strides %d, %d: not a layout of the weights (oi, io, oi8)" % (wso, wsi))
     size = 4 if fl else (2 if wide else 1)
     r.region(6, "x", n * size, size)
     r.region(7, "y", oc * size, size)
@@ -265,7 +277,7 @@ def _dense(r, E):
         r.absent(16, "bias")
     if wide and not acc64:
         return
-    sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi)
+    sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi, wb)
     _bound(r, bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
@@ -460,8 +472,8 @@ def _tconv(r, E):
             r.absent(24, "bias")
         return
     _clamp(r, size)
-    top = (1 << (8 * size - 1)) - 1
-    r.range(19, "zero_point", -top - 1, top)
+    top = 0 if wide else 127  # (int16 values are symmetric: TFLM's 16x8 kernels take no input offset)
+    r.range(19, "zero_point", -top - 1 if top else 0, top)
     hasb = r.range(20, "b", 0, 1)
     r.region(21, "scratch", (8 if wide else 4) * oc, 4)
     r.tensor(22, "weight", ("i8",), oc * kh * kw * c)
@@ -514,14 +526,14 @@ class _Env:
 
         return backend.typed_view(memoryview(self.B[slot])[off: off + 2 * n], "i16", n)
 
-    def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc):
+    def abs_sums(self, slot, off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb=0):
         """sum |w| over each output channel's filter (int8 weights), in viper where it exists."""
         from . import kernels
 
         import array
 
         out = array.array("i", bytes(4 * oc))
-        geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc))
+        geo = array.array("i", (off, oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb))
         (kernels._viper or kernels._pure).abs_sums(self.B[slot], geo, out)
         return out
 
@@ -531,8 +543,8 @@ def _may_share(r, i, x, y):
     kind = r.kind
     if kind in (CONV, DEPTHWISE):
         return y + conv_lag(r.P, r.k) <= x
-    if kind == DENSE:
-        return y <= x
+    if kind == DENSE:  # oi8 (WB 3): the assembler writes a block of 8 once it is summed
+        return y + (r[2] - 8 if r[20] else 0) <= x
     if kind == LSTM:  # step t reads x_t whole before it writes y_t (mpy_lazy/ops/lstm.py: lag)
         return y + lstm_lag(r[2], r[3], r[4]) <= x
     return x == y and _INPLACE.get(kind) == i
@@ -544,26 +556,42 @@ def lstm_lag(steps, nin, hid):
     return max(0, (steps - 1) * (hid - nin))
 
 
-def conv_lag(P, k):
+def conv_lag(P, k, early=None):
     """Bytes an int8 conv / depthwise output may start before its dying input (the planner's
     rule): the kernels (every path) compute output pixels in raster order and write each
     after reading its window, so no write may reach a byte a later window reads: when pixel
     j's window is read, pixels before j may be written (to yo + j*OC), and the first byte any
     window from j on reads is xo + min(first(j), first of the next output row). The lag is the
     largest j*OC - that, over j. Each term is concave in the row and the column (separable),
-    so its maximum is at an end or beside the kink where padding stops: a few candidates."""
+    so its maximum is at an end or beside the kink where padding stops: a few candidates.
+    The Thumb kernels write part of a pixel's outputs before its window is read for the last
+    time: conv8 (WB 3) a block of 8 at a time, OC - 8 of them early; dw4 (depthwise,
+    multiplier 1, C a multiple of 4) 4 at a time, OC - 4 early (`early`: those bytes; None:
+    from the record at k)."""
     c, oh, ow, oc = P[k + 10], P[k + 11], P[k + 12], P[k + 2]
+    if early is None:
+        early = conv_early(P[k] & 255, oc, P[k + 26], P[k + 38])
     sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 19], P[k + 20]
     wc = P[k + 9] * c
     rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
     cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
     a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
     b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
-    lag = max(0, a + b)
+    lag = max(0, a + b + early)
     for oy in rows:
         if oy + 1 < oh:  # the next row's first window starts at its first column
-            lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc)
+            lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc + early)
     return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+
+
+def conv_early(kind, oc, opg, wb):
+    """Output bytes of a pixel an int8 conv / depthwise may write before it last reads the
+    pixel's window (conv_lag)."""
+    if kind == CONV and wb:
+        return oc - 8
+    if kind == DEPTHWISE and opg == 1 and oc % 4 == 0:
+        return oc - 4
+    return 0
 
 
 def _bad(msg, field="program"):

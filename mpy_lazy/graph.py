@@ -76,7 +76,7 @@ NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shar
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div")
-_WL = {"conv2d": "e:ohwi|oihw", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io", "tconv": "e:ohwi"}
+_WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 
 def fail(n, msg, key=None):

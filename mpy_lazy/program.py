@@ -25,7 +25,8 @@ from .container import ContainerError
 from .graph import Value
 
 MAGIC = 0x4D504C50  # "PLPM": a program
-VERSION = 2  # 2: int16 values, sub, slice, transpose, tconv (3-level moves, 8-word quantize)
+VERSION = 3  # 2: int16 values, sub, slice, transpose, tconv (3-level moves, 8-word quantize);
+#             3: conv/depthwise/dense weights in output-channel blocks (field WB)
 # header words
 H_MAGIC, H_VERSION, H_RECORDS, H_ARENA, H_INPUTS, H_OUTPUTS, H_FIRST = 0, 1, 2, 3, 4, 5, 6
 HEADER = 7
@@ -414,5 +415,7 @@ def load(c):
         raise ContainerError("tensor %r: a program is a 1-D i32 tensor" % NAME, NAME, "dtype")
     v = c.view(NAME)
     P = backend.typed_view(v.mv, "i32", v.size)
+    if v.size > HEADER and P[H_MAGIC] == MAGIC and 2 <= P[H_VERSION] < VERSION:
+        return None  # packed before VERSION's records (docs/FORMAT.md): run from the graph
     B = (c._mv,)
     return Program(P, B, verify=c._tensor_at, words=v.size, raw=v.mv)

@@ -315,12 +315,15 @@ def _command(interp, path, start, stop):
         root, tools, path, start, stop)
     if interp == "micropython":
         return [_micropython(), "-c", code]
-    return [sys.executable, "-c", code]
+    return [sys.executable, "-u", "-c", code]  # (unbuffered: each verdict seen as it comes)
 
 
 def _run_batch(interp, path, count, timeout):
-    """Verdicts of every record of `path` on `interp`; a dead or stuck process marks the
-    input it was on ('CRASH ...' / 'HANG') and the batch resumes after it."""
+    """Verdicts of every record of `path` on `interp`; a dead process, or one that gives no
+    verdict for `timeout` seconds (one input: a loaded machine slows a whole batch, not one
+    input by minutes), marks the input it was on ('CRASH ...' / 'HANG') and the batch resumes
+    after it."""
+    import select
     import subprocess
 
     out = [None] * count
@@ -328,15 +331,19 @@ def _run_batch(interp, path, count, timeout):
     while start < count:
         p = subprocess.Popen(_command(interp, path, start, count), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        try:
-            stdout, stderr = p.communicate(timeout=timeout)
-            failure = None if p.returncode == 0 else "CRASH rc=%d %s" % (
-                p.returncode, (stderr.strip().splitlines() or [""])[-1][:120])
-        except subprocess.TimeoutExpired:
-            p.kill()
-            stdout, stderr = p.communicate()
-            failure = "HANG"
-        lines = stdout.splitlines()
+        lines, failure = [], None
+        while True:
+            if not select.select([p.stdout], [], [], timeout)[0]:
+                p.kill()
+                failure = "HANG"
+                break
+            line = p.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+        stderr = p.communicate()[1]
+        if failure is None and p.returncode != 0:
+            failure = "CRASH rc=%d %s" % (p.returncode, (stderr.strip().splitlines() or [""])[-1][:120])
         for line in lines:
             if line != "END":
                 i, v = line.split(" ", 1)
@@ -362,7 +369,8 @@ def run(count, seed, jobs=2, log=print, graphs=False, mp_count=None):
     return run_inputs(inputs, count, seed, jobs, log, mp_count)
 
 
-PART = 10000  # inputs per driver process (a hang is detected per part: its timeout scales with it)
+PART = 10000  # inputs per driver process
+INPUT_TIMEOUT = 120  # seconds without a verdict: a hang (the slowest input takes a few seconds)
 
 
 def run_inputs(inputs, count, seed=None, jobs=2, log=print, mp_count=None):
@@ -403,8 +411,8 @@ def run_inputs(inputs, count, seed=None, jobs=2, log=print, mp_count=None):
             return out
 
         with ThreadPoolExecutor(jobs) as cex, ThreadPoolExecutor(jobs) as mex:
-            cf = [cex.submit(timed, "cpython", path, n, 60 + 0.05 * n) for path, k, n in parts]
-            mf = [mex.submit(timed, "micropython", path, min(n, mp_count - k), 60 + 0.05 * n)
+            cf = [cex.submit(timed, "cpython", path, n, INPUT_TIMEOUT) for path, k, n in parts]
+            mf = [mex.submit(timed, "micropython", path, min(n, mp_count - k), INPUT_TIMEOUT)
                   for path, k, n in parts if k < mp_count]
             verdicts = {"cpython": [v for f in cf for v in f.result()],
                         "micropython": [v for f in mf for v in f.result()]}

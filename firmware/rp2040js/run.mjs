@@ -1,13 +1,19 @@
 // Run MicroPython scripts on the RPI_PICO_MPY_LAZY firmware inside the rp2040js emulator.
 //
-//   node run.mjs --uf2 firmware.uf2 --bootrom bootrom.bin [--romfs img --romfs-offset 0xA0000]
+//   node run.mjs --uf2 firmware.uf2 --bootrom bootrom.bin [--romfs img --romfs-offset 0xB0000]
 //                [--flash flash.bin] [--save-flash flash.bin] [--timeout 600] [--emulated-timeout S]
 //                script1.py [script2.py ...]
 //   node run.mjs --uf2 ... --bootrom ... [--romfs ...] [--flash ...] [--save-flash ...] --serial-stdio
 //
 // Scripts: boots the firmware once, enters the raw REPL over the emulated USB CDC serial and runs
 // each script in turn (same interpreter, no reset in between). Prints one JSON line per script:
-//   {"script": path, "out": stdout text, "err": traceback text ("" when it ran cleanly)}
+//   {"script": path, "out": stdout text, "err": traceback text ("" when it ran cleanly),
+//    "marks": {value: cycles}}
+// Marks: a store of a number to 0x4005800C (the watchdog's SCRATCH0, free for software) is not
+// written but recorded with the cycle count at that moment: the sum of the cycles of every
+// instruction executed since reset (rp2040js's executeInstruction(), its Cortex-M0+ timing; the
+// store's own cycles are added after it). A script times a span with `machine.mem32[0x4005800C]
+// = 3` ... `= 4`: firmware/rp2040js/tflm.mjs times TFLite Micro between the same marks.
 // --serial-stdio: no scripts; the USB serial is this process's stdin/stdout, raw bytes both ways
 // (firmware/rp2_run.py puts a pty on the other end, for mpremote), until stdin closes or SIGTERM.
 // "rp2040js: usb connected" on stderr says the board enumerated.
@@ -41,6 +47,7 @@ const SERIAL_BATCH = 5000; // --serial-stdio: shorter batches, quicker replies t
 const FLASH_BYTES = 2 * 1024 * 1024; // the Pico's flash (PICO_FLASH_SIZE_BYTES)
 const SECTOR = 4096;
 const HOOK_BKPT = 0xbe70; // `bkpt 0x70`: the patched entry of an emulated bootrom function
+const MARK_ADDR = 0x4005800c; // watchdog SCRATCH0: stores to it are marks (see above)
 
 function usage(msg) {
   process.stderr.write(`run.mjs: ${msg}\n`);
@@ -192,6 +199,17 @@ function main() {
     throw new EmulatorError(`breakpoint ${code} at pc=0x${mcu.core.PC.toString(16)} (HardFault or panic)`);
   };
 
+  let cycles = 0; // the sum of executed instructions' cycles since reset
+  let marks = {}; // mark value -> cycles, for the script running now
+  const writeUint32 = mcu.writeUint32.bind(mcu);
+  mcu.writeUint32 = (address, value) => {
+    if ((address >>> 0) === MARK_ADDR) {
+      marks[value >>> 0] = cycles;
+      return;
+    }
+    writeUint32(address, value);
+  };
+
   const cdc = new USBCDC(mcu.usbCtrl);
   let connected = false;
   let rx = '';
@@ -205,7 +223,8 @@ function main() {
   };
 
   const cycleNanos = 1e9 / 125e6;
-  const deadline = Date.now() + opts.timeout * 1000;
+  // the timeout holds per script (and for the boot): wall time, which a loaded machine stretches
+  let deadline = Date.now() + opts.timeout * 1000;
   // Run the emulator until `done()` is true; returns nothing, throws on error or timeout.
   const batch = (n = BATCH) => {
     for (let i = 0; i < n; i++) {
@@ -214,7 +233,9 @@ function main() {
         sim.clock.tick(nanos);
         i += nanos / cycleNanos;
       } else {
-        sim.clock.tick(mcu.core.executeInstruction() * cycleNanos);
+        const c = mcu.core.executeInstruction();
+        cycles += c;
+        sim.clock.tick(c * cycleNanos);
       }
     }
   };
@@ -249,12 +270,14 @@ function main() {
   send('\r\x03\x03\x01');
   take('raw REPL; CTRL-B to exit\r\n>', 'the raw REPL');
   for (const script of opts.scripts) {
+    marks = {};
+    deadline = Date.now() + opts.timeout * 1000;
     send(readFileSync(script, 'utf8') + '\x04');
     take('OK', `${script} to be accepted`);
     const out = take('\x04', `${script} output`);
     const err = take('\x04', `${script} error output`);
     take('>', 'the raw REPL prompt');
-    process.stdout.write(JSON.stringify({ script, out: out.replace(/\r\n/g, '\n'), err: err.replace(/\r\n/g, '\n') }) + '\n');
+    process.stdout.write(JSON.stringify({ script, out: out.replace(/\r\n/g, '\n'), err: err.replace(/\r\n/g, '\n'), marks }) + '\n');
   }
   process.stdout.write(JSON.stringify({ emulated_ms: Math.round(sim.clock.nanos / 1e6), flash: flash.stats }) + '\n');
   saveFlash();

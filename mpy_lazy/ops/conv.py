@@ -1,8 +1,11 @@
 # conv2d (groups, dilation, asymmetric padding) and depthwise (channel multiplier), NHWC.
 #
-# Weights in place, in the layout the model came with (key wl): conv2d `ohwi` (TFLite, and
-# what mpy-lazy pack writes) or `oihw` (torch); depthwise `1hwo` (TFLite) or `o1hw` (torch).
-# The kernels walk them through element strides, so no layout is ever copied.
+# Weights in place, in the layout the model came with (key wl): conv2d `ohwi` (TFLite) or `oihw`
+# (torch), or `ohwi8` (int8: what mpy-lazy pack writes when the outputs are a multiple of 8:
+# [out/8, kh, kw, 8 C/groups], output channel 8 b + j's weight for input channel ci at
+# [b, ky, kx, 8 ci + j]: the order in which the assembler conv reads 8 outputs at once);
+# depthwise `1hwo` (TFLite) or `o1hw` (torch). The kernels walk them through element strides
+# (and output-channel blocks, WB), so no layout is ever copied.
 # int8: per-channel requantization multipliers and shifts in tensor m ([2, out] int32), bias
 # int32, input zero point from the input value, output q=, fused activation as clamp=.
 import array
@@ -62,8 +65,13 @@ class Op(Base):
             if not 1 <= g <= c or c % g or not 1 <= oc <= 65535 or oc % g:
                 raise self.fail("out=%d, groups=%d do not divide %d input channels" % (oc, g, c), "groups")
             cpg, opg = c // g, oc // g
-            if kv.get("wl", "ohwi") == "ohwi":
+            wl = kv.get("wl", "ohwi")
+            if wl == "ohwi":
                 wshape, ws = (oc, kh, kw, cpg), (kh * kw * cpg, kw * cpg, cpg, 1)
+            elif wl == "ohwi8":
+                if oc % 8 or g != 1:
+                    raise self.fail("wl=ohwi8 needs groups 1 and out a multiple of 8, got %d, groups %d" % (oc, g), "wl")
+                wshape, ws = (oc // 8, kh, kw, 8 * cpg), (8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8)
             else:
                 wshape, ws = (oc, cpg, kh, kw), (cpg * kh * kw, kw, 1, kh * kw)
         out_shape = check_shape((oh, ow, oc) if len(x.shape) == 3 else (oc,), n, "output")
@@ -71,8 +79,12 @@ class Op(Base):
         dt = self.quantized(("i8", "i16"))
         q8 = dt != "f32"
         # the kernels' record from word 2 (mpy_lazy/_pure.py, "conv / depthwise record"):
-        # OC ZY LO HI XO YO H W C OH OW KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG ZX HASB RP;
-        # record() fills XO, YO (arena offsets) and the float fields. 16x8: ZX is ACC64
+        # OC ZY LO HI XO YO H W C OH OW KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG ZX HASB RP,
+        # then (int8) scratch, tensors and WB; record() fills XO, YO (arena offsets) and the
+        # float fields. 16x8: ZX is ACC64
+        self.wb = 3 if not dw and kv.get("wl") == "ohwi8" else 0
+        if self.wb and dt != "i8":
+            raise self.fail("wl=ohwi8 is for int8 values (the 16x8 and float kernels read ohwi/oihw)", "wl")
         if q8:
             self.needs("m")
             lo, hi = clamp(kv, n, dt)
@@ -117,10 +129,13 @@ class Op(Base):
 
     def lag(self):
         """int8: bytes the output may start before its dying input (check.conv_lag: the same
-        rule the program's check enforces)."""
+        rule the program's check enforces, with the outputs the Thumb kernels write early:
+        ohwi8's blocks of 8, depthwise's groups of 4)."""
         if self.y.dtype != "i8":
             return None  # (16x8: the planner gives the output its own bytes)
-        return check.conv_lag([0, 0] + list(self.p), 0)
+        kind = check.DEPTHWISE if self.name == "depthwise" else check.CONV
+        early = check.conv_early(kind, self.p[0], self.p[24], self.wb)  # (p[24]: OPG)
+        return check.conv_lag([0, 0] + list(self.p), 0, early)
 
     def records(self, c):
         p = list(self.p)
@@ -131,7 +146,7 @@ class Op(Base):
         if self.y.dtype == "i8":
             acc = 4 * p[27] * p[0]
             return [c.record(check.DEPTHWISE if dw else check.CONV,
-                             p + [s, s + acc] + w + b + c.ref(self.requant))]
+                             p + [s, s + acc] + w + b + c.ref(self.requant) + [self.wb])]
         if self.y.dtype == "i16":
             acc = 8 * p[27] * p[0]
             return [c.record(check.DW16 if dw else check.CONV16,

@@ -24,10 +24,10 @@ def _read(p):  # one block of the file's size (read() grows its buffer, needing 
     with open(p, 'rb') as f:
         f.readinto(b)
     return b
-buf = _read(%r)  # first, into the empty heap: the runtime's modules compiled from source
-x = bytearray(%r)  # (the unix port) then spread over it, leaving no 272 KB hole in a 480 KB heap
-gc.collect()
-try:
+try:  # (at the smallest heaps the bisection tries, the read itself is what fails)
+    buf = _read(%r)  # first, into the empty heap: the runtime's modules compiled from source
+    x = bytearray(%r)  # (the unix port) then spread over it, leaving no 272 KB hole in a 480 KB heap
+    gc.collect()
     import mpy_lazy
     from mpy_lazy import model
     c = mpy_lazy.open(buf)

@@ -196,6 +196,8 @@ def weight_index(layout, o, ky, kx, ci, oc, kh, kw, cpg):
     group) in a conv/depthwise tensor of `layout`, from the layout's definition."""
     if layout == "ohwi":
         return ((o * kh + ky) * kw + kx) * cpg + ci
+    if layout == "ohwi8":  # [oc / 8, kh, kw, 8 cpg]: output o = 8 b + j at [b, ky, kx, 8 ci + j]
+        return (((o // 8) * kh + ky) * kw + kx) * 8 * cpg + 8 * ci + o % 8
     if layout == "oihw":
         return ((o * cpg + ci) * kh + ky) * kw + kx
     if layout == "1hwo":

@@ -419,7 +419,7 @@ def conv_case(r, dw):
     while True:
         h, w = r.int(1, 6), r.int(1, 6)
         if dw:
-            c = r.int(1, 4)
+            c = r.pick((1, 2, 3, 4, 4, 8, 12))  # (4 n channels, multiplier 1: the assembler's dw4)
             mult = r.pick((1, 1, 2, 3))
             oc, cpg, opg = c * mult, 1, mult
         else:
@@ -439,6 +439,7 @@ def conv_case(r, dw):
 
 STRIDES = {  # (WSO, WSY, WSX, WSC) as functions of (oc, kh, kw, cpg): the kernels' ABI
     "ohwi": lambda oc, kh, kw, cpg: (kh * kw * cpg, kw * cpg, cpg, 1),
+    "ohwi8": lambda oc, kh, kw, cpg: (8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8),  # WSO: per block of 8
     "oihw": lambda oc, kh, kw, cpg: (cpg * kh * kw, kw, 1, kh * kw),
     "1hwo": lambda oc, kh, kw, cpg: (1, kw * oc, oc, 1),
     "o1hw": lambda oc, kh, kw, cpg: (kh * kw, kw, 1, 1),
@@ -449,7 +450,10 @@ def check_conv(seed, dw):
     r = Lcg(seed)
     for case in range(CASES):
         h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, dw)
-        layout = r.pick(("1hwo", "o1hw") if dw else ("ohwi", "oihw"))
+        layout = r.pick(("1hwo", "o1hw") if dw else ("ohwi", "oihw", "ohwi8"))
+        if layout == "ohwi8":  # outputs in blocks of 8 (WB 3): the assembler's conv8 with groups 1
+            opg = 8 * r.int(1, 2)
+            oc = (c // cpg) * opg
         zx = r.pick((-128, 127, 0, r.int(-128, 127)))
         x = i8s(r, h * w * c, zx)
         wts = i8s(r, oc * kh * kw * cpg)  # canonical order (o, ky, kx, ci)
@@ -500,8 +504,8 @@ def check_conv(seed, dw):
         p += list(ws) + [cpg, opg, zx, 1 if hasb else 0, rp]
         slot = Slot()
         wo, bo, mo = slot.i8(wbuf), slot.i32(bias) if hasb else 0, slot.i32(mq)
-        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo]
-        what = "%s case %d %s" % ("depthwise" if dw else "conv", case, p)
+        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo, 3 if layout == "ohwi8" else 0]
+        what = "%s case %d %s %s" % ("depthwise" if dw else "conv", case, layout, p)
 
         def build(mod):
             a = ar.fresh()
@@ -541,7 +545,7 @@ def test_grouped_conv_equals_depthwise():
             acc = (h * w * c + oh * ow * oc + 3) // 4 * 4
             col = acc + 4 * ow * oc
             slot = Slot()
-            fields = p + [acc, col, 0, slot.i8(wbuf), 0, 0, 0, slot.i32(mq)]
+            fields = p + [acc, col, 0, slot.i8(wbuf), 0, 0, 0, slot.i32(mq), 0]
             for _, mod in IMPLS:
                 a = bytearray(array.array("b", x + [0] * (col + 4 * max(kh * kw, c) - h * w * c)))
                 if layout == "ohwi":
@@ -557,23 +561,24 @@ def test_grouped_conv_equals_depthwise():
 
 def test_dense():
     """oi (WSI 1: viper's 4-wide unrolled loop, n_in not a multiple of 4 included) and io
-    layouts, with gaps between weight rows; bias or not; inputs longer than the viper kernel's
-    int32 column (check.DENSE_COL: the input in chunks), the column exactly as long as the
-    record says."""
+    layouts, with gaps between weight rows, and oi8 (outputs in blocks of 8, WB 3: the
+    assembler's conv8); bias or not; inputs longer than the viper kernel's int32 column
+    (check.DENSE_COL: the input in chunks), the column exactly as long as the record says."""
     r = Lcg(20)
     sizes = (1, 2, 3, 4, 5, 7, 8, 9, 13, 32, 33, 255, 256, 257, 600)
     for case in range(CASES + 10):
         n_in = sizes[case % len(sizes)] if case < 2 * len(sizes) else r.int(1, 40)
-        n_out = r.int(1, 6)
-        io = case % 2 == 1
-        gap = r.pick((0, 0, 1, 3))
-        wso, wsi = (1, n_out + gap) if io else (n_in + gap, 1)
+        layout = ("oi", "io", "oi8")[case % 3]
+        n_out = r.int(1, 6) if layout != "oi8" else 8 * r.int(1, 2)
+        gap = r.pick((0, 0, 1, 3)) if layout != "oi8" else 0
+        wso, wsi = {"io": (1, n_out + gap), "oi": (n_in + gap, 1), "oi8": (8 * n_in, 8)}[layout]
+        wb = 3 if layout == "oi8" else 0
         wts = [i8s(r, n_in) for _ in range(n_out)]  # wts[o][i]
-        size = (n_in - 1) * wsi + (n_out - 1) * wso + 1
+        size = (n_in - 1) * wsi + (n_out // (1 << wb) - 1) * wso + (1 << wb)
         wbuf = i8a(r, size)  # garbage in the gaps (an array: 600 x 6 of them on a board's heap)
         for o in range(n_out):
             for i in range(n_in):
-                wbuf[o * wso + i * wsi] = wts[o][i]
+                wbuf[(o >> wb) * wso + (o & 7 if wb else 0) + i * wsi] = wts[o][i]
         zx = r.pick((-128, 127, 0, r.int(-128, 127)))
         x = i8s(r, n_in, zx)
         bound = n_in * 128 * 255
@@ -600,13 +605,13 @@ def test_dense():
             ar.expected[yo + o] = ref_requant(acc, mq[o], mq[n_out + o], zy, lo, hi)
         p = [n_out, zy, lo, hi, xo, yo, n_in, wso, wsi, 1 if hasb else 0]
         slot = Slot()
-        fields = p + ar.scratch + [0, slot.i8(wbuf), 0, slot.i32(bias) if hasb else 0, 0, slot.i32(mq)]
+        fields = p + ar.scratch + [0, slot.i8(wbuf), 0, slot.i32(bias) if hasb else 0, 0, slot.i32(mq), wb]
 
         def build(mod):
             a = ar.fresh()
             return (lambda: run_record(mod, "dense", a, (slot.b,), check.DENSE, fields)), a
 
-        run_each(build, ar.expected, "dense case %d %s" % (case, p))
+        run_each(build, ar.expected, "dense case %d %s %s" % (case, layout, p))
 
 
 # --- add / mul --------------------------------------------------------------------------------
@@ -1383,7 +1388,7 @@ def f16_f32_bits(h):
     e, m = (h >> 10) & 31, h & 1023
     if e == 31:
         return None  # inf / nan: checked apart
-    v = sign * (m * 2.0 ** -24 if e == 0 else (1024 + m) * 2.0 ** (e - 25))
+    v = sign * (m / 16777216.0 if e == 0 else (1024 + m) * 2.0 ** (e - 25))  # (2**24: no folded constant)
     return struct.unpack("<I", struct.pack("<f", v))[0]
 
 

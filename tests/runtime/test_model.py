@@ -1038,6 +1038,30 @@ def test_golden_graph_containers_all_paths():
         assert c.verify() == len(c)
 
 
+def test_older_program_version_runs_from_the_graph():
+    """A container packed with an older program VERSION (2: records without the weight-block
+    fields) runs from its graph description, compiled in RAM, with the same outputs; a program
+    of a newer VERSION is refused."""
+    from mpy_lazy import program
+
+    d = golden_json("graph_int8.json")
+    t = [t for t in d["tensors"] if t["name"] == "graph.program"][0]
+    desc, T = json_tensors("graph_int8")
+    for version in (2, program.VERSION + 1):
+        buf = bytearray(golden("graph_int8.mpyl"))
+        struct.pack_into("<i", buf, t["offset"] + 4 * program.H_VERSION, version)
+        c = mpy_lazy.open(buf)
+        if version > program.VERSION:
+            e = raises(ContainerError, model.from_container, c)
+            assert "repack" in str(e), str(e)
+            continue
+        m = model.from_container(c)
+        assert not isinstance(m, model.Program), m
+        x = lcg_inputs(m, 14)[0]
+        m(x)
+        assert m.tolist() == ref_run(desc["meta"]["graph"], T, x)[0]
+
+
 def test_declare_and_load_separately():
     c = mpy_lazy.open(golden("graph_int8.mpyl"))
     m = model.declare(c)
