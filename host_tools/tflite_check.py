@@ -29,7 +29,7 @@ OPTIONS = {
     "ADD": ("AddOptions", False), "SUB": ("SubOptions", False), "MUL": ("MulOptions", False),
     "DIV": ("DivOptions", False), "AVERAGE_POOL_2D": ("Pool2DOptions", True),
     "MAX_POOL_2D": ("Pool2DOptions", True), "MEAN": ("ReducerOptions", False), "PAD": ("PadOptions", False),
-    "RESHAPE": ("ReshapeOptions", False), "SOFTMAX": ("SoftmaxOptions", False),
+    "RESHAPE": ("ReshapeOptions", False), "SOFTMAX": ("SoftmaxOptions", True),
     "CONCATENATION": ("ConcatenationOptions", True), "LOGISTIC": (None, False), "TANH": (None, False),
     "RELU": (None, False), "RELU6": (None, False), "QUANTIZE": ("QuantizeOptions", False),
     "DEQUANTIZE": ("DequantizeOptions", False), "LEAKY_RELU": ("LeakyReluOptions", True),
@@ -144,6 +144,9 @@ def check(r, ops):
                 checked.add(i)
         for j in range(op.IntermediatesLength()):  # (TFLM allocates none: an LSTM's are scales only)
             i = index(op.Intermediates(j), "%s: intermediate %d" % (where, j))
+            b = r.sg.Tensors(i).Buffer()
+            if not 0 <= b < r.model.BuffersLength() or r.model.Buffers(b).DataLength():
+                fail(where, "intermediate %d (tensor %d): buffer %d is not an empty one" % (j, i, b))
             if int(np.prod(r.tensor(i)[1], dtype=np.int64)) != 0:
                 fail(where, "intermediate %d (tensor %d) of shape %s: TFLM takes empty ones only"
                      % (j, i, list(r.tensor(i)[1])))

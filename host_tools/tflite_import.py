@@ -916,6 +916,12 @@ class _Reader:
             if len(sc) != 1 or any(zps):
                 raise self.err("per-channel or asymmetric SVDF weights are not supported")
             scale.append(float(sc[0]))
+        if len(self.ins) > 3 and self.ins[3] >= 0:  # TFLM's Prepare: the bias on the state x time scale
+            bsc = self.tensor(self.ins[3])[3]
+            want = float(np.float32(float(np.float32(sscales[0])) * scale[1])) if len(sscales) else 0.0
+            if not len(bsc) or abs(float(np.float32(bsc[0])) - want) >= 1e-5:
+                raise self.err("bias scale %r: TFLM takes state scale x time weight scale (%r) within 1e-5"
+                               % (float(bsc[0]) if len(bsc) else None, want))
         if list(sshape) != [1, filters * mem]:  # TFLM's Prepare: (batch, memory x filters)
             raise self.err("state of shape %s: TFLM takes (1, %d)" % (list(sshape), filters * mem))
         xq, yq = self.qof(self.ins[0]), self.qof(self.outs[0])

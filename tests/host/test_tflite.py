@@ -480,6 +480,19 @@ def _quantize_output_unquantized(m, sg):  # an int16 -> int32 QUANTIZE: TFLM nee
     sg.tensors[sg.operators[0].outputs[0]].quantization = None
 
 
+def _softmax_no_options(m, sg):  # TFLM reads beta 0 (its int8 Prepare aborts)
+    op = _op(sg, S.SoftmaxOptionsT)
+    op.builtinOptionsType, op.builtinOptions = 0, None
+
+
+def _svdf_bias_scale(m, sg):  # TFLM's Prepare: |s_bias - s_state s_time| < 1e-5
+    sg.tensors[_op(sg, S.SVDFOptionsT).inputs[3]].quantization.scale = [1e30]
+
+
+def _lstm_intermediate_data(m, sg):  # (TFLM crashed on it)
+    sg.tensors[_op(sg, S.UnidirectionalSequenceLSTMOptionsT).intermediates[0]].buffer = len(m.buffers) + 3
+
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -522,6 +535,10 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "slice_output_rank": (THIRDPARTY + "seanet_strided_slice0", _slice_output_rank, ("(STRIDED_SLICE)", "output of shape")),
     "quantize_output": (THIRDPARTY + "seanet_quantize1", _quantize_output_unquantized, ("(QUANTIZE)", "output 0",
                                                                                       "INT32 without quantization")),
+    "softmax_no_options": (THIRDPARTY + "mnist_lstm_int8", _softmax_no_options, ("(SOFTMAX)", "no SoftmaxOptions")),
+    "svdf_bias_scale": (THIRDPARTY + "keyword_scrambled", _svdf_bias_scale, ("(SVDF)", "bias scale")),
+    "lstm_intermediate_buffer": (THIRDPARTY + "mnist_lstm_int8", _lstm_intermediate_data,
+                                 ("(UNIDIRECTIONAL_SEQUENCE_LSTM)", "intermediate 0", "buffer")),
     "svdf_state_shape": (THIRDPARTY + "keyword_scrambled", _svdf_state_transposed, ("(SVDF)", "state of shape")),
     "softmax_tiny_beta": (THIRDPARTY + "mnist_lstm_int8", _softmax_tiny_beta, ("(SOFTMAX)", "beta")),
     "per_channel_activation": ("digits_cnn_int8", _per_channel_activation,
