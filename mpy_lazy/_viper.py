@@ -1324,7 +1324,8 @@ def conv16(E, P, k: int):
     opg = int(pp[26])
     acc64 = int(pp[27])
     hasb = int(pp[28])
-    t = E.W  # W[0..5]: the accumulator's limbs and _mbqm64's arguments (W[8..11]: _mbqm32's)
+    t = E.W  # W[0..5]: the accumulator's limbs and _mbqm64's arguments (W[8..11]: _mbqm32's;
+    # W[16..31]: a block of 8 outputs' sums as limbs)
     tw = ptr32(t)
     m32 = (sg << 1) - 1
     top = 0x7FFF
@@ -1335,6 +1336,9 @@ def conv16(E, P, k: int):
     fast = 0
     if cpg == c and wsc == 1 and wsx == c and wsy == kw * c:
         fast = 1  # one group, OHWI filters: the window gathered once per pixel, then a dot per output
+    blk = 0
+    if fast and oc >= 8:
+        blk = 1
     q = 0
     oy = 0
     while oy < oh:
@@ -1363,7 +1367,78 @@ def conv16(E, P, k: int):
                         kx += 1
                     ky += 1
             o = 0
+            nb = 0  # outputs left whose sums the block below put in W[16..31]
             while o < oc:
+                if blk and nb == 0 and o + 8 <= oc:
+                    # 8 filters at once, so each column value is loaded once for 8 MACs. Weights
+                    # as unsigned bytes w ^ 0x80 = w + 128 (no sign extension per MAC); the
+                    # 128 x sum(x) this adds is taken off per chunk of 128 (every partial sum
+                    # stays within 2**31 on a 32-bit board). Each sum into two 16-bit limbs.
+                    p0 = ptr8(wb + o * wso)
+                    p1 = ptr8(uint(p0) + wso)
+                    p2 = ptr8(uint(p1) + wso)
+                    p3 = ptr8(uint(p2) + wso)
+                    p4 = ptr8(uint(p3) + wso)
+                    p5 = ptr8(uint(p4) + wso)
+                    p6 = ptr8(uint(p5) + wso)
+                    p7 = ptr8(uint(p6) + wso)
+                    kk = 16
+                    while kk < 32:
+                        tw[kk] = 0
+                        kk += 1
+                    j = 0
+                    while j < nwin:
+                        e = nwin - j
+                        if e > 128:
+                            e = 128
+                        e += j
+                        sx = 0
+                        s0 = 0
+                        s1 = 0
+                        s2 = 0
+                        s3 = 0
+                        s4 = 0
+                        s5 = 0
+                        s6 = 0
+                        s7 = 0
+                        while j < e:
+                            xv = col[j]
+                            sx += xv
+                            s0 += (p0[j] ^ 0x80) * xv
+                            s1 += (p1[j] ^ 0x80) * xv
+                            s2 += (p2[j] ^ 0x80) * xv
+                            s3 += (p3[j] ^ 0x80) * xv
+                            s4 += (p4[j] ^ 0x80) * xv
+                            s5 += (p5[j] ^ 0x80) * xv
+                            s6 += (p6[j] ^ 0x80) * xv
+                            s7 += (p7[j] ^ 0x80) * xv
+                            j += 1
+                        sx <<= 7
+                        s0 = (((s0 - sx) & m32) ^ sg) - sg  # exact: |sum| < 2**31 (COL loads zero-extend on 64-bit)
+                        tw[16] = int(tw[16]) + (s0 & 0xFFFF)
+                        tw[17] = int((tw[17] ^ sg) - sg) + (s0 >> 16)
+                        s1 = (((s1 - sx) & m32) ^ sg) - sg
+                        tw[18] = int(tw[18]) + (s1 & 0xFFFF)
+                        tw[19] = int((tw[19] ^ sg) - sg) + (s1 >> 16)
+                        s2 = (((s2 - sx) & m32) ^ sg) - sg
+                        tw[20] = int(tw[20]) + (s2 & 0xFFFF)
+                        tw[21] = int((tw[21] ^ sg) - sg) + (s2 >> 16)
+                        s3 = (((s3 - sx) & m32) ^ sg) - sg
+                        tw[22] = int(tw[22]) + (s3 & 0xFFFF)
+                        tw[23] = int((tw[23] ^ sg) - sg) + (s3 >> 16)
+                        s4 = (((s4 - sx) & m32) ^ sg) - sg
+                        tw[24] = int(tw[24]) + (s4 & 0xFFFF)
+                        tw[25] = int((tw[25] ^ sg) - sg) + (s4 >> 16)
+                        s5 = (((s5 - sx) & m32) ^ sg) - sg
+                        tw[26] = int(tw[26]) + (s5 & 0xFFFF)
+                        tw[27] = int((tw[27] ^ sg) - sg) + (s5 >> 16)
+                        s6 = (((s6 - sx) & m32) ^ sg) - sg
+                        tw[28] = int(tw[28]) + (s6 & 0xFFFF)
+                        tw[29] = int((tw[29] ^ sg) - sg) + (s6 >> 16)
+                        s7 = (((s7 - sx) & m32) ^ sg) - sg
+                        tw[30] = int(tw[30]) + (s7 & 0xFFFF)
+                        tw[31] = int((tw[31] ^ sg) - sg) + (s7 >> 16)
+                    nb = 8
                 tw[0] = 0
                 tw[1] = 0
                 s32 = 0
@@ -1373,7 +1448,15 @@ def conv16(E, P, k: int):
                     tw[0] = int(tw[0]) + (s32 & 0xFFFF)  # limbs += s32 (inline: a call boxes an int >= 2**30)
                     tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
                     s32 = 0
-                if fast:  # the filter's KH KW C weights against the column, 256 at a time
+                if nb:  # this output's sum from the block, as limbs
+                    kk = 32 - 2 * nb
+                    if acc64:
+                        tw[0] = int(tw[0]) + int(tw[kk])
+                        tw[1] = int((tw[1] ^ sg) - sg) + int((tw[kk + 1] ^ sg) - sg)
+                    else:  # int32 with wrap-around: the limbs recombined modulo 2**32
+                        s32 += int(tw[kk]) + (int(tw[kk + 1]) << 16)
+                    nb -= 1
+                elif fast:  # the filter's KH KW C weights against the column, 256 at a time
                     pw = ptr8(wb + o * wso)
                     j = 0
                     while j < nwin:

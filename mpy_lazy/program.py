@@ -37,9 +37,11 @@ IO = 10
 MAX_ARENA = 1 << 26  # bytes; anything larger is a broken file, not a model for a board
 MAX_RECORDS = 1 << 14
 NAME = "graph.program"  # the container tensor holding it
-WORK = 16  # int32 words of the shared work array (the requantization header, softmax's state)
+WORK = 32  # int32 words of the shared work array (the requantization header, softmax's state,
+# conv16's block of 8 sums)
 
 _BYTES = (bytes, bytearray)
+_ITEMSIZE = {"b": 1, "B": 1, "h": 2, "H": 2}  # array typecodes of the integer inputs copied as bytes
 _F32 = array.array("f", (0.0,))
 _I32 = array.array("i", (0,))
 
@@ -68,7 +70,8 @@ class Program:
     _path = None  # kernel path the views were made for
     _K = None  # kernels.table() of that path
     _io = None  # a Model's own (inputs, layouts, outputs, out_layouts), else read from P
-    _seen = None  # the last array.array input found to hold bytes (see _set)
+    _seen = None  # the last array.array input found to hold int8 or int16 codes (see _set)
+    _seen_es = 0  # its item size
     _in = None  # the inputs' views, when there are several
     Pmv = None  # the program's bytes, when P is a typed view of them (made for float models)
     # typed views the pure and float kernels read (made by _env for the path that needs them)
@@ -263,23 +266,27 @@ class Program:
         chw = P[e + IO_LAYOUT] == 1
         c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
         hw = n // c
-        if dt == 3 and (x is self._seen or isinstance(x, _BYTES) or _bytewise(x)):
+        es = 1 if dt == 3 else (2 if dt == 5 else 0)  # int8, int16 codes: copied byte by byte
+        if es and ((x is self._seen and es == self._seen_es) or (es == 1 and isinstance(x, _BYTES))
+                   or _itemsize(x) == es):
             if isinstance(x, array.array):
                 self._seen = x  # an array's item size is read once per object (reading it allocates)
-            W = self.W  # move parameters, one by one (a tuple assignment would allocate)
-            W[0] = 0
-            W[1] = P[e + IO_OFF]
-            W[2] = c if chw else 1
-            W[3] = hw if chw else n
-            W[4] = hw if chw else 0
-            W[5] = 1
-            W[6] = 1 if chw else 0
-            W[7] = c if chw else 1
+                self._seen_es = es
             k = kernels.i8
             if k is not kernels._viper or k is None:  # the pure kernel reads items: signed
-                x = backend.typed_view(memoryview(x), "i8", n)
+                x = backend.typed_view(memoryview(x), "i8", n * es)
                 k = kernels._pure
-            k.put(x, self.A if k is not kernels._pure else self.view(1), W)
+            W = self.W  # move parameters, one by one (a tuple assignment would allocate)
+            for b in range(es):  # byte b of every item (little-endian items, as the arena's)
+                W[0] = b
+                W[1] = P[e + IO_OFF] + b
+                W[2] = c if chw else 1
+                W[3] = hw if chw else n
+                W[4] = es * hw if chw else 0
+                W[5] = es
+                W[6] = es if chw else 0
+                W[7] = es * c if chw else es
+                k.put(x, self.A if k is not kernels._pure else self.view(1), W)
             return
         dst = self.input if i == 0 else self._in[i]
         for j in range(n):
@@ -396,13 +403,14 @@ def _nbytes(b):
     return backend.nbytes(b)
 
 
-def _bytewise(x):
-    """True for buffers of one byte per item: array('b'/'B'), a memoryview of bytes."""
+def _itemsize(x):
+    """Bytes per item of an array('b'/'B'/'h'/'H') or a memoryview (else 0): the inputs copied
+    as bytes."""
     if isinstance(x, array.array):
-        return backend._typecode(x) in "bB"
+        return _ITEMSIZE.get(backend._typecode(x), 0)
     if isinstance(x, memoryview):
-        return getattr(x, "itemsize", 1) == 1
-    return False
+        return getattr(x, "itemsize", 1)
+    return 0
 
 
 def load(c):

@@ -523,6 +523,108 @@ def test_depthwise():
     check_conv(11, True)
 
 
+def ref_mbqm64(x, m, s):
+    """TFLM's MultiplyByQuantizedMultiplier(int64 x, int32 m, int shift) (docs/FORMAT.md)."""
+    r = (m + 32768) >> 16 if m < 0x7FFF0000 else 0x7FFF
+    t = 15 - s
+    return wrap32((x * r + (1 << (t - 1))) >> t)
+
+
+def wrap32(v):
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v > INT32_MAX else v
+
+
+def i16_bytes(v):
+    """An int16 as its two little-endian bytes, each read as int8 (an Arena holds bytes)."""
+    lo, hi = v & 255, (v >> 8) & 255
+    return [lo - 256 if lo > 127 else lo, hi - 256 if hi > 127 else hi]
+
+
+def test_conv16():
+    """16x8 conv2d (kind conv16): int16 x, int8 w, TFLM's int64 accumulator and mbqm64 (ACC64
+    1) or its wrapping int32 one and mbqm (0). Output channels in blocks of 8 and the rest
+    (viper's 8-filter pass), windows of more than 128 values (its chunks), the int16 and int8
+    extremes, groups and the oihw layout (the other loop)."""
+    r = Lcg(16)
+    for case in range(CASES):
+        while True:
+            h, w = r.int(1, 4), r.int(1, 5)
+            g = 2 if r.chance(4) else 1
+            cpg, opg = r.pick((1, 2, 3, 17, 40)), r.pick((1, 3, 8, 12, 16, 19))
+            c, oc = g * cpg, g * opg
+            kh, kw, sh, sw = r.int(1, 3), r.int(1, 3), r.pick((1, 2)), r.pick((1, 2))
+            pads = (r.int(0, kh - 1), r.int(0, kw - 1), r.int(0, kh - 1), r.int(0, kw - 1))
+            oh, ow = (h + pads[0] + pads[2] - kh) // sh + 1, (w + pads[1] + pads[3] - kw) // sw + 1
+            macs = oh * ow * oc * kh * kw * cpg
+            if oh >= 1 and ow >= 1 and macs <= (3000 if small_board() else 30000):
+                break
+        layout = r.pick(("ohwi", "ohwi", "oihw"))
+        acc64 = r.int(0, 1)
+        x = [r.pick((-32768, 32767, 0)) if r.chance(6) else r.int(-32768, 32767) for _ in range(h * w * c)]
+        wts = i8s(r, oc * kh * kw * cpg)  # canonical order (o, ky, kx, ci)
+        wbuf = [0] * len(wts)
+        for o in range(oc):
+            for ky in range(kh):
+                for kx in range(kw):
+                    for ci in range(cpg):
+                        wbuf[weight_index(layout, o, ky, kx, ci, oc, kh, kw, cpg)] = wts[((o * kh + ky) * kw + kx) * cpg + ci]
+        hasb = r.next() % 3 != 0
+        bias = [(r.pick((INT32_MAX, INT32_MIN)) if r.chance(8) else r.int(-(1 << 24), 1 << 24)) if hasb else 0
+                for _ in range(oc)]
+        accs = []
+        for oy in range(oh):
+            for ox in range(ow):
+                for o in range(oc):
+                    acc = bias[o]
+                    for ky in range(kh):
+                        iy = oy * sh - pads[0] + ky
+                        for kx in range(kw):
+                            ix = ox * sw - pads[1] + kx
+                            if 0 <= iy < h and 0 <= ix < w:  # padding: the int16 zero point, 0
+                                for ci in range(cpg):
+                                    acc += wts[((o * kh + ky) * kw + kx) * cpg + ci] * x[(iy * w + ix) * c + (o // opg) * cpg + ci]
+                    accs.append(acc if acc64 else wrap32(acc))
+        bound = 1
+        for a in accs:
+            bound = abs(a) if abs(a) > bound else bound
+        mq = [multiplier(r) for _ in range(oc)]
+        if acc64:  # shifts -31..7 bringing the accumulators near the int16 range
+            for _ in range(oc):
+                s = r.pick((-31, 7)) if r.chance(8) else 15 - bitlen(bound) + r.int(-3, 3)
+                mq.append(-31 if s < -31 else (7 if s > 7 else s))
+        else:
+            mq += [shift(r, bound) for _ in range(oc)]
+        zy, lo, hi = 0, -32768, 32767
+        if r.chance(3):
+            zy, lo, hi = r.int(-100, 100), r.int(-32768, 0), r.int(0, 32767)
+        ys = []
+        for i, acc in enumerate(accs):
+            o = i % oc
+            v = (ref_mbqm64(acc, mq[o], mq[oc + o]) if acc64 else ref_mbqm(acc, mq[o], mq[oc + o])) + zy
+            ys.append(lo if v < lo else (hi if v > hi else v))
+        rp = r.int(1, ow)
+        ar = Arena(r, [2 * h * w * c, 2 * oh * ow * oc], (2 * rp * oc, kh * kw * cpg), aligns=(2, 2))
+        xo, yo = ar.offsets
+        ar.put(xo, [b for v in x for b in i16_bytes(v)])
+        yb = [b for v in ys for b in i16_bytes(v)]
+        for i in range(len(yb)):
+            ar.expected[yo + i] = yb[i]
+        ws = STRIDES[layout](oc, kh, kw, cpg)
+        p = [oc, zy, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
+        p += list(ws) + [cpg, opg, acc64, 1 if hasb else 0, rp]
+        slot = Slot()
+        wo, bo, mo = slot.i8(wbuf), slot.i32(bias) if hasb else 0, slot.i32(mq)
+        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo]
+        what = "conv16 case %d %s %s" % (case, layout, p)
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "conv16", a, (slot.b,), check.CONV16, fields)), a
+
+        run_each(build, ar.expected, what)
+
+
 def test_grouped_conv_equals_depthwise():
     """A conv with one input channel per group (groups = C, ohwi weights) computes what
     depthwise computes with the same filters in 1hwo or o1hw (how a torch depthwise conv may
@@ -909,12 +1011,6 @@ def test_softmax16():
             return (lambda: run_record(mod, "softmax16", a, (slot.b,), check.SOFTMAX16, fields)), a
 
         run_each(build, ar.expected, "softmax16 case %d n %d" % (case, n))
-
-
-def i16_bytes(v):
-    """An int16 as its two little-endian bytes, each read as int8 (an Arena holds bytes)."""
-    lo, hi = v & 255, (v >> 8) & 255
-    return [lo - 256 if lo > 127 else lo, hi - 256 if hi > 127 else hi]
 
 
 # --- recurrent ops (mpy_lazy/_recurrent.py, _viper_recurrent.py) -------------------------------

@@ -851,6 +851,36 @@ def test_int8_input_as_bytes():
                 kernels.use()
 
 
+def test_int16_input_as_array():
+    """An int16 input (16x8 models) given as array('h') (copied by a kernel call per byte of
+    its items, a C, H, W one transposed) runs as the same codes given as a list, as do other
+    containers of them; on viper that copy allocates nothing."""
+    import array
+
+    for layout in ("hwc", "chw"):
+        text = ("input y=a shape=2,3,4 dtype=i16 q=0.5,0 layout=%s\n"
+                "quantize x=a y=b q=0.25,3 dtype=i8 m=1073741824,-6\n"
+                "output x=b layout=%s" % (layout, layout))
+        m = owned(text, make_tensors(text, 23))
+        r = Lcg(24)
+        x = [r.pick((-32768, 32767)) if r.chance(4) else r.int(-32768, 32767) for _ in range(24)]
+        want = []
+        for v in x:  # quantize: round(v x 0.5 / 0.25 / 2**7 ...) = mbqm(v, 2**30, -6) + 3, clamped
+            want.append(max(-128, min(127, ref_mbqm(v, 1 << 30, -6) + 3)))
+        xh = array.array("h", x)
+        try:
+            for path in kernels.available():
+                kernels.use(path)
+                for given in (x, xh, memoryview(xh), array.array("i", x), tuple(x)):
+                    m(given)
+                    assert m.tolist() == want, (layout, type(given), path)
+                if IS_MICROPYTHON and path == "viper":
+                    m(xh)
+                    assert _alloc(m, xh) == 0, layout
+        finally:
+            kernels.use()
+
+
 def test_memory_error_in_prepare_then_retry():
     """A MemoryError at any allocation of prepare() (injected here at each call of
     backend.typed_view, which prepare uses for the arena, the input/output views and the
