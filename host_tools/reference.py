@@ -79,12 +79,16 @@ def _clamp(v, kv):
     return np.clip(v, lo, hi)
 
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
 def _act(v, kv):
     a = kv.get("act", "none")
-    if a == "relu":
-        return np.maximum(v, 0.0)
+    if a == "relu":  # (at most FLT_MAX, as TFLite's fused relu)
+        return np.clip(v, 0.0, FLT_MAX)
     if a == "relu6":
         return np.clip(v, 0.0, 6.0)
+    if a == "finite":  # (TFLite's kNone: float32's range; NaN stays NaN)
+        return np.clip(v, -FLT_MAX, FLT_MAX)
     return v
 
 

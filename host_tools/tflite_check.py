@@ -250,7 +250,7 @@ def _uses(r, name, op, ins, outs, where, fail):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
-    if name in BINARY and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
+    if name in BINARY + ("PRELU",) and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:
             full = list(np.broadcast_shapes(tuple(a), tuple(b2)))
@@ -260,9 +260,11 @@ def _uses(r, name, op, ins, outs, where, fail):
         per_channel = len(small) >= 1 and all(d == 1 for d in small[:-1]) and small[-1] == ys[-1]
         if name in ("MINIMUM", "MAXIMUM", "DIV") and int(np.prod(small)) == 1:
             per_channel = True  # (these kernels repeat a one-element operand too)
+        if name == "PRELU":  # (alpha broadcasts as numpy does, on the board too)
+            per_channel = True
         if full != list(ys) or (list(a) != list(b2) and not per_channel):
-            fail(where, "input shapes %s and %s, output %s: equal shapes, or one per channel (1, ..., C)"
-                 % (a, b2, ys))
+            fail(where, "input shapes %s and %s, output %s: %s" % (a, b2, ys, "alpha must broadcast to the input"
+                 if name == "PRELU" else "equal shapes, or one per channel (1, ..., C)"))
     if name == "QUANTIZE" and typ(y) not in QUANTIZE_PAIRS.get(typ(ins[0]), ()):
         fail(where, "%s to %s: TFLM quantizes %s" % (typ(ins[0]), typ(y), "; ".join(
             "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))
@@ -273,6 +275,10 @@ def _uses(r, name, op, ins, outs, where, fail):
                  key=lambda i: len(shape(i)))
         if len(shape(x0)) != len(shape(y)):
             fail(where, "input shape %s, output %s: the op keeps the rank" % (shape(x0), shape(y)))
+    if name in ("MEAN", "CONCATENATION", "SVDF"):
+        want = _out_shape(r, name, op, ins, shape, where, fail)
+        if want is not None and list(shape(y)) != want:
+            fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), want))
     if name in IMAGE:
         x = ins[WEIGHTED[name][0]] if name in WEIGHTED else ins[0]
         for i, what in ((x, "input"), (y, "output")):
@@ -288,6 +294,47 @@ def _uses(r, name, op, ins, outs, where, fail):
                 fail(where, "input %d is %s (%s expected)" % (j, typ(ins[j]), " or ".join(types)))
     if name in WEIGHTED:
         _weighted(r, name, op, ins, y, where, fail, typ, shape)
+
+
+def _out_shape(r, name, op, ins, shape, where, fail):
+    """The output shape TFLM's kernel computes with (it trusts the declared one and reads past
+    or misses elements when they differ): MEAN from its axes and keep_dims, CONCATENATION
+    from inputs of one rank equal but along the axis, SVDF (batch, units)."""
+    t = op.BuiltinOptions()
+    o = getattr(r.tfl, OPTIONS[name][0])()
+    if t is not None:
+        o.Init(t.Bytes, t.Pos)
+    xs = list(shape(ins[0]))
+    if name == "MEAN":
+        axes = r.data(ins[1])
+        if axes is None:
+            return None  # (refused as a non-constant axis)
+        axes = {int(a) + len(xs) if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)}
+        if any(not 0 <= a < len(xs) for a in axes):
+            fail(where, "axis outside the input's %d dimensions" % len(xs))
+        keep = t is not None and o.KeepDims()
+        return [1 if d in axes else n for d, n in enumerate(xs) if keep or d not in axes]
+    if name == "SVDF":
+        w = list(shape(ins[1]))
+        rank = o.Rank() if t is not None else 0
+        if len(w) != 2 or rank < 1 or w[0] % rank:
+            fail(where, "feature weights of shape %s for rank %d: (units x rank, input size)" % (w, rank))
+        return [xs[0] if xs else 0, w[0] // rank]
+    ys = None
+    axis = o.Axis() if t is not None else 0
+    for j, i in enumerate(ins):
+        s = list(shape(i))
+        ax = axis + len(s) if axis < 0 else axis
+        if not 0 <= ax < len(s):
+            fail(where, "axis %d outside input %d's %d dimensions" % (axis, j, len(s)))
+        if ys is None:
+            ys = s
+        elif len(s) != len(ys) or any(s[d] != ys[d] for d in range(len(s)) if d != ax):
+            fail(where, "input %d of shape %s, input 0 %s: one rank, the same sizes but along axis %d"
+                 % (j, s, list(shape(ins[0])), axis))
+        else:
+            ys[ax] += s[ax]
+    return ys
 
 
 def _weighted(r, name, op, ins, y, where, fail, typ, shape):

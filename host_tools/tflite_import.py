@@ -231,7 +231,7 @@ class _Reader:
             n.t["w"] = self.add("weight", wdata)
             if bias_i is not None:
                 n.t["b"] = self.add("bias", bias_i.astype(np.float32))
-            n.attrs["act"] = act
+            n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
             return n
         if wdata.dtype != np.int8:
             raise self.err("quantized model with %s weights (only int8 weights are supported)" % wdata.dtype)
@@ -355,7 +355,7 @@ class _Reader:
         yq = self.qof(self.outs[0])
         n = self.emit(op, xs)
         if yq is None:
-            n.attrs["act"] = act
+            n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
             return
         dt = self.dtof(self.outs[0])
         q1, q2 = self.qof(self.ins[0]), self.qof(self.ins[1])
@@ -386,7 +386,7 @@ class _Reader:
         n = self.emit(op, [x], k=(kh, kw), stride=(sh, sw), pad=pads if any(pads) else None)
         yq = self.qof(self.outs[0])
         if yq is None:
-            n.attrs["act"] = act
+            n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
         else:
             if yq != self.qof(self.ins[0]):
                 raise self.err("int8 pooling with different input and output quantization")
@@ -716,7 +716,7 @@ class _Reader:
         n = self.emit("div", [x, y])
         yq = self.qof(self.outs[0])
         if yq is None:
-            n.attrs["act"] = act
+            n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
             return
         if self.dtof(self.outs[0]) != "i8":
             raise self.err("%s DIV is not supported (float32 and int8 are)" % self.tensor(self.outs[0])[2])

@@ -381,7 +381,7 @@ def check_minmax(r, E):
     8 SRC (0: x2 in the arena at 9; 1: a tensor at 10-11)."""
     if r.kind == FBINARY:
         r.range(2, "op", 0, 3)
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
         es, dt = 4, "f32"
     else:
         r.range(2, "op", 0, 1)

@@ -9,7 +9,9 @@ import math
 
 from . import kernels
 
-ACTS = (None, (0.0, None), (0.0, 6.0))  # the act field: none, relu, relu6 -> (lo, hi)
+FLT_MAX = (2.0 - 2.0 ** -23) * 2.0 ** 127  # (exact in float32; a parsed literal may round to inf)
+# the act field: none, relu, relu6, finite -> (lo, hi)
+ACTS = (None, (0.0, FLT_MAX), (0.0, 6.0), (-FLT_MAX, FLT_MAX))  # (relu: TFLite's max too)
 
 
 def _weights(E, p, wi, n_f, first, fs):

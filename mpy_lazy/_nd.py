@@ -65,12 +65,14 @@ def dense(E, P, k):
     y = np.dot(c[0], x) if wsi == 1 else np.dot(x, c[0])
     if c[1] is not None:
         y = y + c[1]
-    act = P[k + 3]
-    if act:
-        y = np.maximum(y, 0.0)
-        if act == 2:
-            y = np.minimum(y, 6.0)
+    y = _act(np, y, P[k + 3])
     a[yo: yo + n_out] = y
+
+
+def _act(np, y, act):
+    """The fused activation of the act field (_float.ACTS): 1 relu, 2 relu6, 3 finite."""
+    lo_hi = _float.ACTS[act]
+    return y if lo_hi is None else np.minimum(np.maximum(y, lo_hi[0]), lo_hi[1])
 
 
 def conv(E, P, k):
@@ -138,10 +140,7 @@ def conv(E, P, k):
                 acc = t if acc is None else acc + t
         if bias is not None:
             acc = acc + bias
-        if act:
-            acc = np.maximum(acc, 0.0)
-            if act == 2:
-                acc = np.minimum(acc, 6.0)
+        acc = _act(np, acc, act)
         y[oy * ow:(oy + 1) * ow, :] = acc
 
 
@@ -190,10 +189,6 @@ def tconv(E, P, k):
             ny, nx = iy1 - iy0 + 1, ix1 - ix0 + 1
             t = np.dot(x[iy0:iy1 + 1, ix0:ix1 + 1, :].reshape((ny * nx, c)), mats[ky * kw + kx])
             acc[oy0: oy0 + (ny - 1) * sh + 1: sh, ox0: ox0 + (nx - 1) * sw + 1: sw, :] += t.reshape((ny, nx, oc))
-    act = P[k + 3]
-    if act:
-        acc = np.maximum(acc, 0.0)
-        if act == 2:
-            acc = np.minimum(acc, 6.0)
+    acc = _act(np, acc, P[k + 3])
     yo = P[k + 7] // 4
     a[yo: yo + oh * ow * oc] = acc.reshape(-1)

@@ -194,7 +194,7 @@ def _conv(r, E):
     if fl:
         wdt = r.range(4, "dtype", 1, 2)
         r.tensor(32, "weight", ("f32" if wdt == 1 else "f16",), n * (4 if wdt == 1 else 2))
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
         if r.range(28, "b", 0, 1):
             r.tensor(34, "bias", ("f32",), 4 * oc)
         else:
@@ -254,7 +254,7 @@ def _dense(r, E):
     if fl:
         wdt = r.range(4, "dtype", 1, 2)
         r.tensor(14, "weight", ("f32" if wdt == 1 else "f16",), n * oc * (4 if wdt == 1 else 2))
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
         if r.range(11, "b", 0, 1):
             r.tensor(16, "bias", ("f32",), 4 * oc)
         else:
@@ -293,7 +293,7 @@ def _binary(r, E):
     r.region(7, "x", bc * size, size)
     r.region(8, "y", n * size, size)
     if fl:
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
         return
     top = (1 << (8 * size - 1)) - 1
     _clamp(r, size)
@@ -326,7 +326,7 @@ def _pool(r, E):
     r.range(17, "dil", 1, 1)
     r.range(18, "dil", 1, 1)
     if fl:
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
     else:
         _clamp(r)
 
@@ -464,7 +464,7 @@ def _tconv(r, E):
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * oc * size, size)
     if fl:
-        r.range(3, "act", 0, 2)
+        r.range(3, "act", 0, 3)
         r.tensor(22, "weight", ("f32",), 4 * oc * kh * kw * c)
         if r.range(20, "b", 0, 1):
             r.tensor(24, "bias", ("f32",), 4 * oc)

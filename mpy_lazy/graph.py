@@ -17,7 +17,7 @@ MAX_LINES = 4096
 
 # Key kinds: v value name, vs value names, t tensor name, i int, is ints, f float, q scale,zp,
 # e:<a|b|...> one of the words. Per op: (required keys, optional keys).
-_FLOAT_ACT = "e:none|relu|relu6"
+_FLOAT_ACT = "e:none|relu|relu6|finite"
 _KINDS = {
     "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",

@@ -125,8 +125,10 @@ def ints(values):
 
 
 def act_code(kv):
-    """The fused float activation of a record: 0 none, 1 relu, 2 relu6."""
-    return {"none": 0, "relu": 1, "relu6": 2}[kv.get("act", "none")]
+    """The fused float activation of a record: 0 none, 1 relu, 2 relu6, 3 finite (clamped to
+    +-FLT_MAX: TFLite's kernels with no fused activation, so an overflow gives FLT_MAX, not inf,
+    where TFLite's does; relu too stops at FLT_MAX)."""
+    return {"none": 0, "relu": 1, "relu6": 2, "finite": 3}[kv.get("act", "none")]
 
 
 def wdtype(p):

@@ -493,6 +493,25 @@ def _lstm_intermediate_data(m, sg):  # (TFLM crashed on it)
     sg.tensors[_op(sg, S.UnidirectionalSequenceLSTMOptionsT).intermediates[0]].buffer = len(m.buffers) + 3
 
 
+
+def _mean_output_rank(m, sg):  # (1, 16) declared (16): TFLM's MEAN then CONCATENATION read it otherwise
+    sg.tensors[_op(sg, S.ReducerOptionsT).outputs[0]].shape = [16]
+
+
+def _concat_other_axis(m, sg):  # along axis 0 the output is not the one declared: TFLM copies past it
+    _op(sg, S.ConcatenationOptionsT).builtinOptions.axis = 0
+
+
+def _svdf_output_rank(m, sg):  # (1, 64) declared (64): TFLM's Prepare refuses it
+    t = sg.tensors[_op(sg, S.SVDFOptionsT).outputs[0]]
+    t.shape = list(t.shape)[1:]
+
+
+def _prelu_alpha_permuted(m, sg):  # alpha (6, 6, 8) as (6, 8, 6): no broadcast, TFLM reads it anyway
+    t = sg.tensors[[o for o in sg.operators if m.operatorCodes[o.opcodeIndex].builtinCode ==
+                    S.BuiltinOperator.PRELU][0].inputs[1]]
+    t.shape = [t.shape[0], t.shape[2], t.shape[1]]
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -545,6 +564,11 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
                                ("operator 0 (CONV_2D): output 0", "8 scales", "activation has one scale")),
     "per_channel_input": ("digits_cnn_int8", _per_channel_input,
                           ("operator 0 (CONV_2D): input 0", "8 scales", "activation has one scale")),
+    "mean_output_rank": ("ops_int8", _mean_output_rank, ("(MEAN)", "output shape [16]", "computes [1, 16]")),
+    "concat_other_axis": ("ops_int8", _concat_other_axis, ("(CONCATENATION)", "output shape [1, 8, 8, 16]",
+                                                           "computes [2, 8, 8, 8]")),
+    "svdf_output_rank": (THIRDPARTY + "keyword_scrambled", _svdf_output_rank, ("(SVDF)", "output shape [64]")),
+    "prelu_alpha_shape": ("elem_f32", _prelu_alpha_permuted, ("(PRELU)", "alpha must broadcast")),
 }
 
 

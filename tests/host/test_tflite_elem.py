@@ -13,7 +13,8 @@ allocated per inference) and by the host reference interpreter: every element eq
   pairs are found from TFLM's formula and checked to be exactly the ones that differ;
 - CAST between float32, int8, int16 and int32 on edge values (saturation, NaN, wrapping);
 - MINIMUM / MAXIMUM on int8, int16 and int32 against a per-channel constant;
-- RESIZE_NEAREST_NEIGHBOR on int16 (the .tflite fixtures cover int8 and float32)."""
+- RESIZE_NEAREST_NEIGHBOR on int16 (the .tflite fixtures cover int8 and float32);
+- float ADD, SUB, MUL, DIV that overflow: TFLite clamps to float32's range (FLT_MAX, not inf)."""
 import json
 import os
 
@@ -134,6 +135,18 @@ def resize16(align, half):
     return model(S.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, tensors, [0], [2], [0, 1], opts), [x[0]]
 
 
+# float overflow: TFLite's kernels clamp a fused op's output to float32's range (none: +-FLT_MAX,
+# relu: 0..FLT_MAX), so an overflow (or an infinite input) gives FLT_MAX where IEEE gives inf (no
+# 0 / 0: the board reports its outputs in JSON, which has no NaN)
+OVERFLOW_X = (np.array([3e38, -3e38, 3e38, 1.0, 5.0, 1e30, -1e30, 2.0, 3.4e38, np.inf, -np.inf, np.nan], np.float32),
+              np.array([3e38, -3e38, 0.5, 0.0, 0.0, 1e10, 1e10, -3e38, 1e-38, 1.0, 1.0, 1.0], np.float32))
+
+
+def overflow(op, cls, act):
+    tensors = [((1, 12), "f32", None, None)] * 3
+    return model(op, tensors, [0, 1], [2], [0, 1], _opts(cls, fusedActivationFunction=act)), list(OVERFLOW_X)
+
+
 # input (scale, zero point): converter-like, tiny and large, both signs of the zero point
 HS_SCALES = [((0.0280652, 11), (0.0196456, -3)), ((0.1, 0), (0.19, 40)), ((0.01, 20), (0.0025, -128)),
              ((0.5, -5), (0.35, -3)), ((0.003, -100), (0.0057, 40)), ((2.0, 10), (0.5, -128)),
@@ -161,6 +174,10 @@ def models():
         out["maximum_%s" % dt] = minmax(S.BuiltinOperator.MAXIMUM, dt, q)
     for align, half in ((False, False), (True, False), (False, True)):
         out["resize16_%d%d" % (align, half)] = resize16(align, half)
+    for name, op, cls in (("add", S.BuiltinOperator.ADD, "AddOptions"), ("mul", S.BuiltinOperator.MUL, "MulOptions"),
+                          ("div", S.BuiltinOperator.DIV, "DivOptions"), ("sub", S.BuiltinOperator.SUB, "SubOptions")):
+        out["f32_overflow_%s" % name] = overflow(op, cls, 0)
+    out["f32_overflow_add_relu"] = overflow(S.BuiltinOperator.ADD, "AddOptions", 1)
     return out
 
 
@@ -264,6 +281,14 @@ def test_hard_swish_tables_are_tflms(cases):
     """The importer's HARD_SWISH table is the host's, on every code, at every scale pair."""
     for i, (qi, qo) in enumerate(HS_SCALES):
         assert cases[0]["hard_swish%d" % i].want.tolist() == tflm.hard_swish_table(qi[0], qi[1], qo[0], qo[1])
+
+
+def test_float_overflow_gives_flt_max(cases):
+    """The overflow models reach float32's largest value (else they test nothing)."""
+    top = float(np.finfo(np.float32).max)
+    for name, c in cases[0].items():
+        if name.startswith("f32_overflow"):
+            assert top in c.want.tolist(), (name, c.want)
 
 
 def test_div_undefined_shifts_occur(cases):
