@@ -347,6 +347,12 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         fail(where, "input is %s, output %s" % (xt, yt))
     if wt not in ("FLOAT32", "INT8"):
         fail(where, "filter of type %s (float32 or int8)" % wt)
+    if xt == "INT16":  # (TFLite's 16x8 is symmetric: TFLM's kernels leave the zero points out)
+        for i, what in ((x, "input"), (y, "output")):
+            zps = r.tensor(i)[4]
+            if any(zps):
+                fail(where, "%s (tensor %d) zero point %d: int16 values of a 16x8 op have zero point 0"
+                     % (what, i, zps[0]))
     ws = shape(w)
     rank = 2 if name == "FULLY_CONNECTED" else 4
     if len(ws) != rank:

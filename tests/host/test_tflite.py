@@ -512,6 +512,10 @@ def _prelu_alpha_permuted(m, sg):  # alpha (6, 6, 8) as (6, 8, 6): no broadcast,
                     S.BuiltinOperator.PRELU][0].inputs[1]]
     t.shape = [t.shape[0], t.shape[2], t.shape[1]]
 
+
+def _int16_output_zero_point(m, sg):  # TFLM's 16x8 conv leaves it out (mpy-lazy added it: 3 apart)
+    sg.tensors[sg.operators[0].outputs[0]].quantization.zeroPoint = [3]
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -569,6 +573,8 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
                                                            "computes [2, 8, 8, 8]")),
     "svdf_output_rank": (THIRDPARTY + "keyword_scrambled", _svdf_output_rank, ("(SVDF)", "output shape [64]")),
     "prelu_alpha_shape": ("elem_f32", _prelu_alpha_permuted, ("(PRELU)", "alpha must broadcast")),
+    "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
+                                                                                "output (tensor 3) zero point 3")),
 }
 
 
