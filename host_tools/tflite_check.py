@@ -367,6 +367,17 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         o.Init(t.Bytes, t.Pos)
         if o.DepthMultiplier() * c != oc:  # TFLM's kernels loop over depth_multiplier, not the filter
             fail(where, "depth_multiplier %d x %d input channels != %d filter channels" % (o.DepthMultiplier(), c, oc))
+    if name in ("CONV_2D", "DEPTHWISE_CONV_2D") and op.BuiltinOptions() is not None:
+        t = op.BuiltinOptions()
+        o = getattr(r.tfl, OPTIONS[name][0])()
+        o.Init(t.Bytes, t.Pos)
+        # TFLM's ConvParams hold strides, dilations and paddings as int16: beyond, it computes
+        # with wrapped values (a dilation of 65535 ran as -1)
+        for k, d, st, what in ((ws[1], o.DilationHFactor(), o.StrideH(), "height"),
+                               (ws[2], o.DilationWFactor(), o.StrideW(), "width")):
+            if d > 32767 or st > 32767 or (k - 1) * d + 1 > 32767:
+                fail(where, "%s: stride %d, dilation %d of a %d-tap filter: TFLM holds these (and the "
+                     "padding) as int16, 32767 at most" % (what, st, d, k))
     t = op.BuiltinOptions()
     if t is not None and name != "DEPTHWISE_CONV_2D":
         o = getattr(r.tfl, OPTIONS[name][0])()

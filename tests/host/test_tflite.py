@@ -516,6 +516,10 @@ def _prelu_alpha_permuted(m, sg):  # alpha (6, 6, 8) as (6, 8, 6): no broadcast,
 def _int16_output_zero_point(m, sg):  # TFLM's 16x8 conv leaves it out (mpy-lazy added it: 3 apart)
     sg.tensors[sg.operators[0].outputs[0]].quantization.zeroPoint = [3]
 
+
+def _dilation_beyond_int16(m, sg):  # TFLM's ConvParams hold it as int16: 65535 ran as -1
+    _op(sg, S.Conv2DOptionsT).builtinOptions.dilationHFactor = 65535
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -573,6 +577,7 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
                                                            "computes [2, 8, 8, 8]")),
     "svdf_output_rank": (THIRDPARTY + "keyword_scrambled", _svdf_output_rank, ("(SVDF)", "output shape [64]")),
     "prelu_alpha_shape": ("elem_f32", _prelu_alpha_permuted, ("(PRELU)", "alpha must broadcast")),
+    "dilation_int16": ("elem_f32", _dilation_beyond_int16, ("operator 0 (CONV_2D)", "dilation 65535", "int16")),
     "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
                                                                                 "output (tensor 3) zero point 3")),
 }
