@@ -67,6 +67,16 @@ def _flat(x):
 HEAP_BASE = 904
 HEAP_PER_OP = 358
 HEAP_PER_TENSOR = 148
+# A container with a stored program (what `mpy-lazy pack` writes since 0.3: the ops' parameters
+# are read from flash) keeps a few objects whatever its size; measured on the emulated Pico
+# (firmware/measure_heap.py --board rp2, 19 models, 2026-11-26): 596-636 bytes for an int8
+# model, about 1.6 KB more with float values (their views of the arena and program), about 1.5
+# KB more with the elementwise kernels (kinds 44..53: their module's objects); within 8% of
+# every measured figure.
+HEAP_PROGRAM = 620
+HEAP_PROGRAM_FLOAT = 1600
+HEAP_PROGRAM_ELEM = 1500
+ELEM_OPS = ("minimum", "maximum", "cast", "div", "resize", "prelu", "layernorm", "groupnorm")
 # Loading needs more free heap than the model then keeps: open, declare and load make garbage,
 # the float (ulab) path makes temporaries, and the arena is one block allocated last. The least
 # free heap that loaded and ran each model (same script, --min-free; 9 models on the emulated
@@ -86,7 +96,7 @@ def graph_report(c):
     op table, the arena and scratch it plans, and the heap a board needs free for it. None for
     weights only; {'error': message} when the description does not declare."""
     import mpy_lazy
-    from mpy_lazy import model as _model
+    from mpy_lazy import model as _model, program as _program
 
     meta = dict(c.meta)
     if "graph" not in meta and "layers" not in meta:
@@ -109,7 +119,6 @@ def graph_report(c):
     text = meta.get("graph") or ""
     counts = {"ops_count": len(m.ops), "values_count": len(m.values), "params_count": len(names),
               "text_bytes": len(text.encode("utf-8"))}
-    objects = HEAP_BASE + HEAP_PER_OP * counts["ops_count"] + HEAP_PER_TENSOR * counts["params_count"]
     f16 = 0
     for op in ops:
         if op["op"] == "linear":
@@ -117,6 +126,14 @@ def graph_report(c):
                 info = c.info(t)
                 if info.dtype == "f16":
                     f16 += 2 * info.nbytes
+    if _program.NAME in c and tuple(c.version) >= (1, 2):  # (model.from_container runs it)
+        objects = HEAP_PROGRAM
+        if any(v.dtype == "f32" for v in m.values):
+            objects += HEAP_PROGRAM_FLOAT
+        if any(op["op"] in ELEM_OPS for op in ops):
+            objects += HEAP_PROGRAM_ELEM
+    else:  # declared and compiled in RAM: objects per op and per bound tensor
+        objects = HEAP_BASE + HEAP_PER_OP * counts["ops_count"] + HEAP_PER_TENSOR * counts["params_count"]
     kept = mem["arena"] + mem["scratch"] + objects + f16
     return dict(counts, **{
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "q": _q(v), "layout": lay}
