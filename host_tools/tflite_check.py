@@ -114,6 +114,10 @@ def check(r, ops):
             if i in inputs or i in produced:  # (TFLM would overwrite the value it was given)
                 fail("operator %d (%s): output %d" % (k, name, j), "tensor %d is also %s"
                      % (i, "a model input" if i in inputs else "an earlier operator's output"))
+            if r.model.Buffers(r.sg.Tensors(i).Buffer()) is not None and \
+                    r.model.Buffers(r.sg.Tensors(i).Buffer()).DataLength():  # (TFLM reads it as a constant)
+                fail("operator %d (%s): output %d" % (k, name, j), "tensor %d has data (buffer %d): an op's "
+                     "output is not a constant" % (i, r.sg.Tensors(i).Buffer()))
             produced.add(i)
     checked = set()
     for k, name, op in ops:
@@ -238,7 +242,8 @@ def _uses(r, name, op, ins, outs, where, fail):
     y = outs[0]
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
         if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16") and name != "CAST" or  # scale
-                                                   (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0))):
+                                                   (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or
+                                                   (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:

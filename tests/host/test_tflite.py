@@ -520,6 +520,15 @@ def _int16_output_zero_point(m, sg):  # TFLM's 16x8 conv leaves it out (mpy-lazy
 def _dilation_beyond_int16(m, sg):  # TFLM's ConvParams hold it as int16: 65535 ran as -1
     _op(sg, S.Conv2DOptionsT).builtinOptions.dilationHFactor = 65535
 
+
+def _output_with_data(m, sg):  # an op's output on a weight's buffer: TFLM reads it as that constant
+    op, t = _conv(sg)
+    t[op.outputs[0]].buffer = t[op.inputs[1]].buffer
+
+
+def _int32_quantize_input(m, sg):  # a float model input retyped INT32: QUANTIZE needs its scale
+    sg.tensors[sg.inputs[0]].type = S.TensorType.INT32
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -577,6 +586,9 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
                                                            "computes [2, 8, 8, 8]")),
     "svdf_output_rank": (THIRDPARTY + "keyword_scrambled", _svdf_output_rank, ("(SVDF)", "output shape [64]")),
     "prelu_alpha_shape": ("elem_f32", _prelu_alpha_permuted, ("(PRELU)", "alpha must broadcast")),
+    "output_with_data": ("digits_cnn_int8", _output_with_data, ("operator 0 (CONV_2D): output 0", "has data")),
+    "int32_quantize_input": ("digits_mlp_float_io", _int32_quantize_input, ("(QUANTIZE)", "input 0",
+                                                                         "INT32 without quantization")),
     "dilation_int16": ("elem_f32", _dilation_beyond_int16, ("operator 0 (CONV_2D)", "dilation 65535", "int16")),
     "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
                                                                                 "output (tensor 3) zero point 3")),
