@@ -31,6 +31,13 @@ import mpy_lazy
 from mpy_lazy import model
 for _m in ('conv', 'linear', 'binary', 'pool', 'mean', 'act', 'reshape', 'concat', 'pad', 'softmax', 'quant'):
     __import__('mpy_lazy.ops.' + _m)
+# the modules a stored program runs with, imported before any figure: imported during one, their
+# objects would count and stay scattered through the heap (the free heap then in pieces)
+for _m in ('program', 'check', 'kernels', '_pure', '_viper', '_thumb', '_float', '_nd', '_elem', '_viper_elem'):
+    try:
+        __import__('mpy_lazy.' + _m)
+    except ImportError:  # (a port without it)
+        pass
 def measure(name):
     gc.collect()
     a0 = gc.mem_alloc()
