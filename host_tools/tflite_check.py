@@ -270,6 +270,12 @@ def _uses(r, name, op, ins, outs, where, fail):
         if full != list(ys) or (list(a) != list(b2) and not per_channel):
             fail(where, "input shapes %s and %s, output %s: %s" % (a, b2, ys, "alpha must broadcast to the input"
                  if name == "PRELU" else "equal shapes, or one per channel (1, ..., C)"))
+    if name in ("LOGISTIC", "TANH") and typ(y) == "INT8":  # (TFLM's Prepare, and its kernels' fixed output)
+        want = (1.0 / 256, -128) if name == "LOGISTIC" else (1.0 / 128, 0)
+        q = r.tensor(y)
+        if len(q[3]) != 1 or abs(q[3][0] - want[0]) > 1e-6 * want[0] or q[4][:1] != [want[1]]:
+            fail(where, "output q=%s,%s: TFLM's int8 %s writes q=1/%d,%d" % (
+                q[3][0] if q[3] else None, q[4][0] if q[4] else None, name, round(1 / want[0]), want[1]))
     if name == "QUANTIZE" and typ(y) not in QUANTIZE_PAIRS.get(typ(ins[0]), ()):
         fail(where, "%s to %s: TFLM quantizes %s" % (typ(ins[0]), typ(y), "; ".join(
             "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))

@@ -529,6 +529,11 @@ def _output_with_data(m, sg):  # an op's output on a weight's buffer: TFLM reads
 def _int32_quantize_input(m, sg):  # a float model input retyped INT32: QUANTIZE needs its scale
     sg.tensors[sg.inputs[0]].type = S.TensorType.INT32
 
+
+def _logistic_zero_point(m, sg):  # TFLM's Prepare wants -128 (its kernel writes q=1/256,-128)
+    op = [o for o in sg.operators if m.operatorCodes[o.opcodeIndex].builtinCode == S.BuiltinOperator.LOGISTIC][0]
+    sg.tensors[op.outputs[0]].quantization.zeroPoint = [3]
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -589,6 +594,7 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "output_with_data": ("digits_cnn_int8", _output_with_data, ("operator 0 (CONV_2D): output 0", "has data")),
     "int32_quantize_input": ("digits_mlp_float_io", _int32_quantize_input, ("(QUANTIZE)", "input 0",
                                                                          "INT32 without quantization")),
+    "logistic_zero_point": ("elem_int8", _logistic_zero_point, ("(LOGISTIC)", "output q=0.00390625,3")),
     "dilation_int16": ("elem_f32", _dilation_beyond_int16, ("operator 0 (CONV_2D)", "dilation 65535", "int16")),
     "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
                                                                                 "output (tensor 3) zero point 3")),
