@@ -57,22 +57,30 @@ def measure(name):
     mem = m.memory()
     print('HEAP', repr((name, a1 - a0, a2 - a1, a3 - a2, mem['arena'], mem['scratch'], gc.mem_free())))
     return True
-_keep = [None]
+_keep = []
 def _fits(name, free):
-    # one block takes all the free heap but `free` bytes (after a collection the free heap of
-    # a fresh boot is mostly one region), then open + from_container + one forward pass
+    # blocks take all the free heap but `free` bytes (the biggest first, then the holes: the
+    # heap of a board that has run a while is in pieces, and one block of all but `free` bytes
+    # measured that, not the model), then open + from_container + one forward pass
     gc.collect()
-    n = gc.mem_free() - free - 32
+    size = gc.mem_free() - free
     ok = True
     c = m = None
     try:
-        _keep[0] = bytearray(n) if n > 0 else None
+        while size > 64:
+            try:
+                _keep.append(bytearray(size - 32))
+            except MemoryError:
+                size //= 2
+                continue
+            size = gc.mem_free() - free
         c = mpy_lazy.open('/rom/' + name)
         m = model.from_container(c)
         m(None)
     except (MemoryError, mpy_lazy.ContainerError):  # (the arena checked against the free heap)
         ok = False
-    c = m = _keep[0] = None
+    c = m = None
+    del _keep[:]
     gc.collect()
     return ok
 def min_free(name, hi):

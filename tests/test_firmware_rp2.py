@@ -81,7 +81,7 @@ def test_board_boots_with_ulab_and_the_frozen_runtime(pico):
 
 def test_heap_estimate_of_inspect(pico, tmp_path):
     """`mpy-lazy inspect`'s heap figures against the board: what a model keeps after loading and
-    one forward pass (gc.mem_alloc deltas, firmware/measure_heap.py's code) is within 20% of the
+    one forward pass (gc.mem_alloc deltas, firmware/measure_heap.py's code) is within 20% (or 512 B) of the
     estimate, and the board loads and runs it with only the estimated free heap left (one block
     takes the rest)."""
     from firmware import measure_heap
@@ -108,7 +108,9 @@ def test_heap_estimate_of_inspect(pico, tmp_path):
         _n, opened, model, first, arena, scratch, _free = eval(line[0][5:])
         assert (arena, scratch) == (heap["arena"], heap["scratch"])
         kept = opened + model + first
-        assert abs(heap["kept"] - kept) <= 0.2 * kept, (name, heap, kept)
+        # (within 20%, or 512 bytes: a few hundred bytes of a small model's objects depend on
+        # what ran before it, the kernel tables a first model builds)
+        assert abs(heap["kept"] - kept) <= max(0.2 * kept, 512), (name, heap, kept)
         assert "FITS %s True" % name in out, (name, heap, out)
 
 
