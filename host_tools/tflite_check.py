@@ -286,6 +286,10 @@ def _uses(r, name, op, ins, outs, where, fail):
                  key=lambda i: len(shape(i)))
         if len(shape(x0)) != len(shape(y)):
             fail(where, "input shape %s, output %s: the op keeps the rank" % (shape(x0), shape(y)))
+    if name == "UNIDIRECTIONAL_SEQUENCE_LSTM" and ins[4] >= 0:  # (TFLM's Prepare: batch, time, units)
+        xs, w = list(shape(ins[0])), list(shape(ins[4]))
+        if len(xs) == 3 and len(w) == 2 and list(shape(y)) != xs[:2] + [w[0]]:
+            fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), xs[:2] + [w[0]]))
     if name in ("MEAN", "CONCATENATION", "SVDF"):
         want = _out_shape(r, name, op, ins, shape, where, fail)
         if want is not None and list(shape(y)) != want:
@@ -397,6 +401,8 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         bias_type = r.tensor(ins[bi])[0].Type() if len(ins) > bi and ins[bi] >= 0 else None
         if qbt and qbt != bias_type:
             fail(where, "quantized_bias_type %d: not the bias tensor's type" % qbt)
+    if name == "DEPTHWISE_CONV_2D" and (len(ins) <= bi or ins[bi] < 0):
+        fail(where, "no bias: TFLM's DEPTHWISE_CONV_2D reads one unconditionally (it crashed without)")
     if len(ins) > bi and ins[bi] >= 0:
         b = ins[bi]
         if r.data(b) is None:

@@ -534,6 +534,16 @@ def _logistic_zero_point(m, sg):  # TFLM's Prepare wants -128 (its kernel writes
     op = [o for o in sg.operators if m.operatorCodes[o.opcodeIndex].builtinCode == S.BuiltinOperator.LOGISTIC][0]
     sg.tensors[op.outputs[0]].quantization.zeroPoint = [3]
 
+
+def _lstm_output_rank(m, sg):  # (1, 28, 20) declared (28, 20): TFLM's Prepare refuses it
+    t = sg.tensors[_op(sg, S.UnidirectionalSequenceLSTMOptionsT).outputs[0]]
+    t.shape = list(t.shape)[1:]
+
+
+def _depthwise_no_bias(m, sg):  # TFLM's depthwise reads its bias anyway: it crashed
+    op = _op(sg, S.DepthwiseConv2DOptionsT)
+    op.inputs = list(op.inputs[:2]) + [-1]
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -595,6 +605,9 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "int32_quantize_input": ("digits_mlp_float_io", _int32_quantize_input, ("(QUANTIZE)", "input 0",
                                                                          "INT32 without quantization")),
     "logistic_zero_point": ("elem_int8", _logistic_zero_point, ("(LOGISTIC)", "output q=0.00390625,3")),
+    "lstm_output_rank": (THIRDPARTY + "mnist_lstm_int8", _lstm_output_rank, ("(UNIDIRECTIONAL_SEQUENCE_LSTM)",
+                                                                          "output shape [28, 20]")),
+    "depthwise_no_bias": ("kws_int8", _depthwise_no_bias, ("(DEPTHWISE_CONV_2D)", "no bias")),
     "dilation_int16": ("elem_f32", _dilation_beyond_int16, ("operator 0 (CONV_2D)", "dilation 65535", "int16")),
     "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
                                                                                 "output (tensor 3) zero point 3")),
