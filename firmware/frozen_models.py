@@ -98,7 +98,7 @@ def build(out):
     onnx_path = os.path.join(models, "mlp.onnx")
     onnx_model(w, onnx_path)
     calib = os.path.join(models, "calib.npy")
-    np.save(calib, inputs(64, 1).reshape(64, 1, N_IN))
+    np.save(calib, inputs(64, 1).reshape(64, N_IN))  # (N, features): what the model takes
     npz = os.path.join(models, "weights.npz")
     np.savez(npz, **w)
     runs = {"graph_f32": [onnx_path], "graph_f16": [onnx_path, "--quantize", "f16"],
