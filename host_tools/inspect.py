@@ -149,7 +149,7 @@ def graph_report(c):
         "ops": ops, "macs": m.macs(), "arena": mem["arena"], "scratch": mem["scratch"],
         "heap": {"arena": mem["arena"], "scratch": mem["scratch"], "objects": objects, "f16_decoded": f16,
                  "kept": kept, "free": int(LOAD_FACTOR_PROGRAM * kept) + LOAD_BASE_PROGRAM if stored
-                 else int(LOAD_FACTOR * kept) + LOAD_BASE, "estimate": True}})
+                 else int(LOAD_FACTOR * kept) + LOAD_BASE, "program": stored, "estimate": True}})
 
 
 def inspect(path, as_json=False, values=None):
@@ -230,7 +230,7 @@ def _print_graph(g):
     extra = " + f16 weights the ulab path decodes %s" % n(h["f16_decoded"]) if h["f16_decoded"] else ""
     print("heap on a 32-bit board (estimate): the model keeps ~%s bytes (arena + scratch + objects ~%s%s);"
           % (n(h["kept"]), n(h["objects"]), extra))
-    stored = h["free"] == int(LOAD_FACTOR_PROGRAM * h["kept"]) + LOAD_BASE_PROGRAM
+    stored = h["program"]
     print("  have ~%s bytes free to load it (%.1fx + %s: %s)"
           % (n(h["free"]), LOAD_FACTOR_PROGRAM if stored else LOAD_FACTOR,
              n(LOAD_BASE_PROGRAM if stored else LOAD_BASE),

@@ -114,10 +114,10 @@ def check(r, ops):
             if i in inputs or i in produced:  # (TFLM would overwrite the value it was given)
                 fail("operator %d (%s): output %d" % (k, name, j), "tensor %d is also %s"
                      % (i, "a model input" if i in inputs else "an earlier operator's output"))
-            if r.model.Buffers(r.sg.Tensors(i).Buffer()) is not None and \
-                    r.model.Buffers(r.sg.Tensors(i).Buffer()).DataLength():  # (TFLM reads it as a constant)
+            b = r.sg.Tensors(i).Buffer()
+            if 0 <= b < r.model.BuffersLength() and r.model.Buffers(b).DataLength():  # (TFLM: a constant)
                 fail("operator %d (%s): output %d" % (k, name, j), "tensor %d has data (buffer %d): an op's "
-                     "output is not a constant" % (i, r.sg.Tensors(i).Buffer()))
+                     "output is not a constant" % (i, b))
             produced.add(i)
     checked = set()
     for k, name, op in ops:

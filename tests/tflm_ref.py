@@ -16,6 +16,7 @@ Every model argument may be bytes/bytearray/memoryview or a path to a .tflite fi
   tensors(model)                -> per-tensor name, dtype, shape, quantization, constness
   io_details(model)             -> the interpreter's input/output dtype, shape, quantization
   sample_inputs(model, n, seed) -> seeded inputs of the right dtype and shape
+  sample_tensor(t, rng)         -> one seeded input for tensor t, over its type's range
   invoke_seconds(model, x)      -> wall time of one invoke (best of a few)
 
 The flatbuffer is read only with `tflite_micro.tensorflow.lite.micro.python.schema_py_generated`
@@ -40,7 +41,7 @@ from tflite_micro import runtime as _rt
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 __all__ = ["run", "arena_bytes", "allocation_report", "intermediates", "ops", "op_names",
-           "tensors", "io_details", "sample_inputs", "invoke_seconds", "read_model", "intermediate_runs",
+           "tensors", "io_details", "sample_inputs", "sample_tensor", "invoke_seconds", "read_model", "intermediate_runs",
            "interpreter", "Op", "TensorInfo", "TensorValue"]
 
 # --------------------------------------------------------------------------- schema reading
@@ -294,6 +295,21 @@ def sample_inputs(model, n=4, seed=0):
     if t.dtype == np.float32:
         return rng.standard_normal(shape).astype(np.float32)
     raise ValueError("no sampler for input type %s" % t.type)
+
+
+def sample_tensor(t, rng):
+    """A seeded input of tensor t (a `tensors()` entry; without its batch dimension), over its
+    type's range: every code of int8/uint8/int16, int32 within +-2**20, float32 N(0, 1)."""
+    shape = tuple(t.shape[1:] if t.shape[:1] == (1,) and len(t.shape) > 1 else t.shape)
+    if t.dtype == np.int16:
+        return rng.integers(-32768, 32768, size=shape).astype(np.int16)
+    if t.dtype == np.int8:
+        return rng.integers(-128, 128, size=shape).astype(np.int8)
+    if t.dtype == np.uint8:
+        return rng.integers(0, 256, size=shape).astype(np.uint8)
+    if t.dtype == np.int32:
+        return rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int32)
+    return rng.standard_normal(shape).astype(np.float32)
 
 
 def _zeros_sample(model):

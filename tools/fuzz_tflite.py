@@ -400,14 +400,15 @@ def _div_undefined(path, ours, tflm):
     checks those cases one by one), and the x86 wheel's answer is not a Cortex-M's."""
     import tflm_ref
 
+    S = _schema()
     try:
         m = tflm_ref.read_model(path)
         sg = m.subgraphs[0]
         zps = {}
         for op in sg.operators:
-            if m.operatorCodes[op.opcodeIndex].builtinCode == 42:  # BuiltinOperator.DIV
+            if m.operatorCodes[op.opcodeIndex].builtinCode == S.BuiltinOperator.DIV:
                 t = sg.tensors[op.outputs[0]]
-                if t.type == 9 and t.quantization is not None:  # INT8
+                if t.type == S.TensorType.INT8 and t.quantization is not None:
                     zps[op.outputs[0]] = int(t.quantization.zeroPoint[0])
         outs = list(sg.outputs)
     except Exception:

@@ -69,20 +69,6 @@ def pack(src, dst):
     return False, " | ".join(lines) if lines else "exit %s, no message" % rc
 
 
-def sample(t, rng):
-    """A seeded input of tensor t (without its batch dimension), over its type's range."""
-    shape = tuple(t.shape[1:] if t.shape[:1] == (1,) and len(t.shape) > 1 else t.shape)
-    if t.dtype == np.int16:
-        return rng.integers(-32768, 32768, size=shape).astype(np.int16)
-    if t.dtype == np.int8:
-        return rng.integers(-128, 128, size=shape).astype(np.int8)
-    if t.dtype == np.uint8:
-        return rng.integers(0, 256, size=shape).astype(np.uint8)
-    if t.dtype == np.int32:
-        return rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int32)
-    return rng.standard_normal(shape).astype(np.float32)
-
-
 def inputs(src, n, seed):
     """(samples as TFLM takes them, the same as lists for mpy-lazy without the inputs the graph
     drops: a TRANSPOSE_CONV's output shape given as a model input gets the real shape)."""
@@ -99,7 +85,8 @@ def inputs(src, n, seed):
     rng = np.random.default_rng(seed)
     samples, xs = [], []
     for _ in range(n):
-        x = [shape_of[i] if k in dropped else sample(info[i], rng) for k, i in enumerate(ins)]
+        x = [shape_of[i] if k in dropped else tflm_ref.sample_tensor(info[i], rng)
+             for k, i in enumerate(ins)]
         samples.append(tuple(x) if len(x) > 1 else x[0])
         xs.append([v.reshape(-1).tolist() for k, v in enumerate(x) if k not in dropped])
     return samples, xs

@@ -153,5 +153,5 @@ def test_weights_only_and_refused_graphs(cli, tmp_path):
 def test_json_is_the_whole_report(cli):
     """--json carries the graph section in full (the heap figures named)."""
     out = json.loads(cli.ok("inspect", "--json", os.path.join(GOLDEN, "graph_int8.mpyl")))
-    assert set(out["graph"]["heap"]) == {"arena", "scratch", "objects", "f16_decoded", "kept", "free", "estimate"}
+    assert set(out["graph"]["heap"]) == {"arena", "scratch", "objects", "f16_decoded", "kept", "free", "program", "estimate"}
     assert out["graph"]["inputs"][0]["dtype"] == "i8" and out["graph"]["inputs"][0]["q"]

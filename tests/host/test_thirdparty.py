@@ -32,18 +32,6 @@ NAMES = sorted(PATHS)
 N = 2  # seeded inputs per model
 
 
-def sample(t, rng):
-    """A seeded input of TFLM tensor t (without its batch dimension), over its type's range."""
-    shape = tuple(t.shape[1:] if t.shape[:1] == (1,) and len(t.shape) > 1 else t.shape)
-    if t.dtype == np.int16:
-        return rng.integers(-32768, 32768, size=shape).astype(np.int16)
-    if t.dtype == np.int8:
-        return rng.integers(-128, 128, size=shape).astype(np.int8)
-    if t.dtype == np.int32:
-        return rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int32)
-    return rng.standard_normal(shape).astype(np.float32)
-
-
 class Case:
     """A model, its TFLM outputs on N seeded inputs, and its container. An input the graph
     drops (TRANSPOSE_CONV's output shape given as a model input) gets the real shape for TFLM
@@ -63,7 +51,8 @@ class Case:
         rng = np.random.default_rng(7)
         self.samples = []  # as TFLM takes them
         for _ in range(N):
-            x = [shape_of[i] if k in self.dropped else sample(info[i], rng) for k, i in enumerate(ins)]
+            x = [shape_of[i] if k in self.dropped else tflm_ref.sample_tensor(info[i], rng)
+                 for k, i in enumerate(ins)]
             self.samples.append(tuple(x) if len(x) > 1 else x[0])
         self.xs = [[v.reshape(-1).tolist() for k, v in enumerate(x if isinstance(x, tuple) else (x,))
                     if k not in self.dropped] for x in self.samples]
