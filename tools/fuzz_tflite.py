@@ -14,7 +14,8 @@ forked process (so a crash or hang of either side is caught and counted):
     seeded input as TFLM. It must give TFLM's outputs (integers equal; floats within 1e-4
     relative), or have been refused by pack. A model the runtime refuses after pack accepted
     it, or runs where TFLM refuses it, or answers otherwise, is a failure.
-Exit status 1 if any failure shows up; the figures are printed (docs/RELIABILITY.md)."""
+Each base model runs unmutated first (it must give TFLM's answer); those runs are not counted
+as mutants. Exit status 1 if any failure shows up; the figures are printed (docs/RELIABILITY.md)."""
 import os
 import pickle
 import random
@@ -210,19 +211,23 @@ MUTATIONS = (t_type, t_shape, t_shape, t_quant, t_quant, t_flags, b_data, b_data
              o_code, o_options, o_options, o_options, g_io)
 
 
-def mutant(rng, base):
-    """One mutated copy (bytes) of base (bytes), or None when the schema cannot write it."""
+def _write(m):
     import flatbuffers
 
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def mutant(rng, base):
+    """One mutated copy (bytes) of base (bytes), or None when the schema cannot write it."""
     import tflm_ref
 
     m = tflm_ref.read_model(base)
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         rng.choice(MUTATIONS)(rng, m)
     try:
-        b = flatbuffers.Builder(1024)
-        b.Finish(m.Pack(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
+        return _write(m)
     except Exception:
         return None
 
@@ -458,22 +463,38 @@ def run(count, seed, jobs=2, log=print, keep=None):
         with open(os.path.join(ROOT, b), "rb") as f:
             bases.append((os.path.basename(b), f.read()))
     figures = {"count": count, "seed": seed, "kinds": {}, "failures": {}, "examples": [], "unwritable": 0,
-               "by_base": {}}
+               "unchanged": 0, "bases": {}, "by_base": {}}
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-tflite-") as tmp:
         def work():
-            for i in range(count):
-                name, base = bases[i % len(bases)]
-                data = base if i % 20 == 0 else mutant(rng, base)
+            import tflm_ref
+
+            # Each base as it is first (it must run and give TFLM's answer: the harness's own
+            # check), numbered -1, -2, ...; then count mutants, each one written by the schema
+            # and different from its base as the schema writes it.
+            plain = {}
+            for k, (name, base) in enumerate(bases):
+                plain[name] = _write(tflm_ref.read_model(base))
+                yield -1 - k, name, base, seed, tmp, keep
+            i = tries = 0
+            while i < count:
+                name, base = bases[tries % len(bases)]
+                tries += 1
+                data = mutant(rng, base)
                 if data is None:
                     figures["unwritable"] += 1
                     continue
+                if data == plain[name]:  # the mutation changed nothing (e.g. a shuffled 1-D shape)
+                    figures["unchanged"] += 1
+                    continue
                 yield i, name, data, seed, tmp, keep
+                i += 1
 
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_warm) as pool:
             for done, res in enumerate(pool.imap_unordered(_one, work(), chunksize=4), 1):
                 _collect(res, figures)
-                if log and done % 1000 == 0:  # progress: a long run shows where it is
+                done -= len(bases)
+                if log and done > 0 and done % 1000 == 0:  # progress: a long run shows where it is
                     log("  %d/%d mutants, %d failures, %.0f s" % (done, count, sum(figures["failures"].values()),
                                                                time.time() - t0))
     figures["seconds"] = round(time.time() - t0, 1)
@@ -485,6 +506,13 @@ def run(count, seed, jobs=2, log=print, keep=None):
 def _collect(res, f):
     i, name, v = res
     key = v[1]
+    if i < 0:  # an unmutated base: counted apart; anything but TFLM's answer is a failure
+        f["bases"][name] = key
+        if v[0] == "FAIL" or key != "ran, TFLM's answer":
+            key = "unmutated base: " + key
+            f["failures"][key] = f["failures"].get(key, 0) + 1
+            f["examples"].append((i, name, key, v[2] if v[0] == "FAIL" else ""))
+        return
     f["kinds"][key] = f["kinds"].get(key, 0) + 1
     b = f["by_base"].setdefault(name, {})
     b[key] = b.get(key, 0) + 1
@@ -496,8 +524,10 @@ def _collect(res, f):
 
 def report(f, log=print):
     total = sum(f["kinds"].values())
-    log("fuzz .tflite: %d mutants of %d models (seed %s; %d the schema could not write), %.1f s"
-        % (total, len(BASES), f["seed"], f["unwritable"], f["seconds"]))
+    log("fuzz .tflite: %d mutants of %d models (seed %s; %d more the schema could not write, %d that changed "
+        "nothing), %.1f s" % (total, len(BASES), f["seed"], f["unwritable"], f["unchanged"], f["seconds"]))
+    log("  the %d models unmutated: %d ran and gave TFLM's answer"
+        % (len(f["bases"]), sum(v == "ran, TFLM's answer" for v in f["bases"].values())))
     for k, n in sorted(f["kinds"].items(), key=lambda kv: -kv[1]):
         log("  %-40s %d" % (k, n))
     log("failures: %d" % sum(f["failures"].values()))
@@ -509,7 +539,8 @@ def main(argv=None):
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--count", type=int, default=2000)
+    p.add_argument("--count", type=int, default=2000,
+                   help="mutants to run (each one written by the schema and different from its base)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
