@@ -4,9 +4,10 @@ never a different answer. One line per refusal, naming the operator index, the o
 and the field.
 
 Checked: tensor indices; every used tensor's shape (dimensions >= 1), type (known, and as each
-op uses it), flags (is_variable only for an op's state input, no sparsity) and buffer (a
-constant holds exactly its shape's bytes, in the file; a tensor that is no model input and no
-op's output is a constant); quantization arrays (one scale or one per channel of the quantized
+op uses it), flags (is_variable only for an op's state input, never a model input or output; no
+sparsity) and buffer (a constant holds exactly its shape's bytes, in the file; a tensor that is
+no model input and no op's output is a constant; every tensor's buffer index, used or not, in
+range); quantization arrays (one scale or one per channel of the quantized
 dimension, as many zero points, scales finite and > 0, zero points in the type's range); each
 op's options table (the op's own type, present where the op needs it) and its values (padding,
 strides, dilations, fused activation, depth multiplier against the weights); the inputs an op
@@ -106,8 +107,11 @@ def check(r, ops):
             fail("model input %d" % k, "tensor %d is %s" % (i, "a constant (it has data)" if i not in inputs
                                                             else "given twice"))
         inputs.add(i)
-    for k in range(sg.OutputsLength()):
-        index(sg.Outputs(k), "model output %d" % k)
+    for what, n, get in (("input", sg.InputsLength(), sg.Inputs), ("output", sg.OutputsLength(), sg.Outputs)):
+        for k in range(n):  # (TFLM lets the caller set or read an op's state there; the board keeps it apart)
+            i = index(get(k), "model %s %d" % (what, k))
+            if sg.Tensors(i).IsVariable():
+                fail("model %s %d" % (what, k), "tensor %d is an op's state (is_variable)" % i)
     for k, name, op in ops:
         for j in range(op.OutputsLength()):
             i = index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j))
@@ -156,6 +160,10 @@ def check(r, ops):
                      % (j, i, list(r.tensor(i)[1])))
         _options(r, op, name, where, names, fail)
         _uses(r, name, op, ins, outs, where, fail)
+    for i in range(nt):  # the tensors no op uses too: TFLM's allocator reads every buffer (it crashed)
+        b = sg.Tensors(i).Buffer()
+        if not 0 <= b < model.BuffersLength():
+            fail("tensor %d" % i, "buffer index %d outside 0..%d" % (b, model.BuffersLength() - 1))
 
 
 def _tensor(r, i, where, fail, state, const):

@@ -548,6 +548,22 @@ def _depthwise_no_bias(m, sg):  # TFLM's depthwise reads its bias anyway: it cra
 def _svdf_tiny_state_scale(m, sg):  # its effective scale overflows float32: one line, no numpy warning
     sg.tensors[_op(sg, S.SVDFOptionsT).inputs[4]].quantization.scale = [1e-45]
 
+def _state_as_model_input(m, sg):  # TFLM takes the caller's values as the LSTM's cell state
+    lstm = _op(sg, S.UnidirectionalSequenceLSTMOptionsT)
+    sg.inputs = list(sg.inputs) + [lstm.inputs[19]]
+
+
+def _unused_tensor_buffer(m, sg):  # a tensor no op uses, its buffer index past the end: TFLM crashed
+    t = S.TensorT()
+    t.shape, t.type, t.buffer, t.name = [4], S.TensorType.INT32, len(m.buffers) + 5, b"unused"
+    sg.tensors.append(t)
+
+
+def _relu_tiny_output_scale(m, sg):  # input scale / output scale overflows float32: one line, no warning
+    relu = next(op for op in sg.operators if m.operatorCodes[op.opcodeIndex].builtinCode == S.BuiltinOperator.RELU)
+    sg.tensors[relu.outputs[0]].quantization.scale = [1e-45]
+
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -616,6 +632,10 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
     "dilation_int16": ("elem_f32", _dilation_beyond_int16, ("operator 0 (CONV_2D)", "dilation 65535", "int16")),
     "int16_zero_point": (THIRDPARTY + "seanet_conv15", _int16_output_zero_point, ("operator 0 (CONV_2D)",
                                                                                 "output (tensor 3) zero point 3")),
+    "state_as_model_input": (THIRDPARTY + "mnist_lstm_int8", _state_as_model_input, ("model input 1", "tensor 17",
+                                                                                    "state (is_variable)")),
+    "unused_tensor_buffer": ("digits_cnn_int8", _unused_tensor_buffer, ("tensor ", "buffer index", "outside")),
+    "relu_tiny_output_scale": ("ops_int8", _relu_tiny_output_scale, ("(RELU)", "infinity")),
 }
 
 
