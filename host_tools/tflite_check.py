@@ -100,18 +100,20 @@ def check(r, ops):
             fail(where, "tensor index %d outside 0..%d" % (i, nt - 1))
         return i
 
+    def not_state(i, where):  # (TFLM lets the caller set or read an op's state there; the board keeps it apart)
+        if sg.Tensors(i).IsVariable():
+            fail(where, "tensor %d is an op's state (is_variable)" % i)
+
     produced, inputs = set(), set()
     for k in range(sg.InputsLength()):
         i = index(sg.Inputs(k), "model input %d" % k)
         if r.data(i) is not None or i in inputs:
             fail("model input %d" % k, "tensor %d is %s" % (i, "a constant (it has data)" if i not in inputs
                                                             else "given twice"))
+        not_state(i, "model input %d" % k)
         inputs.add(i)
-    for what, n, get in (("input", sg.InputsLength(), sg.Inputs), ("output", sg.OutputsLength(), sg.Outputs)):
-        for k in range(n):  # (TFLM lets the caller set or read an op's state there; the board keeps it apart)
-            i = index(get(k), "model %s %d" % (what, k))
-            if sg.Tensors(i).IsVariable():
-                fail("model %s %d" % (what, k), "tensor %d is an op's state (is_variable)" % i)
+    for k in range(sg.OutputsLength()):
+        not_state(index(sg.Outputs(k), "model output %d" % k), "model output %d" % k)
     for k, name, op in ops:
         for j in range(op.OutputsLength()):
             i = index(op.Outputs(j), "operator %d (%s): output %d" % (k, name, j))

@@ -365,9 +365,8 @@ def lstm_params(s_x, w_scales, s_h, r_scales, s_cell, hid):
 
 def svdf_params(s_x, s_wf, s_state, s_wt, s_out):
     """(m1, s1, m2, s2) of TFLM's integer SVDF: its effective scales computed in float32."""
-    with np.errstate(all="ignore"):  # (an overflow gives inf, which quantize_multiplier refuses)
-        e1 = np.float32(f32(s_x)) * np.float32(f32(s_wf)) / np.float32(f32(s_state))
-        e2 = np.float32(f32(s_state)) * np.float32(f32(s_wt)) / np.float32(f32(s_out))
+    e1 = np.float32(f32(s_x)) * np.float32(f32(s_wf)) / np.float32(f32(s_state))
+    e2 = np.float32(f32(s_state)) * np.float32(f32(s_wt)) / np.float32(f32(s_out))
     return quantize_multiplier(float(e1)) + quantize_multiplier(float(e2))
 
 

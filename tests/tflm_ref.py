@@ -17,7 +17,7 @@ Every model argument may be bytes/bytearray/memoryview or a path to a .tflite fi
   io_details(model)             -> the interpreter's input/output dtype, shape, quantization
   sample_inputs(model, n, seed) -> seeded inputs of the right dtype and shape
   sample_tensor(t, rng)         -> one seeded input for tensor t, over its type's range
-  invoke_seconds(model, x)      -> wall time of one invoke (best of a few)
+  ready(model, x)               -> an interpreter with x set and invoked once
 
 The flatbuffer is read only with `tflite_micro.tensorflow.lite.micro.python.schema_py_generated`
 (the schema module the package ships, on the flatbuffers runtime); nothing here parses bytes by
@@ -33,7 +33,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 from collections import namedtuple
 
 import numpy as np
@@ -41,7 +40,7 @@ from tflite_micro import runtime as _rt
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 __all__ = ["run", "arena_bytes", "allocation_report", "intermediates", "ops", "op_names",
-           "tensors", "io_details", "sample_inputs", "sample_tensor", "invoke_seconds", "read_model", "intermediate_runs",
+           "tensors", "io_details", "sample_inputs", "sample_tensor", "ready", "read_model", "intermediate_runs",
            "interpreter", "Op", "TensorInfo", "TensorValue"]
 
 # --------------------------------------------------------------------------- schema reading
@@ -405,18 +404,13 @@ def intermediate_runs(model, samples):
     return runs
 
 
-def invoke_seconds(model, x=None, repeat=5):
-    """Best-of-`repeat` wall time in seconds of one TFLM invoke (on this host) for the sample `x`
-    (default: zeros)."""
+def ready(model, x=None):
+    """An interpreter for `model` with the sample `x` (default: zeros) set as its inputs and
+    invoked once (for a caller that times further invokes: this module reads no clock)."""
     data = _as_bytes(model)
     it = interpreter(data)
     parts = _zeros_sample(data) if x is None else (tuple(x) if isinstance(x, tuple) else (x,))
     for k, p in enumerate(parts):
         it.set_input(_prepare(p, it.get_input_details(k), k), k)
-    it.invoke()  # warm-up
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    it.invoke()
+    return it
