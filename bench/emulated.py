@@ -149,9 +149,9 @@ def report(name, paths, reps):
         out = m.tolist()
         whole = cycles(lambda: m(x), reps) - CALL
         print('ROW', repr((name, path, m.macs(), whole, sum(out))))
-        K = kernels.table()
+        K = m._K  # (the program's own table: its kinds' modules only)
         for kind, k in check.records(m.P):  # one line each: VWW leaves the Pico's heap nearly full
-            print('OP', repr((name, path, check.NAMES[kind], check.record_macs(m.P, k),
+            print('OP', repr((name, path, check.NAMES[kind], kernels.record_macs(m.P, k),
                               cycles(lambda: K[kind](m, m.P, k), reps) - CALL)))
     del m
     gc.collect()
@@ -167,7 +167,7 @@ def loop_share(name, reps):
     kernels.use('thumb')
     m(bytes(m.inputs[0].size))
     kind, k = check.records(m.P)[0]
-    K = kernels.table()
+    K = m._K
     def run():
         K[kind](m, m.P, k)
     full = cycles(run, reps) - CALL
@@ -468,7 +468,7 @@ RNN_16X8_SLACK = 2048  # target: mpy-lazy's heap <= TFLM's arena + 2 KB
 RNN_16X8_BOARD = r"""
 import gc, time, array
 import mpy_lazy
-from mpy_lazy import model, kernels, program, check, backend, _recurrent
+from mpy_lazy import model, kernels, program, check, backend, kinds, _arith
 for _m in ('conv', 'linear', 'binary', 'pool', 'mean', 'act', 'reshape', 'concat', 'pad', 'softmax', 'quant',
            'lstm', 'svdf', 'tconv', 'slice', 'cast', 'elementwise'):
     __import__('mpy_lazy.ops.' + _m)

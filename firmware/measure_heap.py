@@ -33,7 +33,7 @@ for _m in ('conv', 'linear', 'binary', 'pool', 'mean', 'act', 'reshape', 'concat
     __import__('mpy_lazy.ops.' + _m)
 # the modules a stored program runs with, imported before any figure: imported during one, their
 # objects would count and stay scattered through the heap (the free heap then in pieces)
-for _m in ('program', 'check', 'kernels', '_pure', '_viper', '_thumb', '_float', '_nd', '_elem', '_viper_elem'):
+for _m in ('program', 'check', 'kernels', 'kinds', '_arith', '_viper', '_thumb', '_nd', '_viper_elem'):
     try:
         __import__('mpy_lazy.' + _m)
     except ImportError:  # (a port without it)

@@ -1,10 +1,13 @@
 # Float kernels on ndarrays: the 'ulab' path (ulab.numpy on firmware that has it, numpy on
-# CPython). Same records as _float.py; a kernel this module lacks runs there. linear is a
+# CPython), the fast path of the float conv, depthwise, linear and tconv records (their rooms
+# in mpy_lazy/ops hold the reference kernels: a kernel here returns True to leave a record to
+# it, kernels.table). Imports nothing above it (backend, _arith). linear is a
 # `dot` over the weights in place (where the backend can view them: f32 storage on a
 # single-float ulab or numpy; else decoded once); conv2d and depthwise are per-kernel-position
 # products on numpy only (ulab's 2-D arrays make them loops). What is made once per record (the
 # weights as matrices) is kept in E.cache.
-from . import _float, backend
+from . import backend
+from ._arith import ACTS
 
 
 def _np():
@@ -46,7 +49,7 @@ def _matrix(E, slot, off, wdt, n, shape):
     return vals.reshape(shape)
 
 
-def dense(E, P, k):
+def fdense(E, P, k):
     np = _np()
     c = E.cache.get(k)
     n_in, n_out, wsi = P[k + 8], P[k + 2], P[k + 10]
@@ -70,14 +73,14 @@ def dense(E, P, k):
 
 
 def _act(np, y, act):
-    """The fused activation of the act field (_float.ACTS): 1 relu, 2 relu6, 3 finite."""
-    lo_hi = _float.ACTS[act]
+    """The fused activation of the act field (_arith.ACTS): 1 relu, 2 relu6, 3 finite."""
+    lo_hi = ACTS[act]
     return y if lo_hi is None else np.minimum(np.maximum(y, lo_hi[0]), lo_hi[1])
 
 
-def conv(E, P, k):
+def fconv(E, P, k):
     if backend.kind() != "numpy":
-        return _float.conv(E, P, k)  # ulab: 2-D arrays, the loops read the weights in place
+        return True  # ulab: 2-D arrays, the loops read the weights in place
     np = _np()
     h, w, c, oh, ow, oc, kh, kw = P[k + 8], P[k + 9], P[k + 10], P[k + 11], P[k + 12], P[k + 2], P[k + 13], P[k + 14]
     sh, sw, dh, dw, pt, pl = P[k + 15], P[k + 16], P[k + 17], P[k + 18], P[k + 19], P[k + 20]
@@ -88,7 +91,7 @@ def conv(E, P, k):
     pr = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - w - pl)
     hp, wp = h + pt + pb, w + pl + pr
     if hp * wp > 4 * h * w + 1024:
-        return _float.conv(E, P, k)
+        return True
     dwise = (P[k] & 255) == 17
     cache = E.cache.get(k)
     if cache is None:
@@ -144,15 +147,15 @@ def conv(E, P, k):
         y[oy * ow:(oy + 1) * ow, :] = acc
 
 
-depthwise = conv
+fdepthwise = fconv
 
 
-def tconv(E, P, k):
-    """Transpose conv (the ftconv record, _float.tconv): per kernel tap, the input pixels that
+def ftconv(E, P, k):
+    """Transpose conv (the ftconv record, ops/tconv.py's ftconv): per kernel tap, the input pixels that
     reach the output times that tap's [C, OC] matrix, added into every SH-th row and SW-th
     column of the output from the first one they reach."""
     if backend.kind() != "numpy":
-        return _float.tconv(E, P, k)
+        return True
     np = _np()
     oc, h, w, c, oh, ow, kh, kw = P[k + 2], P[k + 8], P[k + 9], P[k + 10], P[k + 11], P[k + 12], P[k + 13], P[k + 14]
     sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 17], P[k + 18]

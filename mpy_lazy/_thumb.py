@@ -1,7 +1,8 @@
 # Thumb-1 kernels (@micropython.asm_thumb): the inner loops of the int8 kernels for Cortex-M0/M0+
 # (RP2040) and every later Cortex-M. Imported by mpy_lazy.kernels where the inline assembler
 # exists; the viper kernels call them per output pixel or row and keep the rest (gathering,
-# bounds, bookkeeping). The integers are the same as _pure.py's.
+# bounds, bookkeeping). The integers are the same as the rooms' reference kernels'
+# (mpy_lazy/ops/<op>.py). Imports nothing.
 #
 # Why the loops cost what they cost (cycles on a Cortex-M0+; loads 2, taken branches 2 or 3):
 #   dots:    LDRSB w, LDRSB x, MULS, ADDS, ADDS index = 7 per multiply-accumulate, 4 per loop

@@ -1,5 +1,6 @@
-# Viper kernels: the int8 kernels of _pure.py (same records, same integers) as integer-only
-# native code. Imported by mpy_lazy.kernels on MicroPython only (the decorators do not exist
+# Viper kernels: the fast path of the int8 and int16 record kinds, the reference kernels of their
+# rooms (mpy_lazy/ops/<op>.py: same records, same integers) as integer-only native code;
+# imports nothing. Imported by mpy_lazy.kernels on MicroPython only (the decorators do not exist
 # on CPython). Viper has no floats; an RP2040 has no FPU: this is the boards' fast path.
 #
 # Portability rules (the same source runs on 32-bit boards and the 64-bit unix port):
@@ -31,7 +32,7 @@ NO_RO = None  # rq_flush's ro for requant() (a global: viper gives a local None 
 def requant(acc, mq, dst, p):
     # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])): int8 or int16 (ES = p[6]); ALT
     # (p[7]): negative accumulators use the second multipliers (negated for ALT 2); OC < 0: raw
-    # int32 into dst (see _pure)
+    # int32 into dst (see _arith.requant)
     pa = ptr32(acc)
     pm = ptr32(mq)
     pp = ptr32(p)
@@ -890,7 +891,7 @@ def dense(E, P, k: int):
         acc[o] = bias[o] if hasb else 0
         o += 1
     c0 = 0
-    while c0 < n:  # the input in chunks of at most 256 (check.DENSE_COL): COL holds one
+    while c0 < n:  # the input in chunks of at most 256 (kinds.DENSE_COL): COL holds one
         m = n - c0
         if m > 256:
             m = 256
@@ -958,7 +959,7 @@ def dense(E, P, k: int):
 
 @micropython.viper
 def add(E, P, k: int):
-    # see _pure.add: the tables T and the accumulators in the arena, the multipliers inline;
+    # see ops/binary.py's add: the tables T and the accumulators in the arena, the multipliers inline;
     # kinds add and sub (int8; int16 ones: add16)
     a = ptr8(E.A)
     arena = uint(a)
@@ -974,7 +975,7 @@ def add(E, P, k: int):
     sg = 1
     sg <<= 31
     neg = 0
-    if int(pp[0]) & 255 == 28:  # check.SUB: the second input's table subtracted
+    if int(pp[0]) & 255 == 28:  # kinds.SUB: the second input's table subtracted
         neg = 1
     x1 = int(pp[6])
     x2 = int(pp[7])
@@ -1058,7 +1059,7 @@ sub = add  # (the kernel reads the kind)
 
 @micropython.viper
 def add16(E, P, k: int):
-    # int16 add and sub (kinds add16, sub16; see _pure.add): per block, each input's
+    # int16 add and sub (kinds add16, sub16; see ops/binary.py's add): per block, each input's
     # (x - Z) << 15 rescaled into T (x1's at T[0:], x2's at T[256:]), then the sum or the
     # difference requantized to int16
     arena = uint(ptr8(E.A))
@@ -1074,7 +1075,7 @@ def add16(E, P, k: int):
     sg = 1
     sg <<= 31
     neg = 0
-    if int(pp[0]) & 255 == 29:  # check.SUB16
+    if int(pp[0]) & 255 == 29:  # kinds.SUB16
         neg = 1
     x1 = ptr16(arena + pp[6])
     x2 = ptr16(arena + pp[7])
@@ -1130,7 +1131,7 @@ sub16 = add16
 
 @micropython.viper
 def rescale(E, P, k: int):
-    # see _pure.rescale: a block of x - ZI into ACC, requantized with one or two multipliers
+    # see ops/quant.py's rescale: a block of x - ZI into ACC, requantized with one or two multipliers
     arena = uint(ptr8(E.A))
     W = E.W
     wk = ptr32(W)
@@ -1286,7 +1287,7 @@ def _mbqm32(W):
 
 @micropython.viper
 def conv16(E, P, k: int):
-    # 16x8 conv2d and depthwise (see _pure.conv16): per output, the products summed in int32
+    # 16x8 conv2d and depthwise (see ops/conv.py's conv16): per output, the products summed in int32
     # chunks of at most 511 (|w x| <= 2**22), each added into a 64-bit accumulator (TFLM's
     # int64) as 16-bit limbs; or summed in int32 with wrap-around (TFLM's int32 accumulator)
     a = uint(ptr8(E.A))
@@ -1556,7 +1557,7 @@ dw16 = conv16
 
 @micropython.viper
 def dense16(E, P, k: int):
-    # 16x8 fully connected (see _pure.dense16), accumulated as conv16 does
+    # 16x8 fully connected (see ops/linear.py's dense16), accumulated as conv16 does
     a = uint(ptr8(E.A))
     B = E.B
     pp = ptr32(uint(ptr32(P)) + 4 * k)
@@ -1612,7 +1613,7 @@ def dense16(E, P, k: int):
 
 @micropython.viper
 def tconv(E, P, k: int):
-    # transpose conv, int8 and 16x8 (see _pure.tconv): each output gathered from the taps that
+    # transpose conv, int8 and 16x8 (see ops/tconv.py's tconv): each output gathered from the taps that
     # reach it; int8: (x - ZX) w summed in int32 (wrapping, as TFLM's), requantized one output at
     # a time; 16x8: summed as conv16 does (int64 limbs)
     a = uint(ptr8(E.A))
@@ -1624,7 +1625,7 @@ def tconv(E, P, k: int):
     sg = 1
     sg <<= 31
     wide = 0
-    if int(pp[0]) & 255 == 34:  # check.TCONV16
+    if int(pp[0]) & 255 == 34:  # kinds.TCONV16
         wide = 1
     w = ptr8(uint(ptr8(B[pp[22]])) + pp[23])
     bias = ptr32(uint(ptr8(B[pp[24]])) + pp[25])
@@ -1978,7 +1979,7 @@ def softmax(E, P, k: int):
     a = ptr8(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     wide = 0
-    if int(pp[0]) & 255 == 39:  # check.SOFTMAX16
+    if int(pp[0]) & 255 == 39:  # kinds.SOFTMAX16
         wide = 1
     o16 = ptr16(uint(a))
     e = ptr32(uint(ptr8(E.B[pp[10]])) + pp[11])
@@ -2066,7 +2067,7 @@ def _rdbpot(t, e: int):
 @micropython.viper
 def move(E, P, k: int):
     # the arena's elements dst[DO + p PDS + i DS + j DJ] = src[SO + p PSS + i SS + j SJ] (see
-    # _pure.move): bytes, 2-byte or 4-byte elements
+    # ops/move.py's move): bytes, 2-byte or 4-byte elements
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A))
     so = a + pp[2]
@@ -2171,7 +2172,7 @@ def fill(E, P, k: int):
 
 @micropython.viper
 def abs_sums(buf, g, out):
-    # out[o] = sum |w| over output channel o's filter (see _pure.abs_sums): the load check of
+    # out[o] = sum |w| over output channel o's filter (see _arith.abs_sums): the load check of
     # every accumulator's range
     w = ptr8(buf)
     pg = ptr32(g)

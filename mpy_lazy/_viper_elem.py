@@ -1,5 +1,6 @@
 # Viper kernels of the elementwise ops, cast and resize (kinds 44..51; the records and their
-# plain-Python versions: _elem.py): imported only for a program that has such a record. The
+# plain-Python versions: ops/elementwise.py, cast.py, resize.py, whose FAST names this module):
+# imported only for a program that has such a record. The
 # same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
 
@@ -7,7 +8,7 @@ from . import _viper as V
 from ._viper import NO_RO, _rdbpot, _srdhm, rq_flush, rq_head, rq_setup
 
 
-# --- elementwise ops, cast, resize (kinds 44..51; see _pure for the records) -------------------
+# --- elementwise ops, cast, resize (kinds 44..51; the records: their rooms) -------------------
 
 @micropython.viper
 def minmax(E, P, k: int):
@@ -84,7 +85,7 @@ def cast(E, P, k: int):
 
 @micropython.viper
 def div(E, P, k: int):
-    # TFLM's int8 DIV, one element at a time (see _elem.div)
+    # TFLM's int8 DIV, one element at a time (see ops/elementwise.py's div)
     a = ptr8(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     tab = ptr32(uint(ptr8(E.B[pp[15]])) + pp[16])
@@ -149,7 +150,7 @@ def div(E, P, k: int):
 @micropython.viper
 def resize(E, P, k: int):
     # nearest: a gather of C elements per output pixel (1, 2 or 4 bytes each); bilinear: TFLM's
-    # ResizeBilinearInteger on int8 (see _elem.resize)
+    # ResizeBilinearInteger on int8 (see ops/resize.py's resize)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A))
     tab = ptr32(uint(ptr8(E.B[pp[11]])) + pp[12])
@@ -226,7 +227,7 @@ def resize(E, P, k: int):
 @micropython.viper
 def prelu(E, P, k: int):
     # TFLM's int8 PRELU in blocks: the x < ZX products requantized (requant or the assembler),
-    # then the table written over the x >= ZX elements (see _elem.prelu)
+    # then the table written over the x >= ZX elements (see ops/elementwise.py's prelu)
     a = ptr8(E.A)
     arena = uint(a)
     W = E.W

@@ -8,13 +8,17 @@
 #            ops in plain Python
 #   'pure'   plain Python everywhere: runs on any port, gives the same integers as 'viper'
 #
-# `i8` is the module holding the int8 kernels for the current path (_viper or _pure: the same
-# functions on the same records, tests/runtime/test_kernels.py checks they agree); table() is
-# the tuple of kernels by record kind (mpy_lazy/check.py) that a program calls. use() takes
-# effect on a program's next call.
+# Every record kind has a room (mpy_lazy/ops/<room>.py, kinds.ROOM): its check and its reference
+# kernel in plain Python (the room's KERNELS names it). A fast path (the room's FAST, default
+# _viper, on the viper and thumb paths for the integer kinds; _nd on ulab for the float ones)
+# has a kernel of the same name for the kinds it speeds up;
+# tests/runtime/test_kernels.py checks both give the same bytes. table() is the tuple of
+# kernels by kind that a program calls; it imports only the rooms and fast paths of the kinds
+# the program has (heap on a board). use() takes effect on a program's next call.
 import sys
 
-from . import _pure, backend, check
+from . import backend
+from .kinds import FLOATS, KINDS, LENGTH, ROOM
 
 _viper = _thumb = None
 if sys.implementation.name == "micropython":
@@ -28,26 +32,8 @@ if sys.implementation.name == "micropython":
         except Exception:  # not an ARM port, or frozen without it (manifest.py thumb=False)
             _thumb = None
 
-i8 = _pure
 _path = None
-_tables = [None] * 8  # the kernel tables of the current path: [floats + 2 x elem + 4 x recurrent]
-
-# the integer kernels by record kind (mpy_lazy/check.py), and the float ones
-_INT = ((check.CONV, "conv"), (check.DEPTHWISE, "depthwise"), (check.DENSE, "dense"), (check.ADD, "add"),
-        (check.MUL, "mul"), (check.MAXPOOL, "maxpool"), (check.AVGPOOL, "avgpool"), (check.MEAN, "mean"),
-        (check.LUT, "lut"), (check.SOFTMAX, "softmax"), (check.MOVE, "move"), (check.FILL, "fill"),
-        (check.RESCALE, "rescale"), (check.ADD16, "add16"), (check.SUB, "sub"), (check.SUB16, "sub16"),
-        (check.CONV16, "conv16"), (check.DW16, "dw16"), (check.DENSE16, "dense16"), (check.TCONV, "tconv"),
-        (check.TCONV16, "tconv16"), (check.SOFTMAX16, "softmax16"))
-# the recurrent ops' kernels: in modules of their own, imported for the programs that use them
-_RECURRENT = ((check.LSTM, "lstm"), (check.SVDF, "svdf"))
-RECURRENT_KINDS = (check.LSTM, check.FLSTM, check.SVDF)
-_FLOAT = ((check.FCONV, "conv"), (check.FDEPTHWISE, "depthwise"), (check.FDENSE, "dense"), (check.FADD, "add"),
-          (check.FMUL, "mul"), (check.FMAXPOOL, "maxpool"), (check.FAVGPOOL, "avgpool"), (check.FMEAN, "mean"),
-          (check.FACT, "act"), (check.FSOFTMAX, "softmax"), (check.FSUB, "sub"), (check.QUANTIZE, "quantize"),
-          (check.DEQUANTIZE, "dequantize"), (check.FTCONV, "tconv"))
-
-_pure_kinds = [None]  # the kinds of the current path whose kernel is _pure's
+_tables = {}  # the kernel tables of the current path, by the kinds they serve
 
 
 def available():
@@ -63,19 +49,16 @@ def available():
 
 def use(name=None):
     """Select the kernel path ('ulab', 'thumb', 'viper' or 'pure'; None = the best available)."""
-    global _path, i8
+    global _path
     ok = available()
     if name is None:
         name = ok[0]
     if name not in ok:
         raise ValueError("kernel path %r not available here (have %s)" % (name, ", ".join(ok)))
     _path = name
-    i8 = _viper if (_viper is not None and name != "pure") else _pure
     if _viper is not None:
         _viper.T = _thumb if name in ("thumb", "ulab") else None
-    for i in range(8):
-        _tables[i] = None
-    _pure_kinds[0] = None
+    _tables.clear()
     return name
 
 
@@ -83,63 +66,113 @@ def path():
     return _path or use()
 
 
-def table(floats=True, elem=False, recurrent=False):
-    """The kernels of the current path by record kind (a tuple; None for no kind). Without
-    floats, the float kinds are None (their module is not imported: heap on a board); without
-    elem, kinds 44..53 too; without recurrent, the recurrent kinds (LSTM, SVDF). An integer kind
-    the path's module lacks runs on _pure's kernel (pure_kinds() lists them)."""
+def viper():
+    """The viper kernels' module when the current path runs them (else None)."""
+    return _viper if path() != "pure" else None
+
+
+# op name of the graph description -> its room (the module of mpy_lazy/ops holding class Op)
+_OPS = {
+    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
+    "tconv": "tconv", "slice": "slice", "transpose": "slice",
+    "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
+    "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
+    "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
+    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "svdf": "svdf",
+    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
+    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
+    "groupnorm": "groupnorm",
+}
+
+
+def _room(name):
+    return __import__("mpy_lazy.ops." + name, None, None, ("Op",))
+
+
+def room(kind):
+    """The module of mpy_lazy/ops owning record kind `kind` (a kind with a room: kinds.ROOM),
+    imported on first use."""
+    return _room(ROOM[kind])
+
+
+def op(name):
+    """The Op class of a graph description's op `name` (mpy_lazy/ops/<room>.py), imported on
+    first use."""
+    return _room(_OPS[name]).Op
+
+
+def _fast(kind, name):
+    """The fast path's kernel `name` for `kind` on the current path, or None."""
+    if kind in FLOATS:
+        if path() != "ulab":
+            return None
+        from . import _nd as fast
+    else:
+        if viper() is None:
+            return None
+        fast = getattr(room(kind), "FAST", "_viper")
+        if fast == "_viper_elem":
+            from . import _viper_elem as fast
+        elif fast == "_viper_recurrent":
+            from . import _viper_recurrent as fast
+        else:
+            fast = _viper
+    return getattr(fast, name, None)
+
+
+def kernel(kind):
+    """The kernel of `kind` on the current path: the fast path's where it has one, else the
+    room's reference kernel."""
+    r = room(kind)
+    name = r.KERNELS[kind]
+    ref = getattr(r, name)
+    f = _fast(kind, name)
+    if f is None:
+        return ref
+    if kind in FLOATS:
+        return _unless_declined(f, ref)
+    return f
+
+
+def _unless_declined(f, ref):
+    """f, or ref where f declines (returns True: _nd's numpy-only kernels on ulab)."""
+
+    def run(E, P, k):
+        if f(E, P, k):
+            ref(E, P, k)
+
+    return run
+
+
+def table(kinds=None):
+    """The kernels of the current path by record kind (a tuple of KINDS entries): those of
+    `kinds` (a tuple; None: every kind), None for the others, whose modules are not imported."""
     path()
-    slot = (1 if floats else 0) + (2 if elem else 0) + (4 if recurrent else 0)
-    t = _tables[slot]
+    t = _tables.get(kinds)
     if t is None:
-        t = [None] * check.KINDS
-        pure = []
-        for kind, name in _INT:
-            f = getattr(i8, name, None)
-            if f is None:
-                f = getattr(_pure, name)
-            if i8 is _pure or f is getattr(_pure, name):
-                pure.append(kind)
-            t[kind] = f
-        if recurrent:
-            from . import _recurrent
-
-            rec = _recurrent
-            if i8 is _viper:
-                from . import _viper_recurrent as rec
-            for kind, name in _RECURRENT:
-                t[kind] = getattr(rec, name)
-        _pure_kinds[0] = tuple(pure)
-        if floats:
-            from . import _float
-
-            fl = _float
-            if _path == "ulab":
-                from . import _nd as fl
-            for kind, name in _FLOAT:
-                t[kind] = getattr(fl, name, None) or getattr(_float, name)
-            if recurrent:
-                t[check.FLSTM] = _float.lstm
-        if elem:  # kinds 44..53: integer kernels of _viper_elem (viper paths) or _elem, float ones of _elem
-            from . import _elem
-
-            ints = _elem
-            if i8 is not _pure and _viper is not None:
-                from . import _viper_elem as ints
-            for kind, name in ((check.MINMAX, "minmax"), (check.CAST, "cast"), (check.DIV, "div"),
-                               (check.RESIZE, "resize"), (check.PRELU, "prelu")):
-                t[kind] = getattr(ints, name)
-            for kind, name in ((check.FBINARY, "fbinary"), (check.FCAST, "fcast"), (check.FRESIZE, "fresize"),
-                               (check.FLAYERNORM, "flayernorm"), (check.FGROUPNORM, "fgroupnorm")) if floats else ():
-                t[kind] = getattr(_elem, name)
-        t = _tables[slot] = tuple(t)
+        t = [None] * KINDS
+        for kind in range(1, KINDS) if kinds is None else kinds:
+            if LENGTH[kind]:
+                t[kind] = kernel(kind)
+        t = _tables[kinds] = tuple(t)
     return t
 
 
-def pure_kinds():
-    """The integer kinds table() serves with _pure's kernels (they read typed views)."""
-    table(False)
-    return _pure_kinds[0]
+def views(kinds):
+    """Whether a program of `kinds` needs the typed views the reference kernels read: on the
+    pure path, or for an integer kind the fast path lacks."""
+    if viper() is None:
+        return True
+    for kind in kinds:
+        if kind not in FLOATS and _fast(kind, room(kind).KERNELS[kind]) is None:
+            return True
+    return False
+
+
+def put():
+    """The viper move between two buffers on the current path (else None: ops/move.py's)."""
+    v = viper()
+    return v.put if v is not None else None
 
 
 def f16(E, slot, first, fs, n):
@@ -148,4 +181,39 @@ def f16(E, slot, first, fs, n):
     if _viper is not None:
         _viper.f16_to_f32(E.B[slot], first, E.A, fs // 4, n)
     else:
-        _pure.f16_to_f32(E.B[slot], first, E.af, fs // 4, n)
+        from ._arith import f16_to_f32
+
+        f16_to_f32(E.B[slot], first, E.af, fs // 4, n)
+
+
+def abs_sums():
+    """The weight sums the checks need (check._Env): viper's where it exists."""
+    if _viper is not None:
+        return _viper.abs_sums
+    from ._arith import abs_sums
+
+    return abs_sums
+
+
+def record_macs(P, k):
+    """Multiply-accumulates of the record at k (P checked): its room's macs(), else 0."""
+    f = getattr(room(P[k] & 255), "macs", None)
+    return f(P, k) if f is not None else 0
+
+
+def macs(P):
+    """Multiply-accumulates of one pass over the program."""
+    from .check import records
+
+    total = 0
+    for _, k in records(P):
+        total += record_macs(P, k)
+    return total
+
+
+def state(P, k):
+    """The state the record at k keeps from one call to the next (LSTM, SVDF: TFLM's variable
+    tensors), as (arena byte offset, elements, initial value, bytes per element) regions; ()
+    for a stateless record (its room has no state()). (P checked.)"""
+    f = getattr(room(P[k] & 255), "state", None)
+    return f(P, k) if f is not None else ()

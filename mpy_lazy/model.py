@@ -19,12 +19,11 @@
 # lies in the arena too. On int8 models a forward pass allocates nothing.
 import array
 
-from . import check, graph, param
+from . import graph, kernels, param
 from .container import ContainerError
 from .graph import Value, fail
 from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
-from . import ops as _ops
 from . import program as _program
 
 _PARAMS = ("bias", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
@@ -70,7 +69,7 @@ class Model(Module):
                     if name not in values:
                         raise fail(n, "%s: input %r is no value defined above" % (op, name), "x")
                     ins.append(values[name])
-                o = _ops.get(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
+                o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
                 v = o.y = Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)

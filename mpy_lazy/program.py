@@ -11,7 +11,7 @@
 #
 # A record is [kind | line << 8, length, fields...]: `line` is the graph description's line
 # (for messages), `length` the record's words. The fields are the kernel's parameters in the
-# layout of mpy_lazy/_pure.py (shared by the viper and assembler kernels); a tensor is two
+# layout its room gives (mpy_lazy/ops/<op>.py, docs/OPS.md; shared by the fast paths); a tensor is two
 # fields, (slot, offset): the byte offset of its data in buffer B[slot]. A program read from a
 # container has one slot, the container; a model declared from text (mpy_lazy.model.Model)
 # compiles its own program in RAM, one slot per Param.
@@ -20,41 +20,18 @@
 # program, k the word index of the record. A kernel allocates nothing on the int8 paths.
 import array
 
-from . import backend, kernels
+from . import backend, check, kernels
+from ._arith import bits_f32, f32_bits, slot_view  # noqa: F401 (f32_bits: the compiler's)
 from .container import ContainerError
-from .graph import Value
+from .kinds import (H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H_VERSION, HEADER, IO, IO_DIMS,  # noqa: F401
+                    IO_DTYPE, IO_LAYOUT, IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, MAGIC, MAX_ARENA, VERSION)
 
-MAGIC = 0x4D504C50  # "PLPM": a program
-VERSION = 3  # 2: int16 values, sub, slice, transpose, tconv (3-level moves, 8-word quantize);
-#             3: conv/depthwise/dense weights in output-channel blocks (field WB)
-# header words
-H_MAGIC, H_VERSION, H_RECORDS, H_ARENA, H_INPUTS, H_OUTPUTS, H_FIRST = 0, 1, 2, 3, 4, 5, 6
-HEADER = 7
-# an input/output entry: dtype (FORMAT.md code: 1 f32, 3 i8), arena byte offset, elements,
-# zero point, scale (f32 bits), layout (0 hwc, 1 chw), ndim, dims (3 words)
-IO_DTYPE, IO_OFF, IO_SIZE, IO_ZP, IO_SCALE, IO_LAYOUT, IO_NDIM, IO_DIMS = 0, 1, 2, 3, 4, 5, 6, 7
-IO = 10
-MAX_ARENA = 1 << 26  # bytes; anything larger is a broken file, not a model for a board
-MAX_RECORDS = 1 << 14
 NAME = "graph.program"  # the container tensor holding it
 WORK = 32  # int32 words of the shared work array (the requantization header, softmax's state,
 # conv16's block of 8 sums)
 
 _BYTES = (bytes, bytearray)
 _ITEMSIZE = {"b": 1, "B": 1, "h": 2, "H": 2}  # array typecodes of the integer inputs copied as bytes
-_F32 = array.array("f", (0.0,))
-_I32 = array.array("i", (0,))
-
-
-def f32_bits(x):
-    """The int32 holding float x as binary32 (records keep floats so)."""
-    _F32[0] = x
-    return array.array("i", bytes(_F32))[0]
-
-
-def bits_f32(v):
-    _I32[0] = v
-    return array.array("f", bytes(_I32))[0]
 
 
 class Program:
@@ -86,9 +63,7 @@ class Program:
         output layouts) to use instead of the header's (a Model's own Values); words: P's
         length (a typed view of flash has no len()); raw: P's bytes (a memoryview) when P is a
         typed view of them. Every record is checked before the arena is allocated
-        (mpy_lazy/check.py)."""
-        from . import check
-
+        (mpy_lazy/check.py, with each kind's room)."""
         self.P = P
         self.B = B
         words = len(P) if words is None else words
@@ -98,7 +73,7 @@ class Program:
             arena = bytearray(n or 4)
         elif len(arena) < n:
             raise ValueError("arena of %d bytes, the program needs %d" % (len(arena), n))
-        check.program(P, B, verify, words)  # ContainerError: record, line, field
+        check.program(P, B, verify, words, kernels.room, kernels.abs_sums())  # ContainerError: record, line, field
         if raw is not None and check.has_floats(P):
             self.Pmv = raw
         if io is not None:
@@ -149,9 +124,7 @@ class Program:
         return []
 
     def macs(self):
-        from . import check
-
-        return check.macs(self.P)
+        return kernels.macs(self.P)
 
     def clone(self, arrays=False):
         """The same program and weights with an arena of its own (arrays: ignored; the
@@ -172,11 +145,9 @@ class Program:
         variable tensors do across Invoke() (TFLM's MicroInterpreter::Reset()): zero, int8
         values at their zero point. Done when the program is made; an ONNX LSTM starts from zero
         on every call anyway."""
-        from . import check
-
         A = self.A
         for _, k in check.records(self.P):
-            for off, n, v, es in check.state(self.P, k):
+            for off, n, v, es in kernels.state(self.P, k):
                 for i in range(off, off + n * es, es):
                     for b in range(es):
                         A[i + b] = (v >> (8 * b)) & 255
@@ -186,16 +157,12 @@ class Program:
     def _env(self):
         """Views the current kernel path needs (made when the path changes, kept; the path is
         recorded last, so a MemoryError here leaves the next call to make them again)."""
-        from . import check
-
         path = kernels.path()
-        need_f = self._floats()
-        # the float, elementwise and recurrent kernels' modules are imported only for a model
-        # that has such records
-        K = kernels.table(need_f, self._uses(range(check.MINMAX, check.FGROUPNORM + 1)),
-                          self._uses(kernels.RECURRENT_KINDS))
+        need_f = check.has_floats(self.P)
+        kinds = self._kinds()
+        K = kernels.table(kinds)  # (only the rooms and fast paths of these kinds are imported)
         self._path = None
-        pure = kernels.i8 is not kernels._viper or kernels._viper is None or self._uses(kernels.pure_kinds())
+        pure = kernels.views(kinds)
         for name in ("a8", "a16", "a32", "af", "pf", "s8", "s32", "sf", "cache"):
             if name in self.__dict__:  # (the class's None: no instance slot for what a path lacks)
                 delattr(self, name)
@@ -207,28 +174,28 @@ class Program:
             self.a8 = backend.typed_view(mv, "i8", len(self.A))
             self.a16 = backend.typed_view(mv, "i16", len(self.A) // 2)
             self.a32 = backend.typed_view(mv, "i32", words)
-            self.s8 = tuple([_slot_view(b, "i8") for b in self.B])
-            self.s32 = tuple([_slot_view(b, "i32") for b in self.B])
+            self.s8 = tuple([slot_view(b, "i8") for b in self.B])
+            self.s32 = tuple([slot_view(b, "i32") for b in self.B])
         if need_f:
             self.af = backend.typed_view(mv, "f32", words)
-            self.pf = _slot_view(self.Pmv if self.Pmv is not None else self.P, "f32")
-            self.sf = tuple([_slot_view(b, "f32") for b in self.B])
+            self.pf = slot_view(self.Pmv if self.Pmv is not None else self.P, "f32")
+            self.sf = tuple([slot_view(b, "f32") for b in self.B])
         self._K = K
         self._path = path
 
-    def _floats(self):
-        from . import check
-
-        return check.has_floats(self.P)
-
-    def _uses(self, kinds):
-        """Whether a record of one of `kinds` is in the program."""
-        from . import check
-
+    def _kinds(self):
+        """The kinds of the program's records, sorted (a tuple)."""
+        kinds = []
         for kind, _ in check.records(self.P):
-            if kind in kinds:
-                return True
-        return False
+            if kind not in kinds:
+                kinds.append(kind)
+        kinds.sort()
+        return tuple(kinds)
+
+    def f16(self, slot, first, fs, n):
+        """n f16 values from element `first` of slot `slot` decoded into the arena as f32 from
+        byte fs (the float kernels' f16 weights: _arith.weights)."""
+        kernels.f16(self, slot, first, fs, n)
 
     def __call__(self, x=None, x2=None, x3=None, *more):
         """One forward pass. x (and one more argument per further input): the input's values
@@ -272,10 +239,13 @@ class Program:
             if isinstance(x, array.array):
                 self._seen = x  # an array's item size is read once per object (reading it allocates)
                 self._seen_es = es
-            k = kernels.i8
-            if k is not kernels._viper or k is None:  # the pure kernel reads items: signed
+            put = kernels.put()
+            dst = self.A
+            if put is None:  # the reference kernel reads items: signed
+                from .ops.move import put
+
                 x = backend.typed_view(memoryview(x), "i8", n * es)
-                k = kernels._pure
+                dst = self.view(1)
             W = self.W  # move parameters, one by one (a tuple assignment would allocate)
             for b in range(es):  # byte b of every item (little-endian items, as the arena's)
                 W[0] = b
@@ -286,7 +256,7 @@ class Program:
                 W[5] = es
                 W[6] = es if chw else 0
                 W[7] = es * c if chw else es
-                k.put(x, self.A if k is not kernels._pure else self.view(1), W)
+                put(x, dst, W)
             return
         dst = self.input if i == 0 else self._in[i]
         for j in range(n):
@@ -356,6 +326,8 @@ Program.W = WORK_AREA
 
 
 def _io(P, at, n):
+    from .graph import Value  # (a stored program runs without the graph module: heap)
+
     vals, layouts = [], []
     for i in range(n):
         e = at + IO * i
@@ -384,23 +356,6 @@ def _room(n):
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")
-
-
-def _slot_view(b, dtype):
-    """A typed view of a whole buffer (a slot, or the program), or the buffer itself when it
-    is a RAM array of that type already."""
-    if isinstance(b, array.array) and backend._typecode(b) == backend.TYPECODE[dtype]:
-        return b
-    size = backend.ITEMSIZE[dtype]
-    n = _nbytes(b) // size
-    mv = memoryview(b)
-    if hasattr(mv, "cast"):  # CPython casts whole items only
-        mv = mv.cast("B")[: n * size]
-    return backend.typed_view(mv, dtype, n)
-
-
-def _nbytes(b):
-    return backend.nbytes(b)
 
 
 def _itemsize(x):

@@ -152,13 +152,13 @@ def program_verdict(c, m):
     'MISMATCH' otherwise; digest: crc32 of the integer outputs, 'f' with float outputs)."""
     from binascii import crc32
 
-    from mpy_lazy import check, kernels
+    from mpy_lazy import kernels
     from mpy_lazy.program import H_ARENA, H_RECORDS
 
     P = m.P
     if P[H_ARENA] > GRAPH_BYTES:
         return "big"
-    if check.macs(P) + P[H_ARENA] * P[H_RECORDS] > 20 * GRAPH_WORK:
+    if kernels.macs(P) + P[H_ARENA] * P[H_RECORDS] > 20 * GRAPH_WORK:
         return "heavy"
     xs = _inputs(m, c._meta_get("fuzz") == "nonfinite")
     digests = []

@@ -1,5 +1,5 @@
-# Ops of the graph description, one per module. An op is the host-side half of a TensorFlow
-# Lite Micro kernel (its Prepare): it reads its line of the description, checks it against its
+# Ops of the graph description, one per module. An op is the Prepare half of a TensorFlow
+# Lite Micro kernel: it reads its line of the description, checks it against its
 # input values, computes its output value, declares the Params of its tensors, and compiles
 # itself into records of the program (mpy_lazy/program.py) that the kernels run:
 #
@@ -8,37 +8,22 @@
 #                               of its tensors (nothing bound, nothing allocated)
 #   records(c)                  its records, once the arena is planned (c: the compiler in
 #                               mpy_lazy/model.py: c.off(value), c.ref(param), c.scratch,
-#                               c.record(kind, fields)); mpy_lazy/check.py checks them
+#                               c.record(kind, fields)); check(r, E) below them checks them
 #   lag()                       whether the output may be written over the input when the
 #                               input dies at this op (the planner asks; default no)
 #
 # `scratch` (int32 words) is the arena room its kernel needs while it runs, planned like a
 # value alive during the op only. `kv` (the description's keys) exists during __init__ only:
-# an op keeps what it needs as attributes. On a board a packed model runs from its stored
-# program and never imports these modules.
+# an op keeps what it needs as attributes.
+#
+# A module of this package is an op's room (docs/OPS.md): the Op class above, and the runtime
+# half of its record kinds (their layout, check and reference kernel), which a stored program
+# imports for the kinds it has (kernels.room; kernels.op finds the Op of an op name). The
+# graph module is imported by the Op methods that need it (a stored program runs without it).
 import array
 
-from ..graph import fail
 from ..module import Module
 from ..param import Param
-
-# op name -> module of this package holding class Op (imported on first use)
-_MODULES = {
-    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
-    "tconv": "tconv", "slice": "slice", "transpose": "slice",
-    "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
-    "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
-    "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
-    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "svdf": "svdf",
-    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
-    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
-    "groupnorm": "groupnorm",
-}
-
-
-def get(name):
-    mod = __import__("mpy_lazy.ops." + _MODULES[name], None, None, ("Op",))
-    return mod.Op
 
 
 class Op(Module):
@@ -64,6 +49,8 @@ class Op(Module):
         return None
 
     def fail(self, msg, key=None):
+        from ..graph import fail
+
         return fail(getattr(self, "n", 0), "%s: %s" % (self.name, msg), key)
 
     def param(self, attr, key, shape, dtype, init=None):

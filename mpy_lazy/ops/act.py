@@ -4,7 +4,10 @@
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
 # table lookup and bit-exact by construction. All may run in place.
-from .. import check
+import math
+
+from .._arith import bits_f32, f32_bits, rec
+from ..kinds import FACT, LUT, RESCALE
 from . import Op as Base
 
 _FN = {"relu": 0, "relu6": 1, "clip": 2, "leakyrelu": 3, "sigmoid": 4, "tanh": 5, "hardswish": 6, "hardsigmoid": 7,
@@ -47,12 +50,109 @@ class Op(Base):
     def records(self, c):
         x, y = self.x[0], self.y
         if self.name == "lut":
-            return [c.record(check.LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
+            return [c.record(LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
         if x.dtype == "i16":  # leakyrelu
             m1, s1, m2, s2 = self.mult
-            return [c.record(check.RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
+            return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
                                               c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
-        from ..program import f32_bits
-
-        return [c.record(check.FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
+        
+        return [c.record(FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
                                       f32_bits(self.arg[1])])]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {LUT: 'lut', FACT: 'fact'}
+
+
+def _check_lut(r, E):
+    n = r.range(8, "x", 1, 1 << 24)
+    r.region(6, "x", n)
+    r.region(7, "y", n)
+    r.tensor(9, "table", ("i8",), 256)
+
+
+def _check_act(r, E):
+    fn = r.range(2, "op", 0, 9)
+    n = r.range(5, "x", 1, 1 << 24)
+    r.region(3, "x", 4 * n, 4)
+    r.region(4, "y", 4 * n, 4)
+    a, b = bits_f32(r[6]), bits_f32(r[7])
+    if a - a != 0 or b - b != 0 or (fn == 2 and not a <= b):
+        r.fail("lo", "%r, %r: finite, lo <= hi" % (a, b))
+
+
+# lut record: 6 XO 7 YO 8 N 9 10 table (256 int8, indexed by x + 128)
+
+def lut(E, P, k):
+    p = rec(P, k)
+    a = E.a8
+    t, t0 = E.s8[p[9]], p[10] + 128
+    xo, yo = p[6], p[7]
+    for i in range(p[8]):
+        a[yo + i] = t[t0 + a[xo + i]]
+
+
+# fact record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7
+# hardsigmoid, 8 gelu, 9 gelu's tanh approximation) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
+# hi, leakyrelu's alpha, hardsigmoid's alpha and beta)
+
+def fact(E, P, k):
+    a = E.af
+    fn, xo, yo, n = P[k + 2], P[k + 3] // 4, P[k + 4] // 4, P[k + 5]
+    lo, hi = E.pf[k + 6], E.pf[k + 7]
+    for i in range(n):
+        v = a[xo + i]
+        if fn == 0:
+            v = v if v > 0.0 else 0.0
+        elif fn == 1:
+            v = 0.0 if v < 0.0 else (6.0 if v > 6.0 else v)
+        elif fn == 2:
+            v = lo if v < lo else (hi if v > hi else v)
+        elif fn == 3:
+            v = v if v >= 0.0 else v * lo
+        elif fn == 4:
+            v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
+        elif fn == 5:
+            v = math.tanh(v)
+        else:  # hardswish, hardsigmoid, gelu
+            v = _act_more(fn, v, lo, hi)
+        a[yo + i] = v
+
+
+def _act_more(fn, v, a, b):
+    """fact's functions 6 (TFLM's HARD_SWISH), 7 (hardsigmoid: a, b its alpha and beta),
+    8 (gelu) and 9 (gelu's tanh form) of one value."""
+    if fn == 6:
+        return v * (0.0 if v < -3.0 else (6.0 if v > 3.0 else v + 3.0)) / 6.0
+    if fn == 7:
+        v = a * v + b
+        return 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+    if fn == 8:
+        return 0.5 * v * (1.0 + _erf(v * 0.7071067811865476))
+    return 0.5 * v * (1.0 + math.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+
+
+def _erf_series(x):
+    """erf(x) for ports whose math module lacks it: Abramowitz and Stegun 7.1.26 (|error| <
+    1.5e-7, below float32's resolution of GELU's outputs)."""
+    s = 1.0 if x >= 0.0 else -1.0
+    x = x * s
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
+        * math.exp(-x * x)
+    return s * y
+
+
+_erf = getattr(math, "erf", None) or _erf_series
+
+
+def check(r, E):
+    if r.kind == LUT:
+        _check_lut(r, E)
+        r.inplace = 6
+    else:
+        _check_act(r, E)
+        r.inplace = 3

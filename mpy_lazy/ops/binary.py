@@ -3,8 +3,8 @@
 # Integer add and sub follow TFLite Micro: both inputs rescaled to a common scale with 20
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
-from .. import check
-from ..graph import clamp
+from .._arith import ACTS, head, rec, requant, wrap32
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, MUL, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -14,6 +14,8 @@ class Op(Base):
     inplace = True  # elementwise: the output may take the first input's buffer (same size)
 
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import clamp
+
         Base.__init__(self, name, kv, ins, n)
         if len(ins) != 2:
             raise self.fail("takes two inputs (x=a,b)", "x")
@@ -52,7 +54,7 @@ class Op(Base):
         y = self.y
         io = [c.off(a), c.off(b), c.off(y), a.size, b.size]
         if y.dtype == "f32":
-            kind = {"add": check.FADD, "sub": check.FSUB, "mul": check.FMUL}[self.name]
+            kind = {"add": FADD, "sub": FSUB, "mul": FMUL}[self.name]
             return [c.record(kind, [0, self.act, 0, 0] + io)]
         mq = list(self.mq)
         if self.swap and self.name == "add":
@@ -60,7 +62,166 @@ class Op(Base):
         head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], b.q[1]]
         s = c.scratch
         if self.name == "mul":
-            return [c.record(check.MUL, head + [s] + mq)]
+            return [c.record(MUL, head + [s] + mq)]
         wide = y.dtype == "i16"
-        kind = (check.ADD16 if wide else check.ADD) if self.name == "add" else (check.SUB16 if wide else check.SUB)
+        kind = (ADD16 if wide else ADD) if self.name == "add" else (SUB16 if wide else SUB)
         return [c.record(kind, head + [s, s + 2048] + mq)]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {ADD: 'add', MUL: 'mul', FADD: 'fadd', FMUL: 'fmul', ADD16: 'add16', SUB: 'sub', SUB16: 'sub16',
+           FSUB: 'fsub'}
+
+
+def _check(r, E):
+    fl = r.kind in (FADD, FMUL, FSUB)
+    wide = r.kind in (ADD16, SUB16)
+    n = r.range(9, "x", 1, 1 << 24)
+    bc = r.range(10, "x", 1, n)
+    if n % bc:
+        r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
+    size = 4 if fl else (2 if wide else 1)
+    r.region(6, "x", n * size, size)
+    r.region(7, "x", bc * size, size)
+    r.region(8, "y", n * size, size)
+    if fl:
+        r.range(3, "act", 0, 3)
+        return
+    top = (1 << (8 * size - 1)) - 1
+    r.clamp(size)
+    r.range(2, "out", 1, 1)
+    block = r.range(11, "scratch", 256 if r.kind != MUL else 1, 256 if r.kind != MUL else 1 << 16)
+    r.range(12, "zero_point", -top - 1, top)
+    r.range(13, "zero_point", -top - 1, top)
+    if r.kind != MUL:
+        r.region(14, "scratch", 4 * 512, 4)
+        r.region(15, "scratch", 4 * block, 4)
+        r.mq(16, 3, "m", left=False)
+    else:
+        r.region(14, "scratch", 4 * block, 4)
+        r.mq(15, 1, "m")
+
+
+def add(E, P, k):
+    """y = clamp(ZY + mbqm(t1[x1] +- t2[x2], m, s)), in blocks of BLOCK elements."""
+    p = rec(P, k)
+    kind = p[0] & 255
+    W, a32 = E.W, E.a32
+    wide = kind in (ADD16, SUB16)
+    sign = -1 if kind in (SUB, SUB16) else 1
+    es = 2 if wide else 1
+    a = E.a16 if wide else E.a8
+    head(W, p, es)
+    x1, x2, y, n, bc, block, z1, z2 = p[6] // es, p[7] // es, p[8] // es, p[9], p[10], p[11], p[12], p[13]
+    t, ao = p[14] // 4, p[15] // 4
+    if not wide:
+        W[1] = 256
+        W[2] = -1  # requant() in raw mode: int32 results into the tables
+        for side in (0, 1):
+            z = z1 if side == 0 else z2
+            for i in range(256):
+                a32[ao + i] = (i - 128 - z) << 20
+            W[0] = t + 256 * side
+            requant(a32, ao, p, 16 + 2 * side, a32, W)
+    i = 0
+    j = 0
+    while i < n:
+        m = n - i if n - i < block else block
+        if wide:  # both blocks rescaled into T: x1's at T[0:], x2's at T[256:]
+            W[1] = m
+            W[2] = -1
+            for side in (0, 1):
+                jj = j
+                for q in range(m):
+                    if side == 0:
+                        a32[ao + q] = (a[x1 + i + q] - z1) << 15
+                    else:
+                        a32[ao + q] = (a[x2 + jj] - z2) << 15
+                        jj += 1
+                        if jj == bc:
+                            jj = 0
+                W[0] = t + 256 * side
+                requant(a32, ao, p, 16 + 2 * side, a32, W)
+            W[2] = 1
+            for q in range(m):
+                a32[ao + q] = wrap32(a32[t + q] + sign * a32[t + 256 + q])
+                j += 1
+                if j == bc:
+                    j = 0
+        else:
+            W[2] = 1
+            for q in range(m):
+                a32[ao + q] = a32[t + a[x1 + i + q] + 128] + sign * a32[t + a[x2 + j] + 384]
+                j += 1
+                if j == bc:
+                    j = 0
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 20, a, W)
+        i += m
+
+
+add16 = sub = sub16 = add  # (one kernel reads the kind)
+
+
+# mul record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
+
+def mul(E, P, k):
+    """y = clamp(ZY + mbqm((x1 - Z1) * (x2 - Z2), m, s)), in blocks."""
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+    ao = p[14] // 4
+    i = 0
+    j = 0
+    while i < n:
+        m = n - i if n - i < block else block
+        for q in range(m):
+            a32[ao + q] = (a[x1 + i + q] - z1) * (a[x2 + j] - z2)
+            j += 1
+            if j == bc:
+                j = 0
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 15, a, W)
+        i += m
+
+
+# fadd / fmul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)
+
+def fadd(E, P, k):
+    _fbinary(E, P, k, 0)
+
+
+def fsub(E, P, k):
+    _fbinary(E, P, k, 1)
+
+
+def fmul(E, P, k):
+    _fbinary(E, P, k, 2)
+
+
+def _fbinary(E, P, k, op):
+    f = E.af
+    ao, bo, yo, n, bc = P[k + 6] // 4, P[k + 7] // 4, P[k + 8] // 4, P[k + 9], P[k + 10]
+    lo, hi = ACTS[P[k + 3]] or (None, None)
+    j = 0
+    for i in range(n):
+        v = f[ao + i] + f[bo + j] if op == 0 else (f[ao + i] - f[bo + j] if op == 1 else f[ao + i] * f[bo + j])
+        if lo is not None and v < lo:
+            v = lo
+        if hi is not None and v > hi:
+            v = hi
+        f[yo + i] = v
+        j += 1
+        if j == bc:
+            j = 0
+
+
+def check(r, E):
+    _check(r, E)
+    r.inplace = 6

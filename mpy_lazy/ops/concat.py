@@ -1,7 +1,7 @@
 # concat along one axis (axis=, default the last: the channels of H, W, C values, or a vector's
 # elements; 0 or 1: H or W). int8: every input has the output's quantization (TFLite's rule;
 # mpy-lazy pack makes it so for ONNX models).
-from .. import check
+from ..kinds import MOVE
 from . import Op as Base
 
 
@@ -43,6 +43,6 @@ class Op(Base):
         off = 0
         for v in self.x:
             n = v.size // rows
-            out.append(c.record(check.MOVE, [c.off(v), c.off(y) + off * es, rows, n, n, 1, row, 1, es, 1, 0, 0]))
+            out.append(c.record(MOVE, [c.off(v), c.off(y) + off * es, rows, n, n, 1, row, 1, es, 1, 0, 0]))
             off += n
         return out

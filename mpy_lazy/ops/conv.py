@@ -10,8 +10,8 @@
 # int32, input zero point from the input value, output q=, fused activation as clamp=.
 import array
 
-from .. import check
-from ..graph import check_shape, clamp, pairs
+from .._arith import ACTS, head, mbqm, mbqm64, rec, requant, weights, wrap32
+from ..kinds import CONV, CONV16, DEPTHWISE, DW16, FCONV, FDEPTHWISE, INT32_MAX, MAX_DIM
 from . import Op as Base, act_code, ints, wdtype
 
 # int32 accumulators of the int8 kernels (at least one pixel's): they are requantized every
@@ -24,6 +24,8 @@ ACC = 32
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import check_shape, clamp, pairs
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         dw = name == "depthwise"
@@ -78,7 +80,7 @@ class Op(Base):
         hasb = "b" in kv
         dt = self.quantized(("i8", "i16"))
         q8 = dt != "f32"
-        # the kernels' record from word 2 (mpy_lazy/_pure.py, "conv / depthwise record"):
+        # the kernels' record from word 2 ("conv / depthwise record" below):
         # OC ZY LO HI XO YO H W C OH OW KH KW SH SW DH DW PT PL WSO WSY WSX WSC CPG OPG ZX HASB RP,
         # then (int8) scratch, tensors and WB; record() fills XO, YO (arena offsets) and the
         # float fields. 16x8: ZX is ACC64
@@ -128,14 +130,14 @@ class Op(Base):
         return p[27] * p[0] * (2 if self.y.dtype == "i16" else 1) + window
 
     def lag(self):
-        """int8: bytes the output may start before its dying input (check.conv_lag: the same
+        """int8: bytes the output may start before its dying input (conv_lag: the same
         rule the program's check enforces, with the outputs the Thumb kernels write early:
         ohwi8's blocks of 8, depthwise's groups of 4)."""
         if self.y.dtype != "i8":
             return None  # (16x8: the planner gives the output its own bytes)
-        kind = check.DEPTHWISE if self.name == "depthwise" else check.CONV
-        early = check.conv_early(kind, self.p[0], self.p[24], self.wb)  # (p[24]: OPG)
-        return check.conv_lag([0, 0] + list(self.p), 0, early)
+        kind = DEPTHWISE if self.name == "depthwise" else CONV
+        early = conv_early(kind, self.p[0], self.p[24], self.wb)  # (p[24]: OPG)
+        return conv_lag([0, 0] + list(self.p), 0, early)
 
     def records(self, c):
         p = list(self.p)
@@ -145,11 +147,304 @@ class Op(Base):
         w, b = c.ref(self.weight, self.y.dtype == "f32"), c.ref(getattr(self, "bias", None))
         if self.y.dtype == "i8":
             acc = 4 * p[27] * p[0]
-            return [c.record(check.DEPTHWISE if dw else check.CONV,
+            return [c.record(DEPTHWISE if dw else CONV,
                              p + [s, s + acc] + w + b + c.ref(self.requant) + [self.wb])]
         if self.y.dtype == "i16":
             acc = 8 * p[27] * p[0]
-            return [c.record(check.DW16 if dw else check.CONV16,
+            return [c.record(DW16 if dw else CONV16,
                              p + [s, s + acc] + w + b + c.ref(self.requant))]
         p[2] = wdtype(self.weight)
-        return [c.record(check.FDEPTHWISE if dw else check.FCONV, p + [0, s] + w + b + [0, 0])]
+        return [c.record(FDEPTHWISE if dw else FCONV, p + [0, s] + w + b + [0, 0])]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {CONV: 'conv', DEPTHWISE: 'depthwise', FCONV: 'fconv', FDEPTHWISE: 'fdepthwise', CONV16: 'conv16',
+           DW16: 'dw16'}
+
+
+def _check(r, E):
+    fl = r.kind in (FCONV, FDEPTHWISE)
+    wide = r.kind in (CONV16, DW16)
+    dw = r.kind in (DEPTHWISE, FDEPTHWISE, DW16)
+    h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
+    oc = r.range(2, "out", 1, MAX_DIM)
+    kh, kw, sh, sw, dh, dwd = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"), (17, "dil"), (18, "dil"))
+    pt, pl = r.range(19, "pad", 0, MAX_DIM), r.range(20, "pad", 0, MAX_DIM)
+    wso, wsy, wsx, wsc = (r.range(i, "wl", 0, 1 << 24) for i in (21, 22, 23, 24))
+    cpg, opg = r.dims((25, "groups"), (26, "groups"))
+    if oc % opg or (oc // opg) * cpg != c or (dw and (cpg != 1 or c * opg != oc)):
+        r.fail("groups", "%d input and %d output channels do not split into groups of %d and %d" % (c, oc, cpg, opg))
+    eh, ew = dh * (kh - 1) + 1, dwd * (kw - 1) + 1
+    if pt >= eh or pl >= ew:
+        r.fail("pad", "%d,%d: smaller than the kernel" % (pt, pl))
+    if (oh - 1) * sh - pt + eh > h + eh - 1 or (ow - 1) * sw - pl + ew > w + ew - 1:
+        r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
+    if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
+        r.fail("oh", "more than 2**24 elements")
+    wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE) else 0
+    if wb not in (0, 3):
+        r.fail("wl", "output channels in blocks of %d (1 or 8)" % (1 << wb))
+    if oc % (1 << wb) or (wb and cpg != c):
+        r.fail("wl", "%d output channels in blocks of %d (groups 1)" % (oc, 1 << wb))
+    n = oc * kh * kw * cpg
+    if dw:  # the layouts the compiler writes (mpy_lazy/ops/conv.py), which the kernels assume
+        layouts = ((1, kw * oc, oc, 1), (kh * kw, kw, 1, 1))
+    elif wb:  # ohwi8: [OC/8, KH, KW, 8 CPG], output o at (o >> 3) WSO + (o & 7)
+        layouts = ((8 * kh * kw * cpg, 8 * kw * cpg, 8 * cpg, 8),)
+    else:
+        layouts = ((kh * kw * cpg, kw * cpg, cpg, 1), (cpg * kh * kw, kw, 1, kh * kw))
+    if (wso, wsy, wsx, wsc) not in layouts:
+        r.fail("wl", "weight strides %d, %d, %d, %d: not a layout of the weights (ohwi, oihw, ohwi8; 1hwo, o1hw)"
+               % (wso, wsy, wsx, wsc))
+    size = 4 if fl else (2 if wide else 1)
+    r.region(6, "x", h * w * c * size, size)
+    r.region(7, "y", oh * ow * oc * size, size)
+    if fl:
+        wdt = r.range(4, "dtype", 1, 2)
+        r.tensor(32, "weight", ("f32" if wdt == 1 else "f16",), n * (4 if wdt == 1 else 2))
+        r.range(3, "act", 0, 3)
+        if r.range(28, "b", 0, 1):
+            r.tensor(34, "bias", ("f32",), 4 * oc)
+        else:
+            r.absent(34, "bias")
+        if wdt == 2:
+            r.region(31, "scratch", 4 * kh * kw * cpg, 4)
+        return
+    r.clamp(size)
+    acc64 = r.range(27, "acc", 0, 1) if wide else 0
+    if not wide:
+        r.range(27, "zero_point", -128, 127)
+    hasb = r.range(28, "b", 0, 1)
+    rp = r.range(29, "scratch", 1, ow)
+    r.region(30, "scratch", (8 if wide else 4) * rp * oc, 4)
+    r.region(31, "scratch", 4 * (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg), 4)
+    r.tensor(32, "weight", ("i8",), n)
+    r.mq_tensor(36, oc, E, 7 if acc64 else 30)
+    bias = None
+    if hasb:
+        r.tensor(34, "bias", ("i32",), 4 * oc)
+        bias = E.words(r[34], r[35], oc)
+    else:
+        r.absent(34, "bias")
+    # int8: every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x|
+    # <= 128, the input zero point folded into the bias); 16x8 with int64 accumulators: within
+    # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)
+    if wide and not acc64:
+        return
+    sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb)
+    r.bound(bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
+
+
+def conv_lag(P, k, early=None):
+    """Bytes an int8 conv / depthwise output may start before its dying input (the planner's
+    rule): the kernels (every path) compute output pixels in raster order and write each
+    after reading its window, so no write may reach a byte a later window reads: when pixel
+    j's window is read, pixels before j may be written (to yo + j*OC), and the first byte any
+    window from j on reads is xo + min(first(j), first of the next output row). The lag is the
+    largest j*OC - that, over j. Each term is concave in the row and the column (separable),
+    so its maximum is at an end or beside the kink where padding stops: a few candidates.
+    The Thumb kernels write part of a pixel's outputs before its window is read for the last
+    time: conv8 (WB 3) a block of 8 at a time, OC - 8 of them early; dw4 (depthwise,
+    multiplier 1, C a multiple of 4) 4 at a time, OC - 4 early (`early`: those bytes; None:
+    from the record at k)."""
+    c, oh, ow, oc = P[k + 10], P[k + 11], P[k + 12], P[k + 2]
+    if early is None:
+        early = conv_early(P[k] & 255, oc, P[k + 26], P[k + 38])
+    sh, sw, pt, pl = P[k + 15], P[k + 16], P[k + 19], P[k + 20]
+    wc = P[k + 9] * c
+    rows = [oy for oy in (0, 1, pt // sh - 1, pt // sh, pt // sh + 1, oh - 2, oh - 1) if 0 <= oy < oh]
+    cols = [ox for ox in (0, 1, pl // sw, pl // sw + 1, ow - 1) if 0 <= ox < ow]
+    a = max([oy * ow * oc - max(0, oy * sh - pt) * wc for oy in rows])
+    b = max([ox * oc - max(0, ox * sw - pl) * c for ox in cols])
+    lag = max(0, a + b + early)
+    for oy in rows:
+        if oy + 1 < oh:  # the next row's first window starts at its first column
+            lag = max(lag, (oy * ow + ow - 1) * oc - max(0, (oy + 1) * sh - pt) * wc + early)
+    return (lag + 3) // 4 * 4  # the arena's offsets stay word-aligned
+
+
+def conv_early(kind, oc, opg, wb):
+    """Output bytes of a pixel an int8 conv / depthwise may write before it last reads the
+    pixel's window (conv_lag)."""
+    if kind == CONV and wb:
+        return oc - 8
+    if kind == DEPTHWISE and opg == 1 and oc % 4 == 0:
+        return oc - 4
+    return 0
+
+
+# conv / depthwise record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW
+# 15 SH 16 SW 17 DH 18 DW 19 PT 20 PL 21 WSO 22 WSY 23 WSX 24 WSC 25 CPG (input channels per
+# group; depthwise: 1) 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX
+# 28 HASB 29 RP (output pixels per requantization, <= OW) 30 ACC (RP * OC int32) 31 COL (one
+# output pixel's window, KH * KW * CPG int32: the viper conv fills it; depthwise: C bytes of
+# ZX) 32 33 weights (slot, offset) 34 35 bias 36 37 requantization ([2, OC] int32) 38 WB
+# (conv: output channels in blocks of 2**WB, weight (o, ky, kx, ci) at (o >> WB) * WSO +
+# (o & 2**WB - 1) + ky * WSY + kx * WSX + ci * WSC: the `ohwi8` layout, WB 3, that the
+# assembler conv reads 8 outputs at a time; depthwise: 0)
+#
+# The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
+# ZX * sum(w) over the whole window), so a product is w * x, and a padded position, which adds
+# nothing to TFLM's sum of w * (x - ZX), reads ZX.
+
+def conv(E, P, k):
+    """Grouped 2-D convolution, RP output pixels at a time: acc = bias + sum w * x over the
+    kernel window (x = ZX at padded positions), then requant()."""
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    w, w0 = E.s8[p[32]], p[33]
+    bias, b0 = E.s32[p[34]], p[35] // 4
+    mq, m0 = E.s32[p[36]], p[37] // 4
+    ao = p[30] // 4
+    xo, yo, wd, c = p[6], p[7], p[9], p[10]
+    h, oh, ow, oc = p[8], p[11], p[12], p[2]
+    kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
+    wso, wsy, wsx, wsc, cpg, opg, zx, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
+    wb = p[38]
+    kb = p[29] * oc
+    for oy in range(oh):
+        kk = 0
+        for ox in range(ow):
+            if kk == kb:
+                W[0] = yo + (oy * ow + ox) * oc - kk
+                W[1] = kk
+                requant(a32, ao, mq, m0, a, W)
+                kk = 0
+            y0 = oy * sh - pt
+            x0 = ox * sw - pl
+            for o in range(oc):
+                s = bias[b0 + o] if hasb else 0
+                ci0 = (o // opg) * cpg
+                for ky in range(kh):
+                    iy = y0 + ky * dh
+                    for kx in range(kw):
+                        ix = x0 + kx * dw
+                        wi = w0 + (o >> wb) * wso + (o & ((1 << wb) - 1)) + ky * wsy + kx * wsx
+                        if iy < 0 or iy >= h or ix < 0 or ix >= wd:
+                            for ci in range(cpg):
+                                s += w[wi] * zx
+                                wi += wsc
+                            continue
+                        xi = xo + (iy * wd + ix) * c + ci0
+                        for ci in range(cpg):
+                            s += w[wi] * a[xi + ci]
+                            wi += wsc
+                a32[ao + kk] = s
+                kk += 1
+        W[0] = yo + (oy + 1) * ow * oc - kk
+        W[1] = kk
+        requant(a32, ao, mq, m0, a, W)
+
+
+def depthwise(E, P, k):
+    """Depthwise convolution (CPG 1, OPG = the channel multiplier): conv() with the channel
+    loop innermost, as the NHWC layout wants."""
+    conv(E, P, k)
+
+
+def conv16(E, P, k):
+    """16x8 conv2d and depthwise: int16 x, int8 w, int64 or int32 accumulators."""
+    p = rec(P, k)
+    a = E.a16
+    w, w0 = E.s8[p[32]], p[33]
+    bias, b0 = E.s32[p[34]], p[35] // 4
+    mq, m0 = E.s32[p[36]], p[37] // 4
+    xo, yo, wd, c = p[6] // 2, p[7] // 2, p[9], p[10]
+    h, oh, ow, oc, zy, lo, hi = p[8], p[11], p[12], p[2], p[3], p[4], p[5]
+    kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
+    wso, wsy, wsx, wsc, cpg, opg, acc64, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
+    q = yo
+    for oy in range(oh):
+        for ox in range(ow):
+            for o in range(oc):
+                s = 0
+                ci0 = (o // opg) * cpg
+                for ky in range(kh):
+                    iy = oy * sh - pt + ky * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = ox * sw - pl + kx * dw
+                        if ix < 0 or ix >= wd:
+                            continue
+                        wi = w0 + o * wso + ky * wsy + kx * wsx
+                        xi = xo + (iy * wd + ix) * c + ci0
+                        for ci in range(cpg):
+                            s += w[wi] * a[xi + ci]
+                            wi += wsc
+                if hasb:
+                    s += bias[b0 + o]
+                r = mbqm64(s, mq[m0 + o], mq[m0 + oc + o]) if acc64 else mbqm(wrap32(s), mq[m0 + o], mq[m0 + oc + o])
+                r += zy
+                a[q] = lo if r < lo else (hi if r > hi else r)
+                q += 1
+
+
+dw16 = conv16
+
+
+# fconv / fdepthwise record (f32): 2 OC 3 ACT 4 WDT (1 f32, 2 f16) 6..26 as the int8 record
+# (XO YO bytes) 28 HASB 31 FS (f16: one decoded filter, or the whole tensor when a filter is
+# not contiguous) 32 33 weights 34 35 bias
+
+def fconv(E, P, k):
+    p = [P[k + i] for i in range(38)]
+    a = E.af
+    h, w, c, oh, ow, oc, kh, kw = p[8], p[9], p[10], p[11], p[12], p[2], p[13], p[14]
+    sh, sw, dh, dw, pt, pl = p[15], p[16], p[17], p[18], p[19], p[20]
+    wso, wsy, wsx, wsc, cpg, opg = p[21], p[22], p[23], p[24], p[25], p[26]
+    xo, yo = p[6] // 4, p[7] // 4
+    lo, hi = ACTS[p[3]] or (None, None)
+    bv, b0 = (E.sf[p[34]], p[35] // 4) if p[28] else (None, 0)
+    n = kh * kw * cpg
+    whole = p[4] == 2 and wso != n
+    if whole:  # f16, a filter not contiguous (fdepthwise 1hwo): the whole tensor decoded once
+        wt, base0 = weights(E, p, 32, oc * n, 0, p[31])
+    for o in range(oc):
+        if whole:
+            wt, base = wt, base0 + o * wso
+        elif p[4] == 2:
+            wt, base = weights(E, p, 32, n, o * wso, p[31])
+        else:
+            wt, base = weights(E, p, 32, n, o * wso, 0)
+        ci0 = (o // opg) * cpg
+        for oy in range(oh):
+            y0 = oy * sh - pt
+            for ox in range(ow):
+                x0 = ox * sw - pl
+                s = bv[b0 + o] if bv is not None else 0.0
+                for ky in range(kh):
+                    iy = y0 + ky * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for kx in range(kw):
+                        ix = x0 + kx * dw
+                        if ix < 0 or ix >= w:
+                            continue
+                        xi = xo + (iy * w + ix) * c + ci0
+                        wi = base + ky * wsy + kx * wsx
+                        for ci in range(cpg):
+                            s += wt[wi] * a[xi + ci]
+                            wi += wsc
+                if lo is not None and s < lo:
+                    s = lo
+                if hi is not None and s > hi:
+                    s = hi
+                a[yo + (oy * ow + ox) * oc + o] = s
+
+
+fdepthwise = fconv
+
+
+def check(r, E):
+    _check(r, E)
+    if r.kind in (CONV, DEPTHWISE):
+        r.lag = conv_lag(r.P, r.k)
+
+
+def macs(P, k):
+    return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]

@@ -8,8 +8,10 @@
 # computes TFLM's fixed-point quotient with t= the table of its reciprocals (made at pack
 # time), m=M,S the multiplier of scale1 / (scale2 x output scale); int8 prelu: m=M,S,ZA for
 # x < z_x (the product (x - z_x)(alpha - ZA) requantized), t= the table of the other half.
-from .. import check
-from ..graph import ITEMSIZE, clamp
+import math
+
+from .._arith import ACTS, head, rdbpot, rec, requant, slot_ints, srdhm
+from ..kinds import DIV, FBINARY, INT32_MAX, MINMAX, PRELU
 from . import Op as Base, act_code
 
 BLOCK = 256  # prelu's int32 accumulators per requantization call
@@ -19,6 +21,8 @@ class Op(Base):
     inplace = True  # (prelu is not: see records)
 
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import clamp
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         const = {"prelu": "w", "div": None}.get(name, "t")  # the key of a constant second operand
@@ -64,21 +68,237 @@ class Op(Base):
         self.out = (x.shape, dt, kv.get("q"))
 
     def records(self, c):
+        from ..graph import ITEMSIZE
+
         x, y = self.x[0], self.y
         es = ITEMSIZE[x.dtype]
         op = getattr(self, "weight", None)
         x2 = [1, 0] + c.ref(op) if op is not None else [0, c.off(self.x[1]), 0, 0]
         if x.dtype == "f32":
             code = {"minimum": 0, "maximum": 1, "div": 2, "prelu": 3}[self.name]
-            return [c.record(check.FBINARY, [code, self.act, c.off(x), c.off(y), y.size, self.bc] + x2)]
+            return [c.record(FBINARY, [code, self.act, c.off(x), c.off(y), y.size, self.bc] + x2)]
         if self.name in ("minimum", "maximum"):
-            return [c.record(check.MINMAX, [1 if self.name == "maximum" else 0, es, c.off(x), c.off(y), y.size,
+            return [c.record(MINMAX, [1 if self.name == "maximum" else 0, es, c.off(x), c.off(y), y.size,
                                             self.bc] + x2)]
         head = [1, y.q[1], self.clamp[0], self.clamp[1]]
         if self.name == "div":
-            return [c.record(check.DIV, head + [c.off(x), c.off(self.x[1]), c.off(y), y.size, self.bc, x.q[1],
+            return [c.record(DIV, head + [c.off(x), c.off(self.x[1]), c.off(y), y.size, self.bc, x.q[1],
                                                 self.x[1].q[1], self.mult[0], self.mult[1]] + c.ref(self.table))]
-        return [c.record(check.PRELU, head + [c.off(x), c.off(y), y.size, self.bc, x.q[1], self.mult[2],
+        return [c.record(PRELU, head + [c.off(x), c.off(y), y.size, self.bc, x.q[1], self.mult[2],
                                               self.mult[0], self.mult[1]] + c.ref(self.weight) + c.ref(self.table)
                          + [c.scratch, BLOCK])]
 
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu'}
+FAST = '_viper_elem'
+
+
+_ES_DTYPE = {1: "i8", 2: "i16", 4: "i32"}
+
+
+def check_minmax(r, E):
+    """minmax (integers) and binary (f32: min, max, div, prelu): 2 OP 3 ES|ACT 4 X1 5 Y 6 N 7 BC
+    8 SRC (0: x2 in the arena at 9; 1: a tensor at 10-11)."""
+    if r.kind == FBINARY:
+        r.range(2, "op", 0, 3)
+        r.range(3, "act", 0, 3)
+        es, dt = 4, "f32"
+    else:
+        r.range(2, "op", 0, 1)
+        es = r.es(3)
+        dt = _ES_DTYPE[es]
+    n, bc = r.broadcast(6)
+    r.region(4, "x", n * es, es)
+    r.region(5, "y", n * es, es)
+    if r.range(8, "x", 0, 1):
+        r.tensor(10, "t", (dt,), bc * es)
+        r.range(9, "x", 0, 0)
+    else:
+        r.region(9, "x", bc * es, es)
+        r.absent(10, "t")
+
+
+def check_div(r, E):
+    """int8 div: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 Y 9 N 10 BC 11 Z1 12 Z2 13 M 14 S 15-16
+    reciprocals (i32 [256])."""
+    r.clamp()
+    r.range(2, "out", 1, 1)
+    n, bc = r.broadcast(9)
+    r.region(6, "x", n)
+    r.region(7, "x", bc)
+    r.region(8, "y", n)
+    r.range(11, "zero_point", -128, 127)
+    r.range(12, "zero_point", -128, 127)
+    r.range(13, "m", 0, INT32_MAX)
+    r.range(14, "m", -31, 22)  # (the per-element right shift then stays >= 0)
+    r.tensor(15, "table", ("i32",), 1024)  # (any int32: the fixed point saturates)
+
+
+def check_prelu(r, E):
+    """int8 prelu: 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y 8 N 9 BC 10 ZX 11 ZA 12 M 13 S (x < ZX)
+    14-15 alpha (i8 [BC]) 16-17 table (i8 [256], x >= ZX) 18 ACC (BLOCK int32) 19 BLOCK."""
+    r.clamp()
+    r.range(2, "out", 1, 1)
+    n, bc = r.broadcast(8)
+    r.region(6, "x", n)
+    r.region(7, "y", n)
+    r.range(10, "zero_point", -128, 127)
+    r.range(11, "zero_point", -128, 127)
+    r.mq(12, 1, "m")
+    r.tensor(14, "alpha", ("i8",), bc)
+    r.tensor(16, "table", ("i8",), 256)
+    block = r.range(19, "scratch", 1, 1 << 16)
+    r.region(18, "scratch", 4 * block, 4)
+
+
+# minmax record (integers of ES bytes): 2 OP (0 min, 1 max) 3 ES 4 X1 5 Y (bytes) 6 N 7 BC (x2
+# repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9; 1: the tensor at 10-11).
+# TFLM's MAXIMUM / MINIMUM: the stored codes compared, no requantization.
+
+def minmax(E, P, k):
+    p = rec(P, k)
+    es = p[3]
+    a = E.view(es)
+    if p[8]:
+        b, j0 = slot_ints(E, p[10], es), p[11] // es
+    else:
+        b, j0 = a, p[9] // es
+    x1, y, n, bc, mx = p[4] // es, p[5] // es, p[6], p[7], p[2]
+    j = 0
+    for i in range(n):
+        u, v = a[x1 + i], b[j0 + j]
+        a[y + i] = (u if u > v else v) if mx else (u if u < v else v)
+        j += 1
+        if j == bc:
+            j = 0
+
+
+# div record (int8): 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 Y 9 N 10 BC 11 Z1 12 Z2 13 M 14 S
+# 15-16 reciprocals (i32 [256]: t[d] = TFLM's GetReciprocal(d, 31) in Q0.31, made at pack time).
+# TFLM's int8 DIV: with a = x1 - Z1, d = x2 - Z2 (signs flipped when d < 0), h = a's redundant
+# sign bits and b = d's bits above the first: q = SRDHM(a << h, t[d]), then RDBPOT(SRDHM(q, M),
+# h + b - S). TFLM shifts an int32 by 32 or more there for tiny quotients (undefined in C); the
+# rounded result, 0, is used instead.
+
+def _bitlen(x):
+    """Bits of x >= 0 (0 for 0)."""
+    n = 0
+    while x:
+        n += 1
+        x >>= 1
+    return n
+
+
+def div(E, P, k):
+    p = rec(P, k)
+    a = E.a8
+    t, t0 = E.s32[p[15]], p[16] // 4
+    zy, lo, hi, x1, x2, y, n, bc, z1, z2, m, s = p[3:15]
+    j = 0
+    for i in range(n):
+        u, v = a[x1 + i] - z1, a[x2 + j] - z2
+        if v < 0:
+            u, v = -u, -v
+        h = 31 - _bitlen(~u if u < 0 else u)  # CountLeadingSignBits (31 for 0)
+        e = h + _bitlen(v) - 1 - s
+        r = srdhm(srdhm(u << h, t[t0 + v]), m)
+        r = rdbpot(r, e) if e < 32 else 0
+        r += zy
+        a[y + i] = lo if r < lo else (hi if r > hi else r)
+        j += 1
+        if j == bc:
+            j = 0
+
+
+# prelu record (int8): 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y 8 N 9 BC 10 ZX 11 ZA 12 M 13 S 14-15 alpha
+# (i8 [BC], x's channels) 16-17 table (i8 [256]) 18 ACC (BLOCK int32) 19 BLOCK. TFLM's PRELU:
+# x >= ZX gives table[x + 128] (its clamp(ZY + mbqm(x - ZX, m1, s1)), made at pack time); x < ZX
+# gives clamp(ZY + mbqm((x - ZX)(alpha - ZA), M, S)). The output is written block by block
+# before the table fills in the x >= ZX elements: x and y are two buffers.
+
+def prelu(E, P, k):
+    p = rec(P, k)
+    W, a, a32 = E.W, E.a8, E.a32
+    head(W, p)
+    al, a0 = E.s8[p[14]], p[15]
+    tab, t0 = E.s8[p[16]], p[17] + 128
+    x, y, n, bc, zx, za, ao, block = p[6], p[7], p[8], p[9], p[10], p[11], p[18] // 4, p[19]
+    i = 0
+    j = 0
+    while i < n:
+        m = n - i if n - i < block else block
+        for q in range(m):
+            d = a[x + i + q] - zx
+            a32[ao + q] = d * (al[a0 + j] - za) if d < 0 else 0
+            j += 1
+            if j == bc:
+                j = 0
+        W[0] = y + i
+        W[1] = m
+        requant(a32, ao, p, 12, a, W)
+        for q in range(m):
+            v = a[x + i + q]
+            if v >= zx:
+                a[y + i + q] = tab[t0 + v]
+        i += m
+
+
+# binary record (f32): 2 OP (0 min, 1 max, 2 div, 3 prelu: x if x >= 0 else x * alpha) 3 ACT
+# 4 X1 5 Y (bytes) 6 N 7 BC (x2 repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9;
+# 1: the f32 tensor at 10-11)
+
+def fbinary(E, P, k):
+    f = E.af
+    op, x1, y, n, bc = P[k + 2], P[k + 4] // 4, P[k + 5] // 4, P[k + 6], P[k + 7]
+    if P[k + 8]:
+        b, j0 = E.sf[P[k + 10]], P[k + 11] // 4
+    else:
+        b, j0 = f, P[k + 9] // 4
+    lo, hi = ACTS[P[k + 3]] or (None, None)
+    j = 0
+    for i in range(n):
+        u, v = f[x1 + i], b[j0 + j]
+        if op == 0:
+            u = u if u < v else v
+        elif op == 1:
+            u = u if u > v else v
+        elif op == 2:
+            u = _divide(u, v)
+        elif u < 0.0:
+            u = u * v
+        if lo is not None and u < lo:
+            u = lo
+        if hi is not None and u > hi:
+            u = hi
+        f[y + i] = u
+        j += 1
+        if j == bc:
+            j = 0
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+def _divide(u, v):
+    """u / v as IEEE division gives it: +-inf for a non-zero u over zero, NaN for 0 / 0."""
+    if v == 0.0:
+        if u != u or u == 0.0:
+            return _NAN
+        return _INF * math.copysign(1.0, u) * math.copysign(1.0, v)
+    return u / v
+
+
+def check(r, E):
+    kind = r.kind
+    if kind == PRELU:
+        check_prelu(r, E)
+    elif kind == DIV:
+        check_div(r, E)
+        r.inplace = 6
+    else:
+        check_minmax(r, E)
+        r.inplace = 4

@@ -13,7 +13,10 @@
 # to the next, as TFLM's variable tensors do across Invoke() (Program.reset() starts it again,
 # TFLM's MicroInterpreter::Reset()); state=zero (the default, ONNX's semantics): every call
 # starts from zero.
-from .. import check
+import math
+
+from .._arith import bits_f32, f32_bits, head, mbqm, rec, wrap32
+from ..kinds import FLSTM, LSTM
 from . import Op as Base
 
 
@@ -91,7 +94,7 @@ class Op(Base):
     def lag(self):
         # int8: step t reads x_t whole before it writes y_t, so y may lie over a dying x as long
         # as no later row of x is under y_t: y starting (T - 1)(H - I) bytes or more before x
-        return check.lstm_lag(*self.dims) if self.y.dtype == "i8" else None
+        return lstm_lag(*self.dims) if self.y.dtype == "i8" else None
 
     def records(self, c):
         steps, nin, hid = self.dims
@@ -102,10 +105,214 @@ class Op(Base):
         head = [steps, nin, hid]
         w, r, b = c.ref(self.weight), c.ref(self.recurrent), c.ref(self.bias)
         if y.dtype == "i8":
-            return [c.record(check.LSTM, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
+            return [c.record(LSTM, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
                                                  self.qclip, self.tanh[0], self.tanh[1], s] + w + r + b
                              + c.ref(self.requant) + c.ref(self.table))]
-        from ..program import f32_bits
-
-        return [c.record(check.FLSTM, head + [0, c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
+        
+        return [c.record(FLSTM, head + [0, c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
                                               f32_bits(self.clip), 0, 0, s] + w + r + b)]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {LSTM: 'lstm', FLSTM: 'flstm'}
+FAST = '_viper_recurrent'
+
+
+def _check(r, E):
+    fl = r.kind == FLSTM
+    steps, nin = r.dims((2, "x"), (3, "x"))
+    hid = r.range(4, "out", 1, 16383)
+    if steps * nin > 1 << 24 or steps * hid > 1 << 24:
+        r.fail("x", "more than 2**24 elements")
+    size = 4 if fl else 1
+    r.region(6, "x", steps * nin * size, size)
+    r.region(7, "y", steps * hid * size, size)
+    r.region(8, "state", hid * size, size)
+    r.region(9, "state", hid * (4 if fl else 2), 4 if fl else 2)
+    r.range(10, "state", 0, 1)
+    r.tensor(15, "weight", ("f32" if fl else "i8",), 4 * hid * nin * size)
+    r.tensor(17, "recurrent", ("f32" if fl else "i8",), 4 * hid * hid * size)
+    if fl:
+        clip = bits_f32(r[11])
+        if not (clip - clip == 0 and clip >= 0):
+            r.fail("clip", "%r is not finite and >= 0" % clip)
+        r.region(14, "scratch", 16 * hid, 4)
+        r.tensor(19, "bias", ("f32",), 16 * hid)
+        return
+    r.range(5, "zero_point", -128, 127)
+    r.range(11, "clip", -1, 32767)
+    r.range(12, "cell", 1, 3 << 14)  # the tanh input's multiplier: |x * M| < 2**31
+    r.range(13, "cell", 0, 31)
+    r.region(14, "scratch", 4 * (nin + 9 * hid), 4)
+    r.tensor(19, "bias", ("i32",), 32 * hid)
+    r.tensor(21, "requant", ("i32",), 4 * (16 * hid + 6))
+    m = E.words(r[21], r[22], 16 * hid + 6)
+    for at, n in ((0, 4 * hid), (8 * hid, 4 * hid), (16 * hid, 2), (16 * hid + 4, 1)):
+        for i in range(at, at + n):  # n multipliers, then n shifts
+            if m[i] < 0 or not -31 <= m[i + n] <= 30:
+                r.fail("requant", "multiplier %d, shift %d: TFLM takes 0..2**31-1 and -31..30" % (m[i], m[i + n]))
+    r.tensor(23, "table", ("i16",), 512)
+    t = E.halfs(r[23], r[24], 256)
+    if t[0] & 0xFFFF < 32768:
+        r.fail("table", "entry 0 is %d (TFLM's sigmoid table starts at 32768)" % (t[0] & 0xFFFF))
+    for i in range(1, 256):
+        if t[i] & 0xFFFF < t[i - 1] & 0xFFFF:
+            r.fail("table", "entry %d decreases (a sigmoid table never does)" % i)
+
+
+def lstm_lag(steps, nin, hid):
+    """Bytes an int8 LSTM's output (T x H) may start before its dying input (T x I): no later
+    row of x may lie under y_t when step t writes it."""
+    return max(0, (steps - 1) * (hid - nin))
+
+
+# lstm record (int8): 2 T (steps) 3 I (input features) 4 H (hidden size) 5 ZH (h's zero point)
+# 6 XO 7 YO 8 HO (h: H int8) 9 CO (c: H int16) 10 FLAGS (1: the state starts from zero at every
+# call) 11 QCLIP (the cell clip, -1 none) 12 TM 13 TS (the cell's tanh input: (c TM + round) >>
+# TS) 14 S (scratch: I + H int32 columns, 4H int32 accumulators, 8H int16) 15 16 w [4H, I]
+# 17 18 r [4H, H] 19 20 b [8H] i32 (x's then h's products) 21 22 m [16H + 6] i32 (per row, gates
+# i f c o: the x products' multipliers, their shifts, the h products' multipliers, their shifts;
+# then f c's and i g's multipliers, their shifts, o tanh(c)'s multiplier and shift)
+# 23 24 t [256] i16 (TFLM's sigmoid_table_uint16). TFLM's lstm_eval (8x8 -> 16): every gate
+# gx = sat16(mbqm(bx + w x_t)) + sat16(mbqm(bh + r h)) (saturated), sigmoid16 or tanh16 of it;
+# c = sat16(sat16(mbqm(f c)) + sat16(mbqm(i g))), clipped; h = clamp8(ZH + mbqm(tanh16(c) o)).
+
+def sat16(v):
+    return -32768 if v < -32768 else (32767 if v > 32767 else v)
+
+
+def sigmoid16(v, t):
+    """TFLM's int16 Logistic of v = 3 x (Q3.12 input) by the table: Q0.15 out."""
+    u = -v if v < 0 else v
+    uh = u >> 9
+    if uh >= 255:
+        r = 0x7FFF << 10
+    else:
+        ua = t[uh]
+        r = (ua << 9) + (u & 0x1FF) * (t[uh + 1] - ua)
+    r = r + 512 if v >= 0 else (1 << 25) - r + 511
+    return r >> 10
+
+
+def tanh16(v, t):
+    """TFLM's int16 Tanh of v (the input already scaled to 3 x Q3.12) by the table: Q0.15."""
+    u = -v if v < 0 else v
+    uh = u >> 8
+    if uh >= 255:
+        r = 0xFFFF << 8
+    else:
+        ua = t[uh]
+        r = (ua << 8) + (u & 0xFF) * (t[uh + 1] - ua)
+    r = r - (1 << 23) + 128 if v >= 0 else (1 << 23) + 127 - r
+    return r >> 8
+
+
+def lstm(E, P, k):
+    p = rec(P, k)
+    a, a16 = E.a8, E.a16
+    steps, nin, hid, zh, xo, yo, ho, co, flags, qclip, tm, ts = p[2:14]
+    co //= 2
+    w, w0, r, r0 = E.s8[p[15]], p[16], E.s8[p[17]], p[18]
+    b, b0, m, m0 = E.s32[p[19]], p[20] // 4, E.s32[p[21]], p[22] // 4
+    t8, t0 = E.s8[p[23]], p[24]
+    t = [(t8[t0 + 2 * i] & 255) | (t8[t0 + 2 * i + 1] & 255) << 8 for i in range(256)]
+    rnd = 1 << (ts - 1) if ts else 0
+    if flags & 1:
+        for j in range(hid):
+            a[ho + j] = zh
+            a16[co + j] = 0
+    gate = [0] * (4 * hid)
+    for step in range(steps):
+        x0 = xo + step * nin
+        for row in range(4 * hid):
+            ax = b[b0 + row]
+            for i in range(nin):
+                ax += w[w0 + row * nin + i] * a[x0 + i]
+            ah = b[b0 + 4 * hid + row]
+            for i in range(hid):
+                ah += r[r0 + row * hid + i] * a[ho + i]
+            v = sat16(sat16(mbqm(wrap32(ax), m[m0 + row], m[m0 + 4 * hid + row]))
+                      + sat16(mbqm(wrap32(ah), m[m0 + 8 * hid + row], m[m0 + 12 * hid + row])))
+            gate[row] = tanh16(3 * v, t) if 2 * hid <= row < 3 * hid else sigmoid16(3 * v, t)
+        e = m0 + 16 * hid  # the inter-gate products': m_fc, m_ig, s_fc, s_ig, m_h, s_h
+        for j in range(hid):
+            ig, fg, cg, og = gate[j], gate[hid + j], gate[2 * hid + j], gate[3 * hid + j]
+            c = sat16(sat16(mbqm(fg * a16[co + j], m[e], m[e + 2])) + sat16(mbqm(ig * cg, m[e + 1], m[e + 3])))
+            if qclip >= 0:
+                c = -qclip if c < -qclip else (qclip if c > qclip else c)
+            a16[co + j] = c
+            v = zh + mbqm(tanh16((c * tm + rnd) >> ts, t) * og, m[e + 4], m[e + 5])
+            v = -128 if v < -128 else (127 if v > 127 else v)
+            a[ho + j] = v
+            a[yo + step * hid + j] = v
+
+
+# flstm record (f32): 2 T 3 I 4 H 6 XO 7 YO 8 HO 9 CO (f32 H each) 10 FLAGS (1: the state starts
+# from zero at every call) 11 CLIP (f32; 0 none) 14 S (scratch: the four gates, 4H f32) 15 16 w
+# [4H, I] 17 18 r [4H, H] 19 20 b [4H]. TFLM's float LSTM, each intermediate stored as f32 where
+# TFLM stores it: gate = act((w x_t + b) + r h), c = f c + i g (clipped), h = o tanh(c).
+
+def _sigmoid(v):
+    if v > 16.619047164916992:  # TFLM's reference Logistic
+        return 1.0
+    if v < -9.0:
+        return math.exp(v)
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def flstm(E, P, k):
+    p = [P[k + i] for i in range(21)]
+    a = E.af
+    steps, nin, hid = p[2], p[3], p[4]
+    xo, yo, ho, co, go = p[6] // 4, p[7] // 4, p[8] // 4, p[9] // 4, p[14] // 4
+    clip = E.pf[k + 11]
+    w, w0, r, r0, b, b0 = E.sf[p[15]], p[16] // 4, E.sf[p[17]], p[18] // 4, E.sf[p[19]], p[20] // 4
+    if p[10] & 1:
+        for j in range(hid):
+            a[ho + j] = 0.0
+            a[co + j] = 0.0
+    for step in range(steps):
+        x0 = xo + step * nin
+        for row in range(4 * hid):
+            s = 0.0
+            wi = w0 + row * nin
+            for i in range(nin):
+                s += a[x0 + i] * w[wi + i]
+            a[go + row] = s + b[b0 + row]
+            s = 0.0
+            ri = r0 + row * hid
+            for i in range(hid):
+                s += a[ho + i] * r[ri + i]
+            a[go + row] = a[go + row] + s
+            v = a[go + row]
+            a[go + row] = math.tanh(v) if 2 * hid <= row < 3 * hid else _sigmoid(v)
+        for j in range(hid):
+            a[co + j] = a[go + hid + j] * a[co + j]
+            a[go + j] = a[go + j] * a[go + 2 * hid + j]
+            c = a[co + j] + a[go + j]
+            if clip > 0.0:
+                c = -clip if c < -clip else (clip if c > clip else c)
+            a[co + j] = c
+            a[go + 2 * hid + j] = math.tanh(a[co + j])
+            a[ho + j] = a[go + 2 * hid + j] * a[go + 3 * hid + j]
+            a[yo + step * hid + j] = a[ho + j]
+
+
+def check(r, E):
+    _check(r, E)
+    if r.kind == LSTM:  # step t reads x_t whole before it writes y_t (lag())
+        r.lag = lstm_lag(r[2], r[3], r[4])
+
+
+def macs(P, k):  # every step: four gates over the input and the hidden state
+    return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
+
+
+def state(P, k):
+    """The hidden and cell state kept across calls (kernels.state)."""
+    if P[k] & 255 == LSTM:
+        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))

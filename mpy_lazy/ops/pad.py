@@ -1,12 +1,13 @@
 # pad an H, W, C value with pad=top,left,bottom,right rows/columns of zeros (int8: the zero
 # point, so padded elements are real zeros).
-from .. import check
-from ..graph import ITEMSIZE, check_shape
+from ..kinds import FILL, MOVE
 from . import Op as Base
 
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import check_shape
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         if len(x.shape) != 3:
@@ -21,11 +22,13 @@ class Op(Base):
 
     def records(self, c):
         """The padding value everywhere, then the input's rows moved into place."""
+        from ..graph import ITEMSIZE
+
         x, y = self.x[0], self.y
         h, w, ch = x.shape
         t, l = self.pad[0], self.pad[1]
         ow = y.shape[1]
         es = ITEMSIZE[y.dtype]
-        return [c.record(check.FILL, [c.off(y), y.size, y.q[1] if y.q else 0, es]),
-                c.record(check.MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1,
+        return [c.record(FILL, [c.off(y), y.size, y.q[1] if y.q else 0, es]),
+                c.record(MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1,
                                       es, 1, 0, 0])]

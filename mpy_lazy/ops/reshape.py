@@ -1,13 +1,14 @@
 # reshape to any shape of the same size. Values are stored NHWC, so a reshape keeps the bytes
 # where they are and shares its input's buffer (no copy) - except order=chw: a flatten of an
 # H, W, C value in C, H, W order (what torch's Flatten of an NCHW tensor computes), a copy.
-from .. import check
-from ..graph import ITEMSIZE, check_shape
+from ..kinds import MOVE
 from . import Op as Base
 
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import check_shape
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         shape = list(kv["shape"])
@@ -30,10 +31,12 @@ class Op(Base):
         self.out = (shape, x.dtype, x.q)
 
     def records(self, c):
+        from ..graph import ITEMSIZE
+
         if self.alias:
             return []
         x = self.x[0]
         ch = x.shape[2]
         hw = x.size // ch
         # dst[ch * HW + i] = src[i * C + ch]: rows = channels, cols = pixels
-        return [c.record(check.MOVE, [c.off(x), c.off(self.y), ch, hw, 1, ch, hw, 1, ITEMSIZE[x.dtype], 1, 0, 0])]
+        return [c.record(MOVE, [c.off(x), c.off(self.y), ch, hw, 1, ch, hw, 1, ITEMSIZE[x.dtype], 1, 0, 0])]

@@ -1,13 +1,14 @@
 # slice (TFLite's STRIDED_SLICE with positive strides, ONNX's Slice) and transpose (a
 # permutation of the H, W, C axes: TFLite's TRANSPOSE, ONNX's Transpose): data movement only,
 # one move record of up to three nested loops, elements of any dtype (the bytes are copied).
-from .. import check
-from ..graph import ITEMSIZE, check_shape
+from ..kinds import MOVE
 from . import Op as Base
 
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import check_shape
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         nd = len(x.shape)
@@ -34,6 +35,8 @@ class Op(Base):
         self.out = (check_shape(shape, n, "output"), x.dtype, x.q)
 
     def records(self, c):
+        from ..graph import ITEMSIZE
+
         x, y = self.x[0], self.y
         es = ITEMSIZE[x.dtype]
         xs = list(x.shape)
@@ -56,5 +59,5 @@ class Op(Base):
             ys.insert(0, 1)
             src.insert(0, 0)
             stride_y.insert(0, 0)
-        return [c.record(check.MOVE, [c.off(x) + start * es, c.off(y), ys[1], ys[2], src[1], src[2], stride_y[1],
+        return [c.record(MOVE, [c.off(x) + start * es, c.off(y), ys[1], ys[2], src[1], src[2], stride_y[1],
                                       stride_y[2], es, ys[0], src[0], stride_y[0]])]

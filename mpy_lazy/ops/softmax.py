@@ -3,7 +3,10 @@
 # t= is the table of exp(-d * input scale * beta) for input differences d = 0..255 in Q0.31,
 # made at pack time with TFLM's own exp_on_negative_values; the board does the rest in
 # integers (sum, reciprocal by Newton-Raphson, scaling), as TFLM does.
-from .. import check
+import math
+
+from .._arith import bits_f32, f32_bits, rdbpot, rec, srdhm
+from ..kinds import FSOFTMAX, SOFTMAX, SOFTMAX16
 from . import Op as Base
 
 
@@ -42,8 +45,127 @@ class Op(Base):
         x, y = self.x[0], self.y
         rows = x.size // self.depth
         if x.dtype == "i8":
-            kind = check.SOFTMAX if y.dtype == "i8" else check.SOFTMAX16
+            kind = SOFTMAX if y.dtype == "i8" else SOFTMAX16
             return [c.record(kind, [0, 0, 0, 0, c.off(x), c.off(y), self.depth, rows] + c.ref(self.table))]
-        from ..program import f32_bits
+        
+        return [c.record(FSOFTMAX, [c.off(x), c.off(y), self.depth, rows, f32_bits(self.beta)])]
 
-        return [c.record(check.FSOFTMAX, [c.off(x), c.off(y), self.depth, rows, f32_bits(self.beta)])]
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {SOFTMAX: 'softmax', FSOFTMAX: 'fsoftmax', SOFTMAX16: 'softmax16'}
+
+
+def _check(r, E):
+    n, rows = r.range(8, "x", 1, 511), r.range(9, "x", 1, 1 << 24)
+    r.region(6, "x", n * rows)
+    es = 2 if r.kind == SOFTMAX16 else 1
+    r.region(7, "y", n * rows * es, es)
+    r.tensor(10, "table", ("i32",), 1024)
+    t = E.words(r[10], r[11], 256)
+    for d in range(256):
+        if t[d] < 0:
+            r.fail("table", "entry %d is negative" % d)
+
+
+def _check_f(r, E):
+    n, rows = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+    r.region(2, "x", 4 * n * rows, 4)
+    r.region(3, "y", 4 * n * rows, 4)
+    b = bits_f32(r[6])
+    if b - b != 0:
+        r.fail("beta", "%r is not finite" % b)
+
+
+# softmax record: 6 XO 7 YO 8 N (depth) 9 ROWS 10 11 exps (256 int32): exps[d] = TFLM's
+# exp_on_negative_values for the input difference -d in Q0.31 (0 where TFLM skips it), made at
+# pack time.
+
+def one_over_one_plus_x(a):
+    """gemmlowp's one_over_one_plus_x_for_x_in_0_1 (Q0.31 in, Q0.31 out)."""
+    s = a + 2147483647  # RoundingHalfSum(a, One): (s + sign(s)) / 2, truncated toward zero
+    half = (s + 1) // 2 if s >= 0 else -((1 - s) // 2)
+    x = 1515870810 + srdhm(half, -1010580540)
+    for _ in range(3):
+        one_minus = 536870912 - srdhm(half, x)
+        x = x + _sat_shl(srdhm(x, one_minus), 2)
+    return _sat_shl(x, 1)
+
+
+def _sat_shl(x, e):
+    """SaturatingRoundingMultiplyByPOT<e> for e > 0: x << e, saturated to int32."""
+    t = (1 << (31 - e)) - 1
+    if x > t:
+        return 2147483647
+    if x < -t:
+        return -2147483648
+    return x << e
+
+
+def _clz32(x):
+    n = 0
+    while n < 32 and not (x >> (31 - n)) & 1:
+        n += 1
+    return n
+
+
+def softmax(E, P, k):
+    """TFLM's int8 softmax: output zero point -128, scale 1/256; kind softmax16: an int16
+    output, zero point -32768, scale 1/65536."""
+    p = rec(P, k)
+    a = E.a8
+    wide = (p[0] & 255) == SOFTMAX16
+    o = E.a16 if wide else a
+    lo, hi = (-32768, 32767) if wide else (-128, 127)
+    exps, e0 = E.s32[p[10]], p[11] // 4
+    xo, yo, n = p[6], p[7] // (2 if wide else 1), p[8]
+    for _ in range(p[9]):
+        top = -128
+        for i in range(n):
+            v = a[xo + i]
+            if v > top:
+                top = v
+        total = 0
+        for i in range(n):
+            total += rdbpot(exps[e0 + top - a[xo + i]], 12)
+        head_ = _clz32(total)
+        bits = 12 - head_
+        scale = one_over_one_plus_x(((total << head_) & 0xFFFFFFFF) - 2147483648)
+        e = bits + (15 if wide else 23)  # TFLM: 31 - the output's bits
+        for i in range(n):
+            v = rdbpot(srdhm(scale, exps[e0 + top - a[xo + i]]), e) + lo
+            o[yo + i] = lo if v < lo else (hi if v > hi else v)
+        xo += n
+        yo += n
+
+
+softmax16 = softmax  # (one kernel reads the kind)
+
+
+# fsoftmax record (f32): 2 XO 3 YO 4 N (depth) 5 ROWS 6 BETA (f32)
+
+def fsoftmax(E, P, k):
+    a = E.af
+    xo, yo, n, rows = P[k + 2] // 4, P[k + 3] // 4, P[k + 4], P[k + 5]
+    beta = E.pf[k + 6]
+    neg = beta < 0  # then the largest (x - top) * beta is at the smallest x
+    for _ in range(rows):
+        top = a[xo]
+        for i in range(1, n):
+            if (a[xo + i] < top) if neg else (a[xo + i] > top):
+                top = a[xo + i]
+        s = 0.0
+        for i in range(n):
+            e = math.exp((a[xo + i] - top) * beta)
+            a[yo + i] = e
+            s += e
+        for i in range(n):
+            a[yo + i] = a[yo + i] / s
+        xo += n
+        yo += n
+
+
+def check(r, E):
+    (_check_f if r.kind == FSOFTMAX else _check)(r, E)

@@ -8,13 +8,15 @@
 # TFLM's cast); acc_f = t_f . (state_f - z_s); y_u = clamp(z_y + mbqm(b_u + sum of the rank
 # filters of unit u, m2, s2)). w [F, in] i8, t [F, memory] of the state's dtype, b [out] i32,
 # m=m1,s1,m2,s2. (TFLM applies no fused activation in its integer SVDF: neither does this.)
-from .. import check
-from ..graph import zero_point
+from .._arith import mbqm, rec, slot_view, wrap32
+from ..kinds import MAX_DIM, SVDF
 from . import Op as Base
 
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
+        from ..graph import zero_point
+
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         if not self.int8():
@@ -53,6 +55,85 @@ class Op(Base):
 
     def records(self, c):
         f, nin, mem, units, zx, zs, zy, m1, s1, m2, s2 = self.p
-        return [c.record(check.SVDF, [f, nin, mem, units, c.off(self.x[0]), c.off(self.y), c.state,
+        return [c.record(SVDF, [f, nin, mem, units, c.off(self.x[0]), c.off(self.y), c.state,
                                       2 if self.sdt == "i16" else 1, zx, zs, zy, m1, s1, m2, s2, c.scratch]
                          + c.ref(self.weight) + c.ref(self.time) + c.ref(self.bias))]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+# the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
+# integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
+KERNELS = {SVDF: 'svdf'}
+FAST = '_viper_recurrent'
+
+
+def check(r, E):
+    f, nin, mem, units = r.range(2, "out", 1, MAX_DIM), r.range(3, "x", 1, 1 << 24), \
+        r.range(4, "memory", 1, MAX_DIM), r.range(5, "out", 1, MAX_DIM)
+    if f % units or f * mem > 1 << 22:
+        r.fail("rank", "%d filters: not a multiple of %d units, or %d steps of state too many" % (f, units, mem))
+    es = r[9]
+    if es not in (1, 2):
+        r.fail("dtype", "%d bytes per state element (1 or 2)" % es)
+    top = (1 << (8 * es - 1)) - 1
+    r.region(6, "x", nin)
+    r.region(7, "y", units)
+    r.region(8, "state", f * mem * es, es)
+    r.range(10, "zero_point", -128, 127)
+    r.range(11, "sq", -top - 1, top)
+    r.range(12, "zero_point", -128, 127)
+    r.mq(13, 2, "m")
+    r.region(17, "scratch", 4 * (f + units + nin), 4)
+    r.tensor(18, "weight", ("i8",), f * nin)
+    r.tensor(20, "time", ("i16" if es == 2 else "i8",), f * mem * es)
+    r.tensor(22, "bias", ("i32",), 4 * units)
+
+
+# svdf record (int8): 2 F (filters) 3 I 4 M (memory) 5 U (units) 6 XO 7 YO 8 SO (state: F x M
+# elements of SES bytes) 9 SES (2 int16, 1 int8) 10 ZX 11 ZS 12 ZY 13 M1 14 S1 15 M2 16 S2
+# 17 ACC (F + U + I int32) 18 19 w [F, I] i8 20 21 t [F, M] (SES bytes) 22 23 b [U] i32
+
+def svdf(E, P, k):
+    """TFLM's integer SVDF (svdf_common.cc): the state shifts one step; each filter's newest
+    entry is clamp(mbqm(w_f . (x - ZX))) + ZS, wrapped to the state's dtype as TFLM's cast;
+    y_u = clamp8(ZY + mbqm(b_u + sum over the unit's filters of t_f . (state_f - ZS)))."""
+    p = rec(P, k)
+    a = E.a8
+    f, nin, mem, units, xo, yo, so, es, zx, zs, zy, m1, s1, m2, s2 = p[2:17]
+    st = E.a16 if es == 2 else a
+    so //= es
+    w, w0, b, b0 = E.s8[p[18]], p[19], E.s32[p[22]], p[23] // 4
+    tv = _time_view(E.B[p[20]], es)
+    t0 = p[21] // es
+    lo, hi = (-32768, 32767) if es == 2 else (-128, 127)
+    for i in range(f * mem - 1):
+        st[so + i] = st[so + i + 1]
+    for o in range(f):
+        s = 0
+        for i in range(nin):
+            s += w[w0 + o * nin + i] * (a[xo + i] - zx)
+        s = mbqm(wrap32(s), m1, s1)
+        s = (lo if s < lo else (hi if s > hi else s)) + zs
+        st[so + o * mem + mem - 1] = ((s - lo) & (2 * hi + 1)) + lo  # the cast to the state's dtype
+    rank = f // units
+    for u in range(units):
+        acc = b[b0 + u]
+        for o in range(u * rank, (u + 1) * rank):
+            for j in range(mem):
+                acc += tv[t0 + o * mem + j] * (st[so + o * mem + j] - zs)
+        v = zy + mbqm(wrap32(acc), m2, s2)  # (int32 sums wrap, as TFLM's)
+        a[yo + u] = -128 if v < -128 else (127 if v > 127 else v)
+
+
+def _time_view(buf, es):
+    return slot_view(buf, "i16" if es == 2 else "i8")
+
+
+def macs(P, k):
+    return P[k + 2] * (P[k + 3] + P[k + 4])
+
+
+def state(P, k):
+    """The activation state kept across calls (kernels.state)."""
+    return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)

@@ -1,10 +1,10 @@
-# The int8 kernels (mpy_lazy/_pure.py, mpy_lazy/_viper.py) and the kernel-path switch
-# (mpy_lazy/kernels.py). Every kernel runs on seeded pseudo-random geometry, parameters and
+# The kernels (the reference ones in each op's room, mpy_lazy/ops/<op>.py, and their fast twins
+# in mpy_lazy/_viper*.py) and the kernel-path switch (mpy_lazy/kernels.py). Every kernel runs on seeded pseudo-random geometry, parameters and
 # data (rt_util.Lcg: the same cases on CPython and MicroPython) with edge values mixed in, and
 # its whole arena is compared against the plain-integer formula written out in this file
 # (TFLite Micro's reference kernels, gemmlowp's fixed point from rt_util). On MicroPython the
-# viper twin runs the same cases and must give the same bytes as _pure; on CPython (no viper)
-# _pure is checked against the formula alone. A kernel runs one record (the program's format,
+# viper twin runs the same cases and must give the same bytes as the reference; on CPython (no
+# viper) the reference is checked against the formula alone. A kernel runs one record (the program's format,
 # mpy_lazy/program.py) in an Env: the arena (values and the kernel's scratch), the tensor slot
 # holding its weights, the work array.
 import array
@@ -16,8 +16,10 @@ from rt_util import (INT32_MAX, INT32_MIN, IS_MICROPYTHON, Lcg, c_div, raises, r
                      ref_one_over_one_plus_x, ref_requant, ref_softmax_row, ref_srdhm, small_board,
                      weight_index)
 
-from mpy_lazy import _elem, _pure, backend, check, kernels
-from mpy_lazy.program import WORK, _slot_view
+from mpy_lazy import _arith, backend, check, kernels, kinds
+from mpy_lazy.program import WORK
+
+_slot_view = _arith.slot_view
 
 _viper = kernels._viper
 _thumb = kernels._thumb
@@ -46,12 +48,27 @@ class _Viper:
         return call
 
 
-IMPLS = [("pure", _pure)] + ([("viper", _Viper(None))] if _viper is not None else []) \
+class _Reference:
+    """The rooms' reference kernels (mpy_lazy/ops/<op>.py), and the helpers they share
+    (mpy_lazy/_arith.py), by name: what the pure path runs."""
+
+    def __getattr__(self, name):
+        for kind in range(1, kinds.KINDS):
+            if kinds.ROOM[kind]:
+                room = kernels.room(kind)
+                if hasattr(room, name):
+                    return getattr(room, name)
+        return getattr(_arith, name)
+
+
+_ref = _Reference()
+
+IMPLS = [("pure", _ref)] + ([("viper", _Viper(None))] if _viper is not None else []) \
     + ([("thumb", _Viper(_thumb))] if _thumb is not None else [])
 if _viper is not None:
     from mpy_lazy import _viper_elem
-# kinds 44..52's kernels: _elem's and their viper twins in _viper_elem
-ELEM_IMPLS = [("pure", _elem)] + ([("viper", _Viper(None, _viper_elem))] if _viper is not None else []) \
+# kinds 44..52's kernels: the rooms' and their viper twins in _viper_elem
+ELEM_IMPLS = [("pure", _ref)] + ([("viper", _Viper(None, _viper_elem))] if _viper is not None else []) \
     + ([("thumb", _Viper(_thumb, _viper_elem))] if _thumb is not None else [])
 CASES = 8 if small_board() else 40  # random cases per kernel test
 VECTORS = 400 if small_board() else 4000  # fixed-point vectors
@@ -236,8 +253,8 @@ def run_each(build, expected, what, impls=None):
 
 def requant(mod, acc, mq, dst, p):
     """requant() of either impl on whole buffers (the pure one takes their start offsets)."""
-    if mod is _pure:
-        return _pure.requant(acc, 0, mq, 0, dst, p)
+    if mod is _ref:
+        return _ref.requant(acc, 0, mq, 0, dst, p)
     return mod.requant(acc, mq, dst, p)
 
 
@@ -263,36 +280,36 @@ def test_fixed_point_primitives_match_gemmlowp():
     edges = EDGE_ACC + (3, -3, 5, -5, 6, -6)
     for a in edges:
         for b in edges:
-            assert _pure.srdhm(a, b) == ref_srdhm(a, b), (a, b)
+            assert _ref.srdhm(a, b) == ref_srdhm(a, b), (a, b)
     for _ in range(VECTORS):
         a = r.int(INT32_MIN, INT32_MAX)
         b = r.pick(edges) if r.chance(4) else r.int(INT32_MIN, INT32_MAX)
-        assert _pure.srdhm(a, b) == ref_srdhm(a, b), (a, b)
-    assert ref_srdhm(INT32_MIN, INT32_MIN) == INT32_MAX and _pure.srdhm(INT32_MIN, INT32_MIN) == INT32_MAX
+        assert _ref.srdhm(a, b) == ref_srdhm(a, b), (a, b)
+    assert ref_srdhm(INT32_MIN, INT32_MIN) == INT32_MAX and _ref.srdhm(INT32_MIN, INT32_MIN) == INT32_MAX
     for e in range(32):
         for x in edges:
-            assert _pure.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
+            assert _ref.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
     for _ in range(VECTORS):
         x, e = r.int(INT32_MIN, INT32_MAX), r.int(0, 31)
-        assert _pure.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
+        assert _ref.rdbpot(x, e) == ref_rdbpot(x, e), (x, e)
     # rounding ties go away from zero
     assert ref_rdbpot(3, 1) == 2 and ref_rdbpot(-3, 1) == -2 and ref_rdbpot(-5, 2) == -1
-    assert _pure.rdbpot(-3, 1) == -2 and _pure.rdbpot(-1, 1) == -1 and _pure.rdbpot(1, 1) == 1
+    assert _ref.rdbpot(-3, 1) == -2 and _ref.rdbpot(-1, 1) == -1 and _ref.rdbpot(1, 1) == 1
     xs, ms, ss = fixed_point_vectors(r, VECTORS)
     for i in range(VECTORS):
         x, m, s = xs[i], ms[i], ss[i]
-        assert _pure.mbqm(x, m, s) == ref_mbqm(x, m, s), (x, m, s)
+        assert _ref.mbqm(x, m, s) == ref_mbqm(x, m, s), (x, m, s)
 
 
 def test_reciprocal_matches_gemmlowp():
-    """softmax's 1 / sum: _pure.one_over_one_plus_x against gemmlowp's, written out (rt_util),
+    """softmax's 1 / sum: _ref.one_over_one_plus_x against gemmlowp's, written out (rt_util),
     on Q0.31 values in [0, 2**31); viper's _reciprocal (TFLM's GetReciprocal of a Q12.19 sum:
     the Q0.31 scale and the output exponent bits_over_unit + 23) against the same."""
     r = Lcg(5)
     xs = [0, 1, 2, (1 << 30) - 1, 1 << 30, INT32_MAX - 1, INT32_MAX]
     xs += [r.int(0, INT32_MAX) for _ in range(VECTORS // 4)]
     for a in xs:
-        assert _pure.one_over_one_plus_x(a) == ref_one_over_one_plus_x(a), a
+        assert _ref.one_over_one_plus_x(a) == ref_one_over_one_plus_x(a), a
     if _viper is None:
         return
     t = array.array("i", (0, 0, 0, 0))
@@ -309,7 +326,7 @@ def test_reciprocal_matches_gemmlowp():
 
 def test_viper_srdhm_and_rdbpot():
     if _viper is None:
-        return  # CPython: no viper (the _pure versions are checked above)
+        return  # CPython: no viper (the _ref versions are checked above)
     r = Lcg(2)
     t = array.array("i", (0, 0, 0, 0))
     edges = EDGE_ACC + (3, -3)
@@ -361,7 +378,7 @@ def test_requant_raw_and_int8_on_fixed_point_vectors():
 def test_requant_paths_agree_when_the_shift_overflows():
     """Outside TFLite Micro's defined domain: a positive shift whose acc << shift leaves int32
     (undefined behaviour in TFLM's `x * (1 << left_shift)`; the shift and the accumulator are
-    both in range: conv bias 2**20 and shift 20 reach it). Whatever the answer, _pure and viper
+    both in range: conv bias 2**20 and shift 20 reach it). Whatever the answer, _ref and viper
     must give the same one (the runtime's promise: the same integers on every path)."""
     if _viper is None:
         return  # one implementation: nothing to compare
@@ -510,7 +527,7 @@ def check_conv(seed, dw):
         def build(mod):
             a = ar.fresh()
             return (lambda: run_record(mod, "depthwise" if dw else "conv", a, (slot.b,),
-                                       check.DEPTHWISE if dw else check.CONV, fields)), a
+                                       kinds.DEPTHWISE if dw else kinds.CONV, fields)), a
 
         run_each(build, ar.expected, what)
 
@@ -628,7 +645,7 @@ def test_conv16():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "conv16", a, (slot.b,), check.CONV16, fields)), a
+            return (lambda: run_record(mod, "conv16", a, (slot.b,), kinds.CONV16, fields)), a
 
         run_each(build, ar.expected, what)
 
@@ -659,9 +676,9 @@ def test_grouped_conv_equals_depthwise():
             for _, mod in IMPLS:
                 a = bytearray(array.array("b", x + [0] * (col + 4 * max(kh * kw, c) - h * w * c)))
                 if layout == "ohwi":
-                    run_record(mod, "conv", a, (slot.b,), check.CONV, fields)
+                    run_record(mod, "conv", a, (slot.b,), kinds.CONV, fields)
                 else:
-                    run_record(mod, "depthwise", a, (slot.b,), check.DEPTHWISE, fields)
+                    run_record(mod, "depthwise", a, (slot.b,), kinds.DEPTHWISE, fields)
                 outs.append(list(a)[:acc])
         for o in outs[1:]:
             assert o == outs[0], case
@@ -673,7 +690,7 @@ def test_dense():
     """oi (WSI 1: viper's 4-wide unrolled loop, n_in not a multiple of 4 included) and io
     layouts, with gaps between weight rows, and oi8 (outputs in blocks of 8, WB 3: the
     assembler's conv8); bias or not; inputs longer than the viper kernel's int32 column
-    (check.DENSE_COL: the input in chunks), the column exactly as long as the record says."""
+    (kinds.DENSE_COL: the input in chunks), the column exactly as long as the record says."""
     r = Lcg(20)
     sizes = (1, 2, 3, 4, 5, 7, 8, 9, 13, 32, 33, 255, 256, 257, 600)
     for case in range(CASES + 10):
@@ -707,7 +724,7 @@ def test_dense():
                 bias.append(r.pick((big, -big)))
                 mq[n_out + o] = r.int(-31, 0)
         zy, lo, hi = head(r, n_out)
-        ar = Arena(r, [n_in, n_out], (n_out, min(n_in, check.DENSE_COL)))
+        ar = Arena(r, [n_in, n_out], (n_out, min(n_in, kinds.DENSE_COL)))
         xo, yo = ar.offsets
         ar.put(xo, x)
         for o in range(n_out):
@@ -721,7 +738,7 @@ def test_dense():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "dense", a, (slot.b,), check.DENSE, fields)), a
+            return (lambda: run_record(mod, "dense", a, (slot.b,), kinds.DENSE, fields)), a
 
         run_each(build, ar.expected, "dense case %d %s %s" % (case, layout, p))
 
@@ -762,7 +779,7 @@ def test_add():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "add", a, (), check.ADD, fields)), a
+            return (lambda: run_record(mod, "add", a, (), kinds.ADD, fields)), a
 
         run_each(build, ar.expected, "add case %d %s" % (case, p))
 
@@ -787,7 +804,7 @@ def test_mul():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "mul", a, (), check.MUL, fields)), a
+            return (lambda: run_record(mod, "mul", a, (), kinds.MUL, fields)), a
 
         run_each(build, ar.expected, "mul case %d %s" % (case, p))
 
@@ -844,7 +861,7 @@ def check_pool(seed, is_max):
         def build(mod):
             a = ar.fresh()
             return (lambda: run_record(mod, "maxpool" if is_max else "avgpool", a, (),
-                                       check.MAXPOOL if is_max else check.AVGPOOL, p)), a
+                                       kinds.MAXPOOL if is_max else kinds.AVGPOOL, p)), a
 
         run_each(build, ar.expected, "%s case %d %s" % ("maxpool" if is_max else "avgpool", case, p))
     assert partial > 0  # padding that leaves partial windows was reached
@@ -868,7 +885,7 @@ def test_avgpool_rounds_half_away_from_zero():
         p = [1, 0, -128, 127, 0, n, 1, n, 1, 1, 1, 1, n, 1, 1, 1, 1, 0, 0]
         for name, mod in IMPLS:
             a = bytearray(array.array("b", list(vals) + [99]))
-            run_record(mod, "avgpool", a, (), check.AVGPOOL, p)
+            run_record(mod, "avgpool", a, (), kinds.AVGPOOL, p)
             assert signed(a)[n] == want, (name, vals, a[n], want)
 
 
@@ -893,7 +910,7 @@ def test_mean():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "mean", a, (), check.MEAN, fields)), a
+            return (lambda: run_record(mod, "mean", a, (), kinds.MEAN, fields)), a
 
         run_each(build, ar.expected, "mean case %d %s" % (case, fields))
 
@@ -918,7 +935,7 @@ def test_lut():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "lut", a, (slot.b,), check.LUT, fields)), a
+            return (lambda: run_record(mod, "lut", a, (slot.b,), kinds.LUT, fields)), a
 
         run_each(build, ar.expected, "lut case %d" % case)
 
@@ -972,7 +989,7 @@ def test_softmax():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "softmax", a, (slot.b,), check.SOFTMAX, fields)), a
+            return (lambda: run_record(mod, "softmax", a, (slot.b,), kinds.SOFTMAX, fields)), a
 
         run_each(build, ar.expected, "softmax case %d n %d" % (case, n))
     assert below > 0  # elements below diff_min were reached
@@ -988,7 +1005,7 @@ def test_softmax_sums_to_one():
         for _, mod in IMPLS:
             a = bytearray(array.array("b", [5] * n + [0] * n))
             slot = Slot()
-            run_record(mod, "softmax", a, (slot.b,), check.SOFTMAX, [0, 0, 0, 0, 0, n, n, 1, 0, slot.i32(exps)])
+            run_record(mod, "softmax", a, (slot.b,), kinds.SOFTMAX, [0, 0, 0, 0, 0, n, n, 1, 0, slot.i32(exps)])
             assert signed(a)[n:] == out
     exps = [INT32_MAX] + [0] * 255
     assert ref_softmax_row([100, -100, 0], exps, 255) == [127, -128, -128]
@@ -1018,17 +1035,15 @@ def test_softmax16():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "softmax16", a, (slot.b,), check.SOFTMAX16, fields)), a
+            return (lambda: run_record(mod, "softmax16", a, (slot.b,), kinds.SOFTMAX16, fields)), a
 
         run_each(build, ar.expected, "softmax16 case %d n %d" % (case, n))
 
 
-# --- recurrent ops (mpy_lazy/_recurrent.py, _viper_recurrent.py) -------------------------------
+# --- recurrent ops (mpy_lazy/ops/lstm.py, svdf.py, _viper_recurrent.py) ------------------------
 
 def recurrent_impls():
-    from mpy_lazy import _recurrent
-
-    out = [("pure", _recurrent)]
+    out = [("pure", _ref)]
     if _viper is not None:
         from mpy_lazy import _viper_recurrent
 
@@ -1209,7 +1224,7 @@ def test_lstm():
         for name, mod in impls:
             a = ar.fresh()
             for _ in range(runs):
-                run_record(mod, "lstm", a, (slot.b,), check.LSTM, fields)
+                run_record(mod, "lstm", a, (slot.b,), kinds.LSTM, fields)
             got = signed(a)
             assert got[:ar.size] == ar.expected, (what, name)
             assert got[ho:ho + hid] == h, (what, name, "h")
@@ -1290,7 +1305,7 @@ def test_svdf():
             a = ar.fresh()
             for x in xs:
                 a[xo:xo + nin] = bytes(array.array("b", x))
-                run_record(mod, "svdf", a, (slot.b,), check.SVDF, fields)
+                run_record(mod, "svdf", a, (slot.b,), kinds.SVDF, fields)
             got = signed(a)
             assert got[:ar.size] == ar.expected, (what, name)
             sv = array.array("h" if es == 2 else "b", bytes(a[so:so + es * f * mem]))
@@ -1331,7 +1346,7 @@ def test_move_and_fill():
 
             def build(mod):
                 a = ar.fresh()
-                return (lambda: run_record(mod, "move", a, (), check.MOVE, fields)), a
+                return (lambda: run_record(mod, "move", a, (), kinds.MOVE, fields)), a
 
             run_each(build, want, "move case %d es %d %s" % (case, es, fields))
         # put(): between two buffers, element indices
@@ -1363,7 +1378,7 @@ def test_move_and_fill():
 
             def fill(mod):
                 a = ar.fresh()
-                return (lambda: run_record(mod, "fill", a, (), check.FILL, [off, n, v, es])), a
+                return (lambda: run_record(mod, "fill", a, (), kinds.FILL, [off, n, v, es])), a
 
             run_each(fill, want, "fill es %d" % es)
 
@@ -1387,14 +1402,14 @@ def test_float_tconv():
     numpy, _nd: seeded geometry (strides, paddings, outputs past the input's reach, as
     output_padding makes) against TFLM's reference written out here (every input pixel
     scattered over the outputs its taps reach), values exact in float32 so only the order of
-    the sums differs; the record passes check.py's validator."""
-    from mpy_lazy import _float
+    the sums differs; the record passes its room's check."""
+    from mpy_lazy.ops import tconv as room
 
-    impls = [("_float", _float)]
+    impls = [("ops.tconv", room.ftconv)]
     if backend.kind() is not None:
         from mpy_lazy import _nd
 
-        impls.append(("_nd", _nd))
+        impls.append(("_nd", kernels._unless_declined(_nd.ftconv, room.ftconv)))
     r = Lcg(70)
     for case in range(CASES):
         h, w, c, oc = r.int(1, 4), r.int(1, 4), r.int(1, 3), r.int(1, 3)
@@ -1429,14 +1444,14 @@ def test_float_tconv():
         n = yo + oh * ow * oc + 2
         fields = [oc, act, 0, 0, 4 * xo, 4 * yo, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, 0, 1 if hasb else 0, 0,
                   0, wo, 0, bo if hasb else 0]  # (an absent bias: slot 0, offset 0)
-        P = record(check.FTCONV, fields)
-        check._tconv(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
-        for name, mod in impls:
+        P = record(kinds.FTCONV, fields)
+        room.check(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
+        for name, fn in impls:
             E = FloatEnv(n, slot.b)
             for i in range(len(x)):
                 E.af[xo + i] = x[i]
             E.af[yo - 1], E.af[yo + len(want)] = 7.5, -7.5  # guards: written by no one
-            mod.tconv(E, P, 0)
+            fn(E, P, 0)
             assert list(P)[2:] == fields, name
             assert E.af[yo - 1] == 7.5 and E.af[yo + len(want)] == -7.5, (name, case)
             for i in range(len(want)):
@@ -1444,7 +1459,7 @@ def test_float_tconv():
         E = FloatEnv(n, slot.b)
         bad = list(fields)
         bad[15] = kh  # a pad as large as the kernel
-        raises(Exception, check._tconv, check._Rec(record(check.FTCONV, bad), 0, 4 * n, (slot.b,), None),
+        raises(Exception, room.check, check._Rec(record(kinds.FTCONV, bad), 0, 4 * n, (slot.b,), None),
                check._Env((slot.b,)))
 
 
@@ -1474,11 +1489,15 @@ def test_paths():
         assert kernels.path() == before  # a refused path changes nothing
         for p in paths:
             assert kernels.use(p) == p and kernels.path() == p
-            t = kernels.table(True, True, True)
-            assert len(t) == check.KINDS and all(t[k] is not None for k in range(1, check.KINDS) if check.LENGTH[k])
-            assert all(kernels.table()[k] is None for k in kernels.RECURRENT_KINDS)  # (imported when used)
-            assert t[check.CONV] is kernels.i8.conv and t[check.DENSE] is kernels.i8.dense
-            assert kernels.i8 is (_pure if p == "pure" or _viper is None else _viper)
+            t = kernels.table()
+            assert len(t) == kinds.KINDS and all(t[k] is not None for k in range(1, kinds.KINDS) if kinds.LENGTH[k])
+            one = kernels.table((kinds.CONV,))  # a program's table: its kinds only
+            assert one[kinds.CONV] is t[kinds.CONV] and all(one[k] is None for k in range(2, kinds.KINDS))
+            fast = _viper if p != "pure" and _viper is not None else None
+            assert kernels.viper() is fast
+            for k, name in ((kinds.CONV, "conv"), (kinds.DENSE, "dense"), (kinds.SOFTMAX, "softmax")):
+                assert t[k] is getattr(fast or kernels.room(k), name), (p, k)
+            assert kernels.views((kinds.CONV, kinds.DENSE)) is (fast is None)
             if _viper is not None:  # the assembler loops on 'thumb' (and 'ulab' where it exists)
                 assert _viper.T is (_thumb if p in ("thumb", "ulab") else None), p
         assert kernels.use() == paths[0] and kernels.path() == paths[0]
@@ -1499,12 +1518,12 @@ def f16_f32_bits(h):
 
 
 def test_f16_decode_every_value():
-    """kernels.f16 (viper's bit conversion where there is viper) and _pure.f16_to_f32 decode all
+    """kernels.f16 (viper's bit conversion where there is viper) and _arith.f16_to_f32 decode all
     65536 halfs exactly: the float32 bits equal struct's '<e' and the value computed from the
     fields; +-inf and NaN stay so. `first` and `n` select the slice; dst past n is untouched."""
     step = 256 if small_board() else 2048
     dst = array.array("f", bytes(4 * (step + 1)))
-    fns = [("_pure", _pure.f16_to_f32)]
+    fns = [("_ref", _ref.f16_to_f32)]
     if _viper is not None:
         fns.append(("_viper", _viper.f16_to_f32))
     src = bytearray(2 * step + 6)
@@ -1579,7 +1598,7 @@ def test_minmax():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "minmax", a, (slot.b,), check.MINMAX, fields)), a
+            return (lambda: run_record(mod, "minmax", a, (slot.b,), kinds.MINMAX, fields)), a
 
         run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
 
@@ -1605,7 +1624,7 @@ def test_cast_integers():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "cast", a, (), check.CAST, fields)), a
+            return (lambda: run_record(mod, "cast", a, (), kinds.CAST, fields)), a
 
         run_each(build, expected, "cast case %d %s" % (case, fields), ELEM_IMPLS)
 
@@ -1675,7 +1694,7 @@ def test_div():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "div", a, (slot.b,), check.DIV, fields)), a
+            return (lambda: run_record(mod, "div", a, (slot.b,), kinds.DIV, fields)), a
 
         run_each(build, ar.expected, "div case %d %s" % (case, fields[:13]), ELEM_IMPLS)
 
@@ -1720,7 +1739,7 @@ def test_resize():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "resize", a, (slot.b,), check.RESIZE, fields)), a
+            return (lambda: run_record(mod, "resize", a, (slot.b,), kinds.RESIZE, fields)), a
 
         run_each(build, expected, "resize case %d %s" % (case, fields[:9]), ELEM_IMPLS)
 
@@ -1750,7 +1769,7 @@ def test_prelu():
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "prelu", a, (slot.b,), check.PRELU, fields)), a
+            return (lambda: run_record(mod, "prelu", a, (slot.b,), kinds.PRELU, fields)), a
 
         run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
 
@@ -1773,10 +1792,8 @@ def f32r(v):
 
 
 def run_float(name, arena, slots, kind, fields):
-    from mpy_lazy import _float
-
     P = record(kind, fields)
-    getattr(_elem if kind != check.FACT else _float, name)(FEnv(arena, slots, P), P, 0)
+    getattr(_ref, name)(FEnv(arena, slots, P), P, 0)
     return _slot_view(arena, "f32")
 
 
@@ -1836,7 +1853,7 @@ def test_float_binary_cast_act():
                     if act in (1, 3) and y == y:
                         y = min(max(y, -FLT_MAX), FLT_MAX)
                     want.append(f32r(y))
-                got = run_float("fbinary", a, (slot,), check.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
+                got = run_float("fbinary", a, (slot,), kinds.FBINARY, [op, act, 0, 4 * n, n, bc, src, 8 * n, 0, 0])
                 close_to([got[n + i] for i in range(n)], want, "binary %d %d" % (op, act))
     # cast
     vals = [0.4, -0.6, 1.5, -1.5, 127.9, 128.0, -129.0, 300.7, 40000.0, -40000.0, 3e9, -3e9, inf, -inf, nan]
@@ -1845,7 +1862,7 @@ def test_float_binary_cast_act():
         af = _slot_view(a, "f32")
         for i, v in enumerate(vals):
             af[i] = v
-        run_float("fcast", a, (), check.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
+        run_float("fcast", a, (), kinds.FCAST, [0, 4 * len(vals), len(vals), 1, yt])
         es = {3: 1, 5: 2, 7: 4}[yt]
         got = struct.unpack_from("<%d%s" % (len(vals), "bhi"[es // 2]), a, 4 * len(vals))
         for v, g in zip(vals, got):
@@ -1856,7 +1873,7 @@ def test_float_binary_cast_act():
         a = bytearray(es * len(ints) + 4 * len(ints) + 4)
         yo = (es * len(ints) + 3) // 4 * 4
         struct.pack_into("<%d%s" % (len(ints), "bhi"[es // 2]), a, 0, *ints)
-        got = run_float("fcast", a, (), check.FCAST, [0, yo, len(ints), xt, 1])
+        got = run_float("fcast", a, (), kinds.FCAST, [0, yo, len(ints), xt, 1])
         assert [got[yo // 4 + i] for i in range(len(ints))] == [f32r(float(v)) for v in ints], xt
     # activations: hardswish, hardsigmoid (alpha 0.25, beta 0.4), gelu, gelu (tanh)
     xs = [f32r(r.int(-700, 700) / 100.0) for _ in range(60)] + [-3.0, 3.0, 0.0, -1.6, 2.4]
@@ -1868,7 +1885,7 @@ def test_float_binary_cast_act():
         if form(0.5) is None:
             continue
         a = bytearray(array.array("f", xs)) + bytearray(4 * len(xs))
-        got = run_float("act", a, (), check.FACT, [fn, 0, 4 * len(xs), len(xs), f32_bits_of(0.25), f32_bits_of(0.4)])
+        got = run_float("fact", a, (), kinds.FACT, [fn, 0, 4 * len(xs), len(xs), f32_bits_of(0.25), f32_bits_of(0.4)])
         close_to([got[len(xs) + i] for i in range(len(xs))], [f32r(form(v)) for v in xs], "act %d" % fn, 1e-5)
 
 
@@ -1886,7 +1903,7 @@ def test_float_resize_and_layernorm():
             words += [i0, i1, f32_bits_of(d)]
         slot = bytearray(array.array("i", words))
         a = bytearray(array.array("f", x)) + bytearray(4 * oh * ow * c)
-        got = run_float("fresize", a, (slot,), check.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
+        got = run_float("fresize", a, (slot,), kinds.FRESIZE, [1, 4, 0, 4 * len(x), h, w, c, oh, ow, 0, 0])
         want = []
         for oy in range(oh):
             for ox in range(ow):
@@ -1904,7 +1921,7 @@ def test_float_resize_and_layernorm():
         slot = bytearray(array.array("f", gam + bet))
         for hasb in (0, 1):
             a = bytearray(array.array("f", x)) + bytearray(48)
-            got = run_float("flayernorm", a, (slot,), check.FLAYERNORM,
+            got = run_float("flayernorm", a, (slot,), kinds.FLAYERNORM,
                             [0, 48, g, n, gs, es, 0, 0, hasb, 0, 4 * n, f32_bits_of(eps)])
             for gi in range(g):
                 idx = [gi * gs + j * es for j in range(n)]
@@ -1939,9 +1956,10 @@ def test_float_groupnorm():
                 want[i] = f32r((x[i] - mean) / math.sqrt(var + f32r(eps)) * gam[i % c] + bet[i % c])
         for yo in (4 * n, 0):  # apart, in place
             fields = [0, yo, p, c, cg, 0, 0, 0, 4 * c, f32_bits_of(eps)]
-            check._elem(check._Rec(record(check.FGROUPNORM, fields), 0, 8 * n, (slot,), None), check._Env((slot,)))
+            kernels.room(kinds.FGROUPNORM).check(check._Rec(record(kinds.FGROUPNORM, fields), 0, 8 * n, (slot,), None),
+                                                 check._Env((slot,)))
             a = bytearray(array.array("f", x)) + bytearray(4 * n)
-            got = run_float("fgroupnorm", a, (slot,), check.FGROUPNORM, fields)
+            got = run_float("fgroupnorm", a, (slot,), kinds.FGROUPNORM, fields)
             close_to([got[yo // 4 + i] for i in range(n)], want, "groupnorm %d %d %d" % (p, c, cg), 1e-5)
     good = [0, 96, 6, 4, 2, 0, 0, 0, 16, f32_bits_of(1e-5)]
     slot = bytearray(32)
@@ -1952,6 +1970,6 @@ def test_float_groupnorm():
         fields[i] = v
         if i == 4 and v == 2:
             fields[3] = 3  # 3 channels: 2 per group do not divide them
-        e = raises(ContainerError, check._elem, check._Rec(record(check.FGROUPNORM, fields), 0, 192, (slot,), None),
-                   check._Env((slot,)))
+        e = raises(ContainerError, kernels.room(kinds.FGROUPNORM).check,
+                   check._Rec(record(kinds.FGROUPNORM, fields), 0, 192, (slot,), None), check._Env((slot,)))
         assert field in str(e), (i, v, str(e))

@@ -1,0 +1,55 @@
+# The numbers of a program (docs/FORMAT.md, "Program"): its header, and the record kinds with
+# their names, lengths and the op module that owns each (its "room": the record's layout, its
+# load-time check and its reference kernel, mpy_lazy/ops/<room>.py; docs/OPS.md). Imports
+# nothing: every runtime module may read it.
+#
+# Kind numbers and record lengths never change (stored programs keep loading): a new op gets
+# new kinds (up to KINDS - 1) and VERSION stays.
+
+MAGIC = 0x4D504C50  # "PLPM": a program
+VERSION = 3  # 2: int16 values, sub, slice, transpose, tconv (3-level moves, 8-word quantize);
+#             3: conv/depthwise/dense weights in output-channel blocks (field WB)
+# header words
+H_MAGIC, H_VERSION, H_RECORDS, H_ARENA, H_INPUTS, H_OUTPUTS, H_FIRST = 0, 1, 2, 3, 4, 5, 6
+HEADER = 7
+# an input/output entry: dtype (FORMAT.md code: 1 f32, 3 i8), arena byte offset, elements,
+# zero point, scale (f32 bits), layout (0 hwc, 1 chw), ndim, dims (3 words)
+IO_DTYPE, IO_OFF, IO_SIZE, IO_ZP, IO_SCALE, IO_LAYOUT, IO_NDIM, IO_DIMS = 0, 1, 2, 3, 4, 5, 6, 7
+IO = 10
+MAX_ARENA = 1 << 26  # bytes; anything larger is a broken file, not a model for a board
+MAX_RECORDS = 1 << 14
+INT32_MAX = 2147483647
+MAX_DIM = 65535
+
+CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
+FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
+RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
+# recurrent ops (kinds 36..39; 40..43 reserved), elementwise ops, cast, resize, norms (44..53)
+LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
+MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM, FGROUPNORM = range(44, 54)
+FTCONV = 54
+KINDS = 60  # kinds are 1..KINDS-1
+DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
+
+# by kind (index = kind): the op's name in messages, the record's length in words, and the
+# room (module of mpy_lazy/ops) holding its check and reference kernel (the room's KERNELS
+# names the kernel of each of its kinds, there and in the fast paths)
+NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
+         "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
+         "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
+         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
+    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
+    + ("tconv", "", "", "", "", "")
+LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 0, 0, 0, 0) \
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 0, 0)
+ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
+        "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
+        "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
+        "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "", "", "", "") \
+    + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
+       "layernorm", "groupnorm") + ("tconv", "", "", "", "", "")
+# the kinds that compute on or move f32 values (a program with one gets the float views)
+FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
+          FSUB, FLSTM, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)
