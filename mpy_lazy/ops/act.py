@@ -84,6 +84,15 @@ def _check_act(r, E):
         r.fail("lo", "%r, %r: finite, lo <= hi" % (a, b))
 
 
+def check(r, E):
+    if r.kind == LUT:
+        _check_lut(r, E)
+        r.inplace = 6
+    else:
+        _check_act(r, E)
+        r.inplace = 3
+
+
 # lut record: 6 XO 7 YO 8 N 9 10 table (256 int8, indexed by x + 128)
 
 def lut(E, P, k):
@@ -147,12 +156,3 @@ def _erf_series(x):
 
 
 _erf = getattr(math, "erf", None) or _erf_series
-
-
-def check(r, E):
-    if r.kind == LUT:
-        _check_lut(r, E)
-        r.inplace = 6
-    else:
-        _check_act(r, E)
-        r.inplace = 3

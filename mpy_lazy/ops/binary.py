@@ -105,6 +105,11 @@ def _check(r, E):
         r.mq(15, 1, "m")
 
 
+def check(r, E):
+    _check(r, E)
+    r.inplace = 6
+
+
 def add(E, P, k):
     """y = clamp(ZY + mbqm(t1[x1] +- t2[x2], m, s)), in blocks of BLOCK elements."""
     p = rec(P, k)
@@ -220,8 +225,3 @@ def _fbinary(E, P, k, op):
         j += 1
         if j == bc:
             j = 0
-
-
-def check(r, E):
-    _check(r, E)
-    r.inplace = 6

@@ -276,6 +276,16 @@ def conv_early(kind, oc, opg, wb):
     return 0
 
 
+def check(r, E):
+    _check(r, E)
+    if r.kind in (CONV, DEPTHWISE):
+        r.lag = conv_lag(r.P, r.k)
+
+
+def macs(P, k):
+    return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]
+
+
 # conv / depthwise record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW
 # 15 SH 16 SW 17 DH 18 DW 19 PT 20 PL 21 WSO 22 WSY 23 WSX 24 WSC 25 CPG (input channels per
 # group; depthwise: 1) 26 OPG (output channels per group; depthwise: the multiplier) 27 ZX
@@ -438,13 +448,3 @@ def fconv(E, P, k):
 
 
 fdepthwise = fconv
-
-
-def check(r, E):
-    _check(r, E)
-    if r.kind in (CONV, DEPTHWISE):
-        r.lag = conv_lag(r.P, r.k)
-
-
-def macs(P, k):
-    return P[k + 11] * P[k + 12] * P[k + 2] * P[k + 13] * P[k + 14] * P[k + 25]

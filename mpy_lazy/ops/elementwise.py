@@ -155,6 +155,18 @@ def check_prelu(r, E):
     r.region(18, "scratch", 4 * block, 4)
 
 
+def check(r, E):
+    kind = r.kind
+    if kind == PRELU:
+        check_prelu(r, E)
+    elif kind == DIV:
+        check_div(r, E)
+        r.inplace = 6
+    else:
+        check_minmax(r, E)
+        r.inplace = 4
+
+
 # minmax record (integers of ES bytes): 2 OP (0 min, 1 max) 3 ES 4 X1 5 Y (bytes) 6 N 7 BC (x2
 # repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9; 1: the tensor at 10-11).
 # TFLM's MAXIMUM / MINIMUM: the stored codes compared, no requantization.
@@ -290,15 +302,3 @@ def _divide(u, v):
             return _NAN
         return _INF * math.copysign(1.0, u) * math.copysign(1.0, v)
     return u / v
-
-
-def check(r, E):
-    kind = r.kind
-    if kind == PRELU:
-        check_prelu(r, E)
-    elif kind == DIV:
-        check_div(r, E)
-        r.inplace = 6
-    else:
-        check_minmax(r, E)
-        r.inplace = 4

@@ -61,6 +61,11 @@ def _check(r, E):
     r.eps(11)
 
 
+def check(r, E):
+    _check(r, E)
+    r.inplace = 2
+
+
 # groupnorm record (f32): 2 XO 3 YO (bytes) 4 P (pixels) 5 C (channels) 6 CG (channels per
 # group, divides C) 7-8 gamma (f32 [C]) 9-10 beta (f32 [C]) 11 EPS (f32 bits). A P,C value's
 # channels in C / CG groups of CG consecutive channels (torch's GroupNorm; CG 1: InstanceNorm),
@@ -92,8 +97,3 @@ def fgroupnorm(E, P, k):
             x, y = xo + i * c + c0, yo + i * c + c0
             for j in range(cg):
                 a[y + j] = (a[x + j] - mean) * inv * gam[g0 + c0 + j] + bet[b0 + c0 + j]
-
-
-def check(r, E):
-    _check(r, E)
-    r.inplace = 2

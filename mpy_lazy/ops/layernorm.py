@@ -69,6 +69,11 @@ def _check(r, E):
     r.eps(13)
 
 
+def check(r, E):
+    _check(r, E)
+    r.inplace = 2
+
+
 # layernorm record (f32): 2 XO 3 YO (bytes) 4 G (groups) 5 N (elements per group) 6 GS 7 ES
 # (element strides: from one group to the next, within a group) 8-9 gamma (f32 [N]) 10 HASB
 # 11-12 beta 13 EPS (f32 bits). ONNX's LayerNormalization per group: mean, variance (the mean
@@ -98,8 +103,3 @@ def flayernorm(E, P, k):
             if bet is not None:
                 v += bet[b0 + j]
             a[y + j * es] = v
-
-
-def check(r, E):
-    _check(r, E)
-    r.inplace = 2

@@ -141,6 +141,16 @@ def _check(r, E):
     r.bound(bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
+def check(r, E):
+    _check(r, E)
+    if r.kind == DENSE:  # oi8 (WB 3): the assembler writes a block of 8 once it is summed
+        r.lag = r[2] - 8 if r[20] else 0
+
+
+def macs(P, k):
+    return P[k + 8] * P[k + 2]
+
+
 # dense record: 2 OC 3 ZY 4 LO 5 HI 6 XO 7 YO 8 NIN 9 WSO 10 WSI 11 HASB 12 ACC (OC int32)
 # 13 COL (min(NIN, 256) int32: the viper dense converts the input into it, 256 at a time) 14 15
 # weights 16 17 bias 18 19 requantization 20 WB (as conv's: weight (o, i) at (o >> WB) * WSO +
@@ -220,13 +230,3 @@ def fdense(E, P, k):
                 a[yo + o] = lo
             elif hi is not None and s > hi:
                 a[yo + o] = hi
-
-
-def check(r, E):
-    _check(r, E)
-    if r.kind == DENSE:  # oi8 (WB 3): the assembler writes a block of 8 once it is summed
-        r.lag = r[2] - 8 if r[20] else 0
-
-
-def macs(P, k):
-    return P[k + 8] * P[k + 2]

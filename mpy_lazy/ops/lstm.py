@@ -169,6 +169,23 @@ def lstm_lag(steps, nin, hid):
     return max(0, (steps - 1) * (hid - nin))
 
 
+def check(r, E):
+    _check(r, E)
+    if r.kind == LSTM:  # step t reads x_t whole before it writes y_t (lag())
+        r.lag = lstm_lag(r[2], r[3], r[4])
+
+
+def macs(P, k):  # every step: four gates over the input and the hidden state
+    return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
+
+
+def state(P, k):
+    """The hidden and cell state kept across calls (kernels.state)."""
+    if P[k] & 255 == LSTM:
+        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))
+
+
 # lstm record (int8): 2 T (steps) 3 I (input features) 4 H (hidden size) 5 ZH (h's zero point)
 # 6 XO 7 YO 8 HO (h: H int8) 9 CO (c: H int16) 10 FLAGS (1: the state starts from zero at every
 # call) 11 QCLIP (the cell clip, -1 none) 12 TM 13 TS (the cell's tanh input: (c TM + round) >>
@@ -299,20 +316,3 @@ def flstm(E, P, k):
             a[go + 2 * hid + j] = math.tanh(a[co + j])
             a[ho + j] = a[go + 2 * hid + j] * a[go + 3 * hid + j]
             a[yo + step * hid + j] = a[ho + j]
-
-
-def check(r, E):
-    _check(r, E)
-    if r.kind == LSTM:  # step t reads x_t whole before it writes y_t (lag())
-        r.lag = lstm_lag(r[2], r[3], r[4])
-
-
-def macs(P, k):  # every step: four gates over the input and the hidden state
-    return P[k + 2] * 4 * P[k + 4] * (P[k + 3] + P[k + 4])
-
-
-def state(P, k):
-    """The hidden and cell state kept across calls (kernels.state)."""
-    if P[k] & 255 == LSTM:
-        return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
-    return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))

@@ -39,7 +39,7 @@ class Op(Base):
 KERNELS = {MEAN: 'mean', FMEAN: 'fmean'}
 
 
-def _check(r, E):
+def check(r, E):
     fl = r.kind == FMEAN
     hw, c = r.range(8, "x", 1, 1 << 24), r.range(10, "c", 1, MAX_DIM)
     if hw * c > 1 << 24:
@@ -56,6 +56,7 @@ def _check(r, E):
         r.fail("x", "the sums of %d pixels can leave int32" % hw)
     r.region(11, "scratch", 4 * c, 4)
     r.mq(12, 1, "m")
+
 
 
 # mean record: 2 OC (1) 3 ZY 4 LO 5 HI 6 XO 7 YO 8 HW (pixels) 9 ZX 10 C 11 ACC (C int32) 12 M 13 S
@@ -90,6 +91,3 @@ def fmean(E, P, k):
             s += a[q]
             q += c
         a[yo + ch] = s / hw
-
-
-check = _check

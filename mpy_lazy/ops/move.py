@@ -36,6 +36,10 @@ def _check_fill(r, E):
         r.range(4, "zero_point", -(1 << (8 * es - 1)), (1 << (8 * es - 1)) - 1)
 
 
+def check(r, E):
+    (_check_fill if r.kind == FILL else _check_move)(r, E)
+
+
 # move record: 2 SO 3 DO (bytes) 4 ROWS 5 COLS 6 SS 7 SJ 8 DS 9 DJ (element strides) 10 ES
 # (bytes per element: 1, 2 or 4) 11 PLANES 12 PSS 13 PDS (plane strides). fill record: 2 DO 3 N
 # 4 V (an int8 or int16 code, or 32 bits) 5 ES.
@@ -82,7 +86,3 @@ def fill(E, P, k):
             c -= 256
         for i in range(do + b, do + es * n, es):
             a[i] = c
-
-
-def check(r, E):
-    (_check_fill if r.kind == FILL else _check_move)(r, E)

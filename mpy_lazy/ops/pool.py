@@ -59,7 +59,7 @@ class Op(Base):
 KERNELS = {MAXPOOL: 'maxpool', AVGPOOL: 'avgpool', FMAXPOOL: 'fmaxpool', FAVGPOOL: 'favgpool'}
 
 
-def _check(r, E):
+def check(r, E):
     fl = r.kind in (FMAXPOOL, FAVGPOOL)
     h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
     kh, kw, sh, sw = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"))
@@ -78,6 +78,7 @@ def _check(r, E):
         r.range(3, "act", 0, 3)
     else:
         r.clamp()
+
 
 
 # pool record: 2 C 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW
@@ -171,6 +172,3 @@ def _fpool(E, P, k, is_max):
                     s = hi
                 a[q] = s
                 q += 1
-
-
-check = _check

@@ -126,6 +126,14 @@ def _check_rescale(r, E):
     r.range(17, "alt", 0, 2)
 
 
+def check(r, E):
+    if r.kind == RESCALE:
+        _check_rescale(r, E)
+        r.inplace = 2
+    else:
+        _check(r, E)
+
+
 # rescale record: 2 XO 3 YO (bytes) 4 N 5 XES 6 YES (bytes per input / output element: 1, 2, 4)
 # 7 ZI 8 ZO 9 LO 10 HI 11 ACC (BLOCK int32) 12 BLOCK 13 M1 14 S1 15 M2 16 S2 17 ALT: y =
 # clamp(ZO + mbqm(x - ZI, M1, S1)), or for x - ZI < 0 with ALT, +-mbqm(x - ZI, M2, S2): TFLM's
@@ -177,11 +185,3 @@ def dequantize(E, P, k):
     s = E.pf[k + 6]
     for i in range(n):
         f[yo + i] = s * (a[xo + i] - z)
-
-
-def check(r, E):
-    if r.kind == RESCALE:
-        _check_rescale(r, E)
-        r.inplace = 2
-    else:
-        _check(r, E)

@@ -79,6 +79,10 @@ def _check_f(r, E):
         r.fail("beta", "%r is not finite" % b)
 
 
+def check(r, E):
+    (_check_f if r.kind == FSOFTMAX else _check)(r, E)
+
+
 # softmax record: 6 XO 7 YO 8 N (depth) 9 ROWS 10 11 exps (256 int32): exps[d] = TFLM's
 # exp_on_negative_values for the input difference -d in Q0.31 (0 where TFLM skips it), made at
 # pack time.
@@ -165,7 +169,3 @@ def fsoftmax(E, P, k):
             a[yo + i] = a[yo + i] / s
         xo += n
         yo += n
-
-
-def check(r, E):
-    (_check_f if r.kind == FSOFTMAX else _check)(r, E)

@@ -90,6 +90,15 @@ def check(r, E):
     r.tensor(22, "bias", ("i32",), 4 * units)
 
 
+def macs(P, k):
+    return P[k + 2] * (P[k + 3] + P[k + 4])
+
+
+def state(P, k):
+    """The activation state kept across calls (kernels.state)."""
+    return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)
+
+
 # svdf record (int8): 2 F (filters) 3 I 4 M (memory) 5 U (units) 6 XO 7 YO 8 SO (state: F x M
 # elements of SES bytes) 9 SES (2 int16, 1 int8) 10 ZX 11 ZS 12 ZY 13 M1 14 S1 15 M2 16 S2
 # 17 ACC (F + U + I int32) 18 19 w [F, I] i8 20 21 t [F, M] (SES bytes) 22 23 b [U] i32
@@ -128,12 +137,3 @@ def svdf(E, P, k):
 
 def _time_view(buf, es):
     return slot_view(buf, "i16" if es == 2 else "i8")
-
-
-def macs(P, k):
-    return P[k + 2] * (P[k + 3] + P[k + 4])
-
-
-def state(P, k):
-    """The activation state kept across calls (kernels.state)."""
-    return ((P[k + 8], P[k + 2] * P[k + 4], P[k + 11], P[k + 9]),)

@@ -115,6 +115,10 @@ def check(r, E):
         r.bound(bias, sums, oc, 32768, (1 << 47) - 1)
 
 
+def macs(P, k):  # every input pixel's channels over every tap
+    return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]
+
+
 # transpose conv record (kinds tconv: int8; tconv16: 16x8, int64 accumulators): 2 OC 3 ZY 4 LO
 # 5 HI 6 XO 7 YO (bytes) 8 H 9 W 10 C (the input) 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW 17 PT
 # 18 PL 19 ZX 20 HASB 21 ACC (OC accumulators of 4 or 8 bytes) 22 23 weights (OHWI: [OC, KH,
@@ -204,7 +208,3 @@ def ftconv(E, P, k):
                     s = hi
                 a[q] = s
                 q += 1
-
-
-def macs(P, k):  # every input pixel's channels over every tap
-    return P[k + 8] * P[k + 9] * P[k + 10] * P[k + 2] * P[k + 13] * P[k + 14]

@@ -1,12 +1,13 @@
 # The kernels (the reference ones in each op's room, mpy_lazy/ops/<op>.py, and their fast twins
-# in mpy_lazy/_viper*.py) and the kernel-path switch (mpy_lazy/kernels.py). Every kernel runs on seeded pseudo-random geometry, parameters and
-# data (rt_util.Lcg: the same cases on CPython and MicroPython) with edge values mixed in, and
-# its whole arena is compared against the plain-integer formula written out in this file
-# (TFLite Micro's reference kernels, gemmlowp's fixed point from rt_util). On MicroPython the
-# viper twin runs the same cases and must give the same bytes as the reference; on CPython (no
-# viper) the reference is checked against the formula alone. A kernel runs one record (the program's format,
-# mpy_lazy/program.py) in an Env: the arena (values and the kernel's scratch), the tensor slot
-# holding its weights, the work array.
+# in mpy_lazy/_viper*.py) and the kernel-path switch (mpy_lazy/kernels.py). Every kernel runs
+# on seeded pseudo-random geometry, parameters and data (rt_util.Lcg: the same cases on CPython
+# and MicroPython) with edge values mixed in, and its whole arena is compared against the
+# plain-integer formula written out in this file (TFLite Micro's reference kernels, gemmlowp's
+# fixed point from rt_util). On MicroPython the viper twin runs the same cases and must give
+# the same bytes as the reference; on CPython (no viper) the reference is checked against the
+# formula alone. A kernel runs one record (the program's format, mpy_lazy/program.py) in an
+# Env: the arena (values and the kernel's scratch), the tensor slot holding its weights, the
+# work array.
 import array
 import math
 import struct
