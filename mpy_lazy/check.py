@@ -221,10 +221,10 @@ def arena_size(P, total):
     return arena
 
 
-def program(P, B, verify=None, total=None, room=None, sums=None):
+def program(P, B, room, verify=None, total=None, sums=None):
     """Check a whole program of `total` words (header, inputs/outputs, every record);
-    returns its arena size in bytes. verify: see Program; room: kind -> the module of
-    mpy_lazy/ops whose check(r, E) checks that kind's records (kernels.room); sums: see _Env."""
+    returns its arena size in bytes. room: kind -> the module of mpy_lazy/ops whose check(r, E)
+    checks that kind's records (kernels.room); verify: see Program; sums: see _Env."""
     if total is None:
         total = len(P)
     bad = _bad

@@ -73,7 +73,7 @@ class Program:
             arena = bytearray(n or 4)
         elif len(arena) < n:
             raise ValueError("arena of %d bytes, the program needs %d" % (len(arena), n))
-        check.program(P, B, verify, words, kernels.room, kernels.abs_sums())  # ContainerError: record, line, field
+        check.program(P, B, kernels.room, verify, words, kernels.abs_sums())  # ContainerError: record, line, field
         if raw is not None and check.has_floats(P):
             self.Pmv = raw
         if io is not None:

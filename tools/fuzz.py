@@ -153,7 +153,7 @@ def program_verdict(c, m):
     from binascii import crc32
 
     from mpy_lazy import kernels
-    from mpy_lazy.program import H_ARENA, H_RECORDS
+    from mpy_lazy.kinds import H_ARENA, H_RECORDS
 
     P = m.P
     if P[H_ARENA] > GRAPH_BYTES:

@@ -825,7 +825,8 @@ def program_bases():
 
 def _program_base(data):
     from mpy_lazy import open as open_container
-    from mpy_lazy.program import H_FIRST, H_RECORDS, NAME
+    from mpy_lazy.kinds import H_FIRST, H_RECORDS
+    from mpy_lazy.program import NAME
 
     c = open_container(data)
     info = c.info(NAME)

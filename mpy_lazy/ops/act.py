@@ -54,10 +54,10 @@ class Op(Base):
         if x.dtype == "i16":  # leakyrelu
             m1, s1, m2, s2 = self.mult
             return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
-                                              c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
-        
+                                        c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
+
         return [c.record(FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
-                                      f32_bits(self.arg[1])])]
+                                f32_bits(self.arg[1])])]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------

@@ -79,13 +79,13 @@ class Op(Base):
             return [c.record(FBINARY, [code, self.act, c.off(x), c.off(y), y.size, self.bc] + x2)]
         if self.name in ("minimum", "maximum"):
             return [c.record(MINMAX, [1 if self.name == "maximum" else 0, es, c.off(x), c.off(y), y.size,
-                                            self.bc] + x2)]
+                                      self.bc] + x2)]
         head = [1, y.q[1], self.clamp[0], self.clamp[1]]
         if self.name == "div":
             return [c.record(DIV, head + [c.off(x), c.off(self.x[1]), c.off(y), y.size, self.bc, x.q[1],
-                                                self.x[1].q[1], self.mult[0], self.mult[1]] + c.ref(self.table))]
+                                          self.x[1].q[1], self.mult[0], self.mult[1]] + c.ref(self.table))]
         return [c.record(PRELU, head + [c.off(x), c.off(y), y.size, self.bc, x.q[1], self.mult[2],
-                                              self.mult[0], self.mult[1]] + c.ref(self.weight) + c.ref(self.table)
+                                        self.mult[0], self.mult[1]] + c.ref(self.weight) + c.ref(self.table)
                          + [c.scratch, BLOCK])]
 
 

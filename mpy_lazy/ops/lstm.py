@@ -106,11 +106,11 @@ class Op(Base):
         w, r, b = c.ref(self.weight), c.ref(self.recurrent), c.ref(self.bias)
         if y.dtype == "i8":
             return [c.record(LSTM, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
-                                                 self.qclip, self.tanh[0], self.tanh[1], s] + w + r + b
+                                           self.qclip, self.tanh[0], self.tanh[1], s] + w + r + b
                              + c.ref(self.requant) + c.ref(self.table))]
-        
+
         return [c.record(FLSTM, head + [0, c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
-                                              f32_bits(self.clip), 0, 0, s] + w + r + b)]
+                                        f32_bits(self.clip), 0, 0, s] + w + r + b)]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------

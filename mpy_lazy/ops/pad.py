@@ -31,4 +31,4 @@ class Op(Base):
         es = ITEMSIZE[y.dtype]
         return [c.record(FILL, [c.off(y), y.size, y.q[1] if y.q else 0, es]),
                 c.record(MOVE, [c.off(x), c.off(y) + (t * ow + l) * ch * es, h, w * ch, w * ch, 1, ow * ch, 1,
-                                      es, 1, 0, 0])]
+                                es, 1, 0, 0])]

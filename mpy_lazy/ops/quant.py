@@ -73,18 +73,18 @@ class Op(Base):
 
     def records(self, c):
         from ..graph import ITEMSIZE, RANGE
-        
+
         x, y = self.x[0], self.y
         if self.name == "dequantize":
             return [c.record(DEQUANTIZE, [c.off(x), c.off(y), y.size, x.q[1], f32_bits(x.q[0]),
-                                                 ITEMSIZE[x.dtype]])]
+                                           ITEMSIZE[x.dtype]])]
         if x.dtype == "f32":
             return [c.record(QUANTIZE, [c.off(x), c.off(y), y.size, y.q[1], f32_bits(y.q[0]),
-                                               ITEMSIZE[y.dtype]])]
+                                         ITEMSIZE[y.dtype]])]
         lo, hi = RANGE[y.dtype]
         m, s = self.mult
         return [c.record(RESCALE, [c.off(x), c.off(y), y.size, ITEMSIZE[x.dtype], ITEMSIZE[y.dtype], x.q[1],
-                                          y.q[1], lo, hi, c.scratch, BLOCK, m, s, m, s, 0])]
+                                    y.q[1], lo, hi, c.scratch, BLOCK, m, s, m, s, 0])]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------

@@ -60,4 +60,4 @@ class Op(Base):
             src.insert(0, 0)
             stride_y.insert(0, 0)
         return [c.record(MOVE, [c.off(x) + start * es, c.off(y), ys[1], ys[2], src[1], src[2], stride_y[1],
-                                      stride_y[2], es, ys[0], src[0], stride_y[0]])]
+                                stride_y[2], es, ys[0], src[0], stride_y[0]])]

@@ -47,7 +47,7 @@ class Op(Base):
         if x.dtype == "i8":
             kind = SOFTMAX if y.dtype == "i8" else SOFTMAX16
             return [c.record(kind, [0, 0, 0, 0, c.off(x), c.off(y), self.depth, rows] + c.ref(self.table))]
-        
+
         return [c.record(FSOFTMAX, [c.off(x), c.off(y), self.depth, rows, f32_bits(self.beta)])]
 
 

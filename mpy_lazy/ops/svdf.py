@@ -56,7 +56,7 @@ class Op(Base):
     def records(self, c):
         f, nin, mem, units, zx, zs, zy, m1, s1, m2, s2 = self.p
         return [c.record(SVDF, [f, nin, mem, units, c.off(self.x[0]), c.off(self.y), c.state,
-                                      2 if self.sdt == "i16" else 1, zx, zs, zy, m1, s1, m2, s2, c.scratch]
+                                2 if self.sdt == "i16" else 1, zx, zs, zy, m1, s1, m2, s2, c.scratch]
                          + c.ref(self.weight) + c.ref(self.time) + c.ref(self.bias))]
 
 
