@@ -143,6 +143,15 @@ class _Rec:
                 self.fail("bias", "channel %d: bias %d + %d x %d (the weights' sum) can leave the accumulator's range"
                           % (o, b, xmax, sums[o]))
 
+    def bias(self, i, present, n, E=None):
+        """A bias of n elements at fields i (slot, offset) when `present` (else both 0): f32,
+        or with E int32, whose values it returns (None when absent)."""
+        if not present:
+            self.absent(i, "bias")
+            return None
+        self.tensor(i, "bias", ("i32" if E else "f32",), 4 * n)
+        return E.words(self[i], self[i + 1], n) if E else None
+
     def es(self, i, field="dtype"):
         """Bytes per element at word i: 1, 2 or 4."""
         es = self[i]

@@ -206,10 +206,7 @@ def _check(r, E):
         wdt = r.range(4, "dtype", 1, 2)
         r.tensor(32, "weight", ("f32" if wdt == 1 else "f16",), n * (4 if wdt == 1 else 2))
         r.range(3, "act", 0, 3)
-        if r.range(28, "b", 0, 1):
-            r.tensor(34, "bias", ("f32",), 4 * oc)
-        else:
-            r.absent(34, "bias")
+        r.bias(34, r.range(28, "b", 0, 1), oc)
         if wdt == 2:
             r.region(31, "scratch", 4 * kh * kw * cpg, 4)
         return
@@ -223,12 +220,7 @@ def _check(r, E):
     r.region(31, "scratch", 4 * (max(kh * kw, (c + 3) // 4) if dw else kh * kw * cpg), 4)
     r.tensor(32, "weight", ("i8",), n)
     r.mq_tensor(36, oc, E, 7 if acc64 else 30)
-    bias = None
-    if hasb:
-        r.tensor(34, "bias", ("i32",), 4 * oc)
-        bias = E.words(r[34], r[35], oc)
-    else:
-        r.absent(34, "bias")
+    bias = r.bias(34, hasb, oc, E)
     # int8: every accumulator within int32: |bias| + 128 x sum |w| (the kernels add w x x, |x|
     # <= 128, the input zero point folded into the bias); 16x8 with int64 accumulators: within
     # TFLM's +-2**47 (with int32 ones, TFLM's sum wraps as the kernels' does)

@@ -62,10 +62,7 @@ def _check(r, E):
     r.region(2, "x", 4 * last, 4)
     r.region(3, "y", 4 * last, 4)
     r.tensor(8, "weight", ("f32",), 4 * n)
-    if r.range(10, "b", 0, 1):
-        r.tensor(11, "bias", ("f32",), 4 * n)
-    else:
-        r.absent(11, "bias")
+    r.bias(11, r.range(10, "b", 0, 1), n)
     r.eps(13)
 
 

@@ -115,10 +115,7 @@ def _check(r, E):
         wdt = r.range(4, "dtype", 1, 2)
         r.tensor(14, "weight", ("f32" if wdt == 1 else "f16",), n * oc * (4 if wdt == 1 else 2))
         r.range(3, "act", 0, 3)
-        if r.range(11, "b", 0, 1):
-            r.tensor(16, "bias", ("f32",), 4 * oc)
-        else:
-            r.absent(16, "bias")
+        r.bias(16, r.range(11, "b", 0, 1), oc)
         if wdt == 2:
             r.region(13, "scratch", 4 * (oc if wsi != 1 else n), 4)
         return
@@ -129,12 +126,7 @@ def _check(r, E):
     r.region(13, "scratch", 4 * (n if wide else min(n, DENSE_COL)), 4)
     r.tensor(14, "weight", ("i8",), n * oc)
     r.mq_tensor(18, oc, E, 7 if acc64 else 30)
-    bias = None
-    if hasb:
-        r.tensor(16, "bias", ("i32",), 4 * oc)
-        bias = E.words(r[16], r[17], oc)
-    else:
-        r.absent(16, "bias")
+    bias = r.bias(16, hasb, oc, E)
     if wide and not acc64:
         return
     sums = E.abs_sums(r[14], r[15], oc, 1, 1, n, wso, 0, 0, wsi, wb)

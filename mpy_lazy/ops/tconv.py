@@ -92,10 +92,7 @@ def check(r, E):
     if fl:
         r.range(3, "act", 0, 3)
         r.tensor(22, "weight", ("f32",), 4 * oc * kh * kw * c)
-        if r.range(20, "b", 0, 1):
-            r.tensor(24, "bias", ("f32",), 4 * oc)
-        else:
-            r.absent(24, "bias")
+        r.bias(24, r.range(20, "b", 0, 1), oc)
         return
     r.clamp(size)
     top = 0 if wide else 127  # (int16 values are symmetric: TFLM's 16x8 kernels take no input offset)
@@ -104,12 +101,7 @@ def check(r, E):
     r.region(21, "scratch", (8 if wide else 4) * oc, 4)
     r.tensor(22, "weight", ("i8",), oc * kh * kw * c)
     r.mq_tensor(26, oc, E, 7 if wide else 30)
-    bias = None
-    if hasb:
-        r.tensor(24, "bias", ("i32",), 4 * oc)
-        bias = E.words(r[24], r[25], oc)
-    else:
-        r.absent(24, "bias")
+    bias = r.bias(24, hasb, oc, E)
     if wide:  # int64 accumulators: within TFLM's +-2**47
         sums = E.abs_sums(r[22], r[23], oc, kh, kw, c, kh * kw * c, kw * c, c, 1)
         r.bound(bias, sums, oc, 32768, (1 << 47) - 1)
