@@ -289,12 +289,18 @@ class Program:
                 k.put(x, self.A if k is not kernels._pure else self.view(1), W)
             return
         dst = self.input if i == 0 else self._in[i]
+        lo, hi = _INT_RANGE[dt] if dt != 1 else (0, 0)
         for j in range(n):
             val = x[j]
-            if dt != 1 and isinstance(val, float):
-                from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
+            if dt != 1:
+                if isinstance(val, float):
+                    from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
-                val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
+                    val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
+                elif val < lo or val > hi:  # the arena's item would wrap: 300 read as 44
+                    raise ValueError("input %d: value %d (item %d) is outside int%s's %d..%d: give int%s "
+                                     "codes, or real values as floats (quantized with the input's scale)"
+                                     % (i, val, j, _DT[dt][1:], lo, hi, _DT[dt][1:]))
             dst[(j % hw) * c + j // hw if chw else j] = val
 
     def view(self, es):
@@ -351,6 +357,7 @@ class Program:
 
 
 _DT = {1: "f32", 3: "i8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
+_INT_RANGE = {3: (-128, 127), 5: (-32768, 32767), 7: (-2147483648, 2147483647)}  # codes in range
 WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
 Program.W = WORK_AREA
 
