@@ -37,17 +37,18 @@ def _shape(shape):
 
 
 def load_samples(path, graph):
-    """Representative inputs from a .npy (N, *input shape) or a .npz (its first array), in the
+    """Representative inputs from a .npy (N, *input shape) or a .npz (its one array), in the
     model's own input layout (N, C, H, W for an ONNX image model; N, H, W, C for a .tflite),
     checked: the order (samples in the other order are named as such), the batch dimension,
     finite values, at least MIN_SAMPLES of them. PackError with one line otherwise."""
-    try:
-        data = np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise PackError("--calibrate %s: %s" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    from .readers import load_arrays
+
+    data = load_arrays(path, "--calibrate")
+    name = graph.inputs[0][0]
     if hasattr(data, "files"):
-        if not data.files:
-            raise PackError("--calibrate %s: empty .npz" % path)
+        if len(data.files) != 1:
+            raise PackError("--calibrate %s: a .npz of %d arrays%s: give one, the samples of the model's input %r"
+                            % (path, len(data.files), " (%s)" % ", ".join(data.files) if data.files else "", name))
         data = data[data.files[0]]
     if data.dtype.kind not in "biuf":
         raise PackError("--calibrate %s: values of dtype %s (numbers expected)" % (path, data.dtype))
@@ -83,6 +84,12 @@ def load_samples(path, graph):
     if bad.any():
         raise PackError("--calibrate %s: %d NaN or Inf values in the samples (the first in sample %d)"
                         % (path, int(bad.sum()), int(np.argmax(bad.reshape(len(data), -1).any(1)))))
+    if not data.any():  # zeros calibrate every range to 0..0: the int8 model would answer alike for all
+        raise PackError("--calibrate %s: every sample is all zeros: give typical inputs (real data the model "
+                        "will see), not a placeholder" % path)
+    if (data == data[:1]).all():
+        raise PackError("--calibrate %s: all %d samples are the same: give typical inputs (real data the model "
+                        "will see), not one repeated" % (path, len(data)))
     return data  # (N, C, L) for a conv1d input stays so: onnxruntime takes it as it is
 
 

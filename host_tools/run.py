@@ -81,10 +81,9 @@ def check_input(path, value, layout, k=0):
     model holds as C, H, W = (49, 1, 10)). Returns (flat array in the caller's order,
     'i8' for int8 codes into an int8 input or 'f32' for real values)."""
     want = caller_shape(value, layout)
-    try:
-        a = np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise PackError("--input %s: %s" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    from .readers import load_arrays
+
+    a = load_arrays(path, "--input")
     if hasattr(a, "files"):
         raise PackError("--input %s: a .npz archive; give one .npy per input" % path)
     if a.dtype.kind not in "biuf":

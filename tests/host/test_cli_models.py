@@ -186,6 +186,32 @@ def test_calibration_samples_are_checked_against_the_input(cli, onnx_files, tmp_
     cli.ok("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "ok.npy", "-q")
 
 
+def test_calibration_files_that_are_almost_surely_a_mistake(cli, onnx_files, tmp_path):
+    """Each refused in one line naming the file and the fix (issue 32: all-zero samples packed a
+    model answering one class for everything; a .npz of two arrays for a one-input model took
+    the first; --calibrate model.mpyl gave numpy's message about pickles)."""
+    out = tmp_path / "q.mpyl"
+    rng = np.random.default_rng(0)
+    one = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "zeros.npy", np.zeros((32, 1, 8, 8), np.float32))
+    np.save(tmp_path / "same.npy", np.repeat(one, 32, axis=0))
+    np.savez(tmp_path / "two.npz", a=rng.standard_normal((32, 1, 8, 8)), b=rng.standard_normal((32, 1, 8, 8)))
+    cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "m.mpyl", "-q")
+    cases = {"zeros.npy": ("every sample is all zeros", "typical inputs"),
+             "same.npy": ("all 32 samples are the same", "typical inputs"),
+             "two.npz": ("a .npz of 2 arrays (a, b)", "give one", "the model's input"),
+             "m.mpyl": ("an mpy-lazy container, not a .npy or .npz", "numpy.save"),
+             }
+    for fname, words in cases.items():
+        line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / fname)
+        assert "--calibrate %s" % (tmp_path / fname) in line and all(w in line for w in words), (fname, line)
+        assert "pickle" not in line and not out.exists(), line
+    line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", onnx_files["cnn"])
+    assert "an ONNX model, not a .npy or .npz" in line, line
+    np.savez(tmp_path / "one.npz", samples=rng.standard_normal((32, 1, 8, 8)).astype(np.float32))
+    cli.ok("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "one.npz", "-q")
+
+
 def test_verbose_calibration_summary(cli, onnx_files, tmp_path):
     """pack -v: per value its calibrated range, the int8 scale and zero point chosen, and the
     calibration values that saturate; the numbers are the container's own."""
