@@ -356,9 +356,7 @@ def _lstm(n, src, g, ranges):
     wq, ws = _gate_weights(src.tensors[n.t["w"]], hid)
     rq, rs = _gate_weights(src.tensors[n.t["r"]], hid)
     b = np.asarray(src.tensors[n.t["b"]], np.float64)
-    bq = np.concatenate([np.rint(b[k * hid:(k + 1) * hid] / (float(s_x) * ws[k])) for k in range(4)])
-    if np.any(np.abs(bq) > 2 ** 31 - 1):
-        raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+    bq = _bias_codes(n, b, float(s_x) * np.repeat(np.asarray(ws, np.float64), hid), src.tensors[n.t["w"]])
     try:
         bias = np.concatenate([tflm.fold_input_zero_point(bq, wq, 0, z_x),
                                tflm.fold_input_zero_point(None, rq, 0, z_h)])
@@ -393,6 +391,21 @@ def _weights(w, axis):
     return codes, scales
 
 
+def _bias_codes(n, bias, scale, w, axis=0):
+    """The int32 codes of a float bias at `scale` per output channel (input scale x weight
+    scale); PackError naming the channel and the fix when one does not fit in int32."""
+    bq = np.rint(np.asarray(bias, np.float64) / scale)
+    if np.any(np.abs(bq) > 2 ** 31 - 1):
+        k = int(np.argmax(np.abs(bq)))
+        w = np.moveaxis(np.asarray(w, np.float64), axis, 0).reshape(len(bq), -1)
+        raise PackError("%s: the bias of output %d (%.6g) does not fit in int32 at its int8 scale %.3g (the input's "
+                        "scale x the weights' max |w| %.3g / 127): calibrate on typical inputs (the calibrated range of "
+                        "its input %r is too narrow; -v lists every range), or retrain so that output's weights "
+                        "are not tiny next to its bias" % (n.src, k, bias[k], scale[k], float(np.max(np.abs(w[k]))),
+                                                           n.x[0]))
+    return bq
+
+
 def _node(n, src, g):
     q = g.q
     new = Node(n.op, n.x, n.y, n.src, **dict(n.attrs))
@@ -408,9 +421,7 @@ def _node(n, src, g):
         new.t["w"] = wname
         c = len(scales)
         bias = src.tensors[n.t["b"]].astype(np.float64) if "b" in n.t else np.zeros(c)
-        bq = np.rint(bias / (float(s_in) * scales.astype(np.float64)))
-        if np.any(np.abs(bq) > 2 ** 31 - 1):
-            raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+        bq = _bias_codes(n, bias, float(s_in) * scales.astype(np.float64), src.tensors[n.t["w"]], axis)
         bname = n.t.get("b") or g.add_tensor(n.y + ".bias", None)
         try:
             g.tensors[bname] = tflm.fold_input_zero_point(bq, wq, axis, q[n.x[0]][1])
@@ -427,9 +438,8 @@ def _node(n, src, g):
         g.wquant[n.t["w"]] = (scales, 0)
         new.t = dict(n.t)
         if "b" in n.t:
-            bq = np.rint(src.tensors[n.t["b"]].astype(np.float64) / (float(s_in) * scales.astype(np.float64)))
-            if np.any(np.abs(bq) > 2 ** 31 - 1):
-                raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+            bq = _bias_codes(n, src.tensors[n.t["b"]].astype(np.float64), float(s_in) * scales.astype(np.float64),
+                             src.tensors[n.t["w"]])
             g.tensors[n.t["b"]] = bq.astype(np.int32)
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))
