@@ -355,7 +355,7 @@ class Case:
             _close(got, want, rel)
             return
         if self.key == "weights_int8":
-            _check_int8_weights(got, x, self.model, self.workdir, rel)
+            check_packed_weights(got, x, self.model, self.workdir, rel, quantized=True)
             return
         c, m = _model_io(self.workdir)
         vin, vout = m.inputs[0], m.outputs[0]
@@ -390,10 +390,11 @@ class Case:
         assert printed["class"] == int(np.argmax(got)), printed
 
 
-def _check_int8_weights(got, x, model, workdir, rel):
-    """The net on int8 weights: torch on the container's real values (its codes dequantized on
-    the host), within float rounding; and torch on the original float weights, within what
-    int8 weights change (the wrong reading, the codes as values, is off by 100x)."""
+def check_packed_weights(got, x, model, workdir, rel, quantized=False):
+    """The net on the weights of model.mpyl (f32, f16, int8 or int8-channel; quantized: int8
+    asserted): torch on the container's real values (dequantized on the host), within float
+    rounding; and torch on the original float weights, within what int8 weights change (the
+    wrong reading, the codes as values, is off by 100x)."""
     import copy
 
     import numpy as np
@@ -403,7 +404,7 @@ def _check_int8_weights(got, x, model, workdir, rel):
 
     with open(os.path.join(workdir, "model.mpyl"), "rb") as f:
         c = mpy_lazy.open(f.read())
-    assert any(c.info(n).quant for n in c.names()), "not an int8 container"
+    assert not quantized or any(c.info(n).quant for n in c.names()), "not an int8 container"
     q = copy.deepcopy(model)
     q.load_state_dict({n: torch.from_numpy(np.array(c.view(n).dequantize(), np.float32).reshape(c.view(n).shape))
                        for n in q.state_dict()})
