@@ -924,21 +924,6 @@ class Stream(_Table):
         self.close()
 
 
-def _no_file(path, err):
-    """Why open(path) failed, naming the path; for a missing file, what its directory holds."""
-    if err != 2:  # not ENOENT
-        return "%s: cannot be opened (errno %d)" % (path, err)
-    d = path.rsplit("/", 1)[0] if "/" in path else "."
-    try:
-        import os
-
-        names = sorted(os.listdir(d or "/"))
-    except (OSError, ImportError, AttributeError):
-        return "%s: no such file" % path
-    more = ", ..." if len(names) > 8 else ""
-    return "%s: no such file (%s holds %s)" % (path, d or "/", ", ".join(names[:8]) + more if names else "nothing")
-
-
 def open_container(src):
     """Container from a buffer, or from a path that can be mapped (a file on vfs.VfsRom; mmap
     on CPython). Any other path raises ContainerError pointing at Stream. A plain .safetensors
@@ -961,7 +946,9 @@ def _map(path):
     try:
         f = open(path, "rb")
     except OSError as e:  # MicroPython's names no path: "[Errno 2] ENOENT"
-        raise OSError(e.args[0], _no_file(path, e.args[0]))
+        from ._errors import missing  # imported on a failed open only: heap is scarce
+
+        raise OSError(e.args[0], missing(path, e.args[0]))
     try:
         try:
             return memoryview(f)  # vfs.VfsRom: the file's bytes in place

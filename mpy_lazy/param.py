@@ -69,7 +69,6 @@ except ImportError:  # a port without threads: busy can only mean re-entrancy
     _lock = None
 
 _NO_MAPS = ((), (), ())  # init, load, save mappers
-_FLOATS = ("f32", "f16")
 # An owned param's _state says how its array came to be (report()'s note); these are the others.
 _NOT_OWNED = ("uninit", "busy", "bound")
 # id(param) -> ident of the thread running its init, while the param is busy
@@ -77,16 +76,6 @@ _busy = {}
 # Counts every change of what a param holds (bind, init, copy-on-write, ...): a prepared model
 # compares it on each call and prepares again when it moved (its kernels hold buffers).
 changes = [0]
-
-
-def _reals(view):
-    """The RealView of a quantized View (a float param's val()), made once per View."""
-    r = view._real
-    if r is None:
-        from ._real import RealView  # imported on first use: heap is scarce
-
-        r = view._real = RealView(view)
-    return r
 
 
 def _zeros(shape, dtype):
@@ -169,8 +158,12 @@ class Param:
             if self._wait("Param.val()", True):
                 self._initialize()
         v = self._src
-        if self._state == "bound" and v.dtype not in _FLOATS and self.dtype in _FLOATS:
-            return _reals(v)
+        if self._state == "bound" and v.dtype not in ("f32", "f16") and self.dtype in ("f32", "f16"):
+            if v._real is None:  # a float param over int8 codes: their real values, made once per View
+                from ._real import RealView  # imported on first use: heap is scarce
+
+                v._real = RealView(v)
+            return v._real
         return v
 
     def _wait(self, what, claim):

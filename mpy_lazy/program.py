@@ -289,7 +289,7 @@ class Program:
                 k.put(x, self.A if k is not kernels._pure else self.view(1), W)
             return
         dst = self.input if i == 0 else self._in[i]
-        lo, hi = _INT_RANGE[dt] if dt != 1 else (0, 0)
+        hi = 127 if dt == 3 else (32767 if dt == 5 else 2147483647)
         for j in range(n):
             val = x[j]
             if dt != 1:
@@ -297,10 +297,10 @@ class Program:
                     from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
                     val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
-                elif val < lo or val > hi:  # the arena's item would wrap: 300 read as 44
-                    raise ValueError("input %d: value %d (item %d) is outside int%s's %d..%d: give int%s "
-                                     "codes, or real values as floats (quantized with the input's scale)"
-                                     % (i, val, j, _DT[dt][1:], lo, hi, _DT[dt][1:]))
+                elif val > hi or val < -hi - 1:  # the arena's item would wrap: 300 read as 44
+                    from ._errors import out_of_range
+
+                    raise out_of_range(i, j, val, hi)
             dst[(j % hw) * c + j // hw if chw else j] = val
 
     def view(self, es):
@@ -357,7 +357,6 @@ class Program:
 
 
 _DT = {1: "f32", 3: "i8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
-_INT_RANGE = {3: (-128, 127), 5: (-32768, 32767), 7: (-2147483648, 2147483647)}  # codes in range
 WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
 Program.W = WORK_AREA
 
