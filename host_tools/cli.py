@@ -198,7 +198,8 @@ def cmd_run(args):
         return run_script(args.file, args.script[0], args.script[1:], binary=args.micropython)
     for path in args.input or ():
         check_input(path)
-    return run_model(args.file, args.input or (), args.output, args.repeat, binary=args.micropython)
+    return run_model(args.file, args.input or (), args.output, args.repeat, binary=args.micropython,
+                     progress=sys.stderr if sys.stderr.isatty() else None)
 
 
 def parser():

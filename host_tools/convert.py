@@ -76,7 +76,15 @@ def _int8(path, g, calibrate, quiet, verbose=False):
             ranges = int8.calibrate_graph(g, samples, bar)
         else:
             ranges = int8.calibrate(path, g, samples, bar)
-        out = int8.quantize(g, ranges)
+        try:
+            out = int8.quantize(g, ranges)
+        except PackError:
+            if verbose:  # the ranges the refusal comes from, before it (scales as quantize would choose)
+                g.calibration = {"samples": len(samples), "ranges": ranges, "saturated": None}
+                grouped = int8._groups(g, ranges)
+                for line in calibration_summary(g, {v: int8.qparams(*r) for v, r in grouped.items()}):
+                    print(line)
+            raise
         if verbose:
             def counted():
                 for vals in int8.values(source, g, samples):
@@ -91,23 +99,27 @@ def _int8(path, g, calibrate, quiet, verbose=False):
     return out
 
 
-def calibration_summary(g):
+def calibration_summary(g, q=None):
     """Lines of the -v summary of an int8 graph made by calibration: per value (as `inspect`
-    names it) its op, source, calibrated range, chosen scale and zero point, and how many
-    calibration values fall outside its int8 range."""
+    names it) its op, source, calibrated range, chosen scale and zero point (g.q, or q), and how
+    many calibration values fall outside its int8 range (saturated None: not counted)."""
     cal = getattr(g, "calibration", None)
     if not cal:
         return []
+    q = g.q if q is None else q
     _, names = g._text()
     rows = [(i[0], "input", "the model's input") for i in g.inputs]
     rows += [(n.y, n.op, n.src.split(": ")[-1] if n.src else "") for n in g.nodes]
     table = []
     for value, op, src in rows:
         lo, hi = cal["ranges"].get(value, (float("nan"), float("nan")))
-        s, z = g.q[value]
-        sat, total = cal["saturated"].get(value, (0, 0))
-        table.append((names.get(value, value), op, src[:40], "%.6g" % lo, "%.6g" % hi, "%.6g" % s, str(z),
-                      "%d of %d%s" % (sat, total, " (%.2f%%)" % (100.0 * sat / total) if sat and total else "")))
+        s, z = q.get(value, (float("nan"), "-"))
+        if cal["saturated"] is None:
+            counted = "-"
+        else:
+            sat, total = cal["saturated"].get(value, (0, 0))
+            counted = "%d of %d%s" % (sat, total, " (%.2f%%)" % (100.0 * sat / total) if sat and total else "")
+        table.append((names.get(value, value), op, src[:40], "%.6g" % lo, "%.6g" % hi, "%.6g" % s, str(z), counted))
     head = ("value", "op", "from", "min", "max", "scale", "zp", "saturated")
     widths = [max(len(r[k]) for r in table + [head]) for k in range(len(head))]
     fmt = "  ".join("%%-%ds" % w for w in widths)

@@ -43,7 +43,16 @@ def _values(c, name):
 
     try:
         v = c.view(name)
-    except (KeyError, mpy_lazy.ContainerError) as e:
+    except KeyError:
+        import difflib
+
+        names = c.names(aux=True)
+        near = difflib.get_close_matches(name, names, 3)
+        hint = "did you mean %s?" % " or ".join(map(repr, near)) if near else \
+            "it holds %s" % ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        raise PackError("--values %s: no tensor of that name in the container; %s (`mpy-lazy inspect` lists all %d)"
+                        % (name, hint, len(names)))
+    except mpy_lazy.ContainerError as e:
         raise PackError("--values %s: %s" % (name, e))
     return {"name": name, "shape": list(v.shape), "values": _flat(v.tolist()),
             "real": [v.real(i) for i in range(v.size)]}

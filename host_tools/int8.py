@@ -37,17 +37,18 @@ def _shape(shape):
 
 
 def load_samples(path, graph):
-    """Representative inputs from a .npy (N, *input shape) or a .npz (its first array), in the
+    """Representative inputs from a .npy (N, *input shape) or a .npz (its one array), in the
     model's own input layout (N, C, H, W for an ONNX image model; N, H, W, C for a .tflite),
     checked: the order (samples in the other order are named as such), the batch dimension,
     finite values, at least MIN_SAMPLES of them. PackError with one line otherwise."""
-    try:
-        data = np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise PackError("--calibrate %s: %s" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    from .readers import load_arrays
+
+    data = load_arrays(path, "--calibrate")
+    name = graph.inputs[0][0]
     if hasattr(data, "files"):
-        if not data.files:
-            raise PackError("--calibrate %s: empty .npz" % path)
+        if len(data.files) != 1:
+            raise PackError("--calibrate %s: a .npz of %d arrays%s: give one, the samples of the model's input %r"
+                            % (path, len(data.files), " (%s)" % ", ".join(data.files) if data.files else "", name))
         data = data[data.files[0]]
     if data.dtype.kind not in "biuf":
         raise PackError("--calibrate %s: values of dtype %s (numbers expected)" % (path, data.dtype))
@@ -83,6 +84,12 @@ def load_samples(path, graph):
     if bad.any():
         raise PackError("--calibrate %s: %d NaN or Inf values in the samples (the first in sample %d)"
                         % (path, int(bad.sum()), int(np.argmax(bad.reshape(len(data), -1).any(1)))))
+    if not data.any():  # zeros calibrate every range to 0..0: the int8 model would answer alike for all
+        raise PackError("--calibrate %s: every sample is all zeros: give typical inputs (real data the model "
+                        "will see), not a placeholder" % path)
+    if (data == data[:1]).all():
+        raise PackError("--calibrate %s: all %d samples are the same: give typical inputs (real data the model "
+                        "will see), not one repeated" % (path, len(data)))
     return data  # (N, C, L) for a conv1d input stays so: onnxruntime takes it as it is
 
 
@@ -349,9 +356,7 @@ def _lstm(n, src, g, ranges):
     wq, ws = _gate_weights(src.tensors[n.t["w"]], hid)
     rq, rs = _gate_weights(src.tensors[n.t["r"]], hid)
     b = np.asarray(src.tensors[n.t["b"]], np.float64)
-    bq = np.concatenate([np.rint(b[k * hid:(k + 1) * hid] / (float(s_x) * ws[k])) for k in range(4)])
-    if np.any(np.abs(bq) > 2 ** 31 - 1):
-        raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+    bq = _bias_codes(n, b, float(s_x) * np.repeat(np.asarray(ws, np.float64), hid), src.tensors[n.t["w"]])
     try:
         bias = np.concatenate([tflm.fold_input_zero_point(bq, wq, 0, z_x),
                                tflm.fold_input_zero_point(None, rq, 0, z_h)])
@@ -386,6 +391,21 @@ def _weights(w, axis):
     return codes, scales
 
 
+def _bias_codes(n, bias, scale, w, axis=0):
+    """The int32 codes of a float bias at `scale` per output channel (input scale x weight
+    scale); PackError naming the channel and the fix when one does not fit in int32."""
+    bq = np.rint(np.asarray(bias, np.float64) / scale)
+    if np.any(np.abs(bq) > 2 ** 31 - 1):
+        k = int(np.argmax(np.abs(bq)))
+        w = np.moveaxis(np.asarray(w, np.float64), axis, 0).reshape(len(bq), -1)
+        raise PackError("%s: the bias of output %d (%.6g) does not fit in int32 at its int8 scale %.3g (the input's "
+                        "scale x the weights' max |w| %.3g / 127): calibrate on typical inputs (the calibrated range of "
+                        "its input %r is too narrow; -v lists every range), or retrain so that output's weights "
+                        "are not tiny next to its bias" % (n.src, k, bias[k], scale[k], float(np.max(np.abs(w[k]))),
+                                                           n.x[0]))
+    return bq
+
+
 def _node(n, src, g):
     q = g.q
     new = Node(n.op, n.x, n.y, n.src, **dict(n.attrs))
@@ -401,9 +421,7 @@ def _node(n, src, g):
         new.t["w"] = wname
         c = len(scales)
         bias = src.tensors[n.t["b"]].astype(np.float64) if "b" in n.t else np.zeros(c)
-        bq = np.rint(bias / (float(s_in) * scales.astype(np.float64)))
-        if np.any(np.abs(bq) > 2 ** 31 - 1):
-            raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+        bq = _bias_codes(n, bias, float(s_in) * scales.astype(np.float64), src.tensors[n.t["w"]], axis)
         bname = n.t.get("b") or g.add_tensor(n.y + ".bias", None)
         try:
             g.tensors[bname] = tflm.fold_input_zero_point(bq, wq, axis, q[n.x[0]][1])
@@ -420,9 +438,8 @@ def _node(n, src, g):
         g.wquant[n.t["w"]] = (scales, 0)
         new.t = dict(n.t)
         if "b" in n.t:
-            bq = np.rint(src.tensors[n.t["b"]].astype(np.float64) / (float(s_in) * scales.astype(np.float64)))
-            if np.any(np.abs(bq) > 2 ** 31 - 1):
-                raise PackError("%s: a bias does not fit in int32 at this input scale" % n.src)
+            bq = _bias_codes(n, src.tensors[n.t["b"]].astype(np.float64), float(s_in) * scales.astype(np.float64),
+                             src.tensors[n.t["w"]])
             g.tensors[n.t["b"]] = bq.astype(np.int32)
         mult, shift = tflm.conv_multipliers(s_in, scales, s_out)
         new.t["m"] = g.add_tensor(n.y + ".requant", np.array([mult, shift], dtype=np.int32))

@@ -111,6 +111,40 @@ def detect(path):
     raise PackError("%s: unrecognised input format (expected onnx, tflite, safetensors, torch, npz or npy)" % path)
 
 
+_WHAT = {"torch": "a torch.save file", "onnx": "an ONNX model", "tflite": "a .tflite model",
+         "safetensors": "a safetensors file"}
+
+
+def load_arrays(path, flag):
+    """np.load of a .npy or .npz the user gives with `flag` (--calibrate, --input); anything else
+    is refused in one line naming what it is (numpy would speak of pickles)."""
+    check_input(path)
+    if head(path, flag).startswith(b"MPYL"):
+        kind = "container"
+    else:
+        try:
+            kind = detect(path)
+        except PackError:
+            kind = None
+    if kind not in ("npy", "npz"):
+        raise PackError("%s %s: %s, not a .npy or .npz of numbers (numpy.save(\"x.npy\", array) writes one)"
+                        % (flag, path, "an mpy-lazy container" if kind == "container" else
+                           _WHAT.get(kind, "not a numpy file")))
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise PackError("%s %s: %s" % (flag, path, _first_line(e)))
+
+
+def head(path, flag, n=8):
+    """The first n bytes of a file; PackError naming `flag` if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError as e:
+        raise PackError("%s %s: %s" % (flag, path, e.strerror or e))
+
+
 def read(path):
     kind = detect(path)
     if kind == "tflite":

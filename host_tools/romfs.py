@@ -123,7 +123,19 @@ def container_alignment(data, path):
     (alignment,) = struct.unpack_from("<I", data, 16)
     if alignment < 4 or alignment > 4096 or alignment & (alignment - 1):
         raise PackError("%s: bad alignment %d in the container header" % (path, alignment))
+    _check_container(data, path)
     return alignment
+
+
+def _check_container(data, path):
+    """The runtime's reader on the container, every CRC included: a truncated or damaged one is
+    refused here, not found on the board."""
+    import mpy_lazy
+
+    try:
+        mpy_lazy.open(data).verify()
+    except mpy_lazy.ContainerError as e:
+        raise PackError("%s: %s: the file is damaged (pack it again)" % (path, e))
 
 
 def build_image(files, subdir=None):

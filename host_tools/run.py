@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -69,21 +70,26 @@ def _shape_text(shape):
     return "(%s%s)" % (", ".join(str(int(d)) for d in shape), "," if len(shape) == 1 else "")
 
 
+def _squeezed(shape):
+    return [d for d in shape if d != 1]
+
+
 def check_input(path, value, layout, k=0):
     """An input array (from a .npy) checked against the model's input `value`: the caller's
-    shape, with or without a batch dimension of 1. Returns (flat array in the caller's order,
+    shape, with or without a batch dimension of 1, or that shape with dimensions of 1 added or
+    left out (the same values in the same order: torch's (1, 49, 10) for a Conv1d input the
+    model holds as C, H, W = (49, 1, 10)). Returns (flat array in the caller's order,
     'i8' for int8 codes into an int8 input or 'f32' for real values)."""
     want = caller_shape(value, layout)
-    try:
-        a = np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise PackError("--input %s: %s" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__))
+    from .readers import load_arrays
+
+    a = load_arrays(path, "--input")
     if hasattr(a, "files"):
         raise PackError("--input %s: a .npz archive; give one .npy per input" % path)
     if a.dtype.kind not in "biuf":
         raise PackError("--input %s: values of dtype %s (numbers expected)" % (path, a.dtype))
     shape = tuple(a.shape)
-    if shape not in (want, (1,) + want):
+    if shape not in (want, (1,) + want) and _squeezed(shape) != _squeezed(want):
         hint = ""
         if layout == "chw" and shape[-3:] == tuple(value.shape) and shape[:-3] in ((), (1,)):
             hint = " (this is H, W, C: transpose it to C, H, W, e.g. x.transpose(2, 0, 1))"
@@ -143,6 +149,7 @@ gc.collect()
 a0 = gc.mem_alloc()
 m = model.from_container(mpy_lazy.open({path!r}))
 m(*xs)  # the first inference
+print("DONE", 0)
 gc.collect()
 kept = gc.mem_alloc() - a0
 mem = m.memory()
@@ -159,14 +166,21 @@ for r in range(n):
     t = time.ticks_us()
     m(*xs)
     ts[r] = time.ticks_diff(time.ticks_us(), t)
+    print("DONE", r + 1)
 print("TIME", " ".join([str(t) for t in ts]))
 gc.collect()
+free = gc.mem_free()
 gc.disable()
 b0 = gc.mem_alloc()
-m(*xs)
-b1 = gc.mem_alloc()
-gc.enable()
-print("ALLOC", b1 - b0)
+try:
+    m(*xs)
+    b1 = gc.mem_alloc()
+    gc.enable()
+    print("ALLOC", b1 - b0)
+except MemoryError:  # more than the heap holds with the GC off (boxed floats)
+    gc.enable()
+    gc.collect()
+    print("ALLOCMORE", free)
 """
 
 _SCRIPT = """\
@@ -224,36 +238,73 @@ def run_script(container, script, args=(), binary=None):
     try:
         body = _SCRIPT.format(here=os.path.dirname(os.path.abspath(script)), argv=[script] + list(args),
                               script=os.path.abspath(script))
-        p = subprocess.Popen(_cmd(binary, board.heap, board.script(body)), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-        err = []
-        t = threading.Thread(target=lambda: err.append(p.stderr.read()))
-        t.start()
-        try:
-            for line in iter(p.stdout.readline, b""):
-                sys.stdout.write(line.decode("utf-8", "replace"))
-                sys.stdout.flush()
-        finally:
-            if p.poll() is None:
-                p.stdout.close()
-                p.kill()
-            rc = p.wait()
-            t.join()
-        if err and err[0]:
-            sys.stderr.write(err[0].decode("utf-8", "replace"))
+        rc, err = _stream(_cmd(binary, board.heap, board.script(body)), _echo)
+        if err:
+            sys.stderr.write(err if err.endswith("\n") else err + "\n")
         return rc
     finally:
         board.close()
 
 
+def _echo(line):
+    sys.stdout.write(line)
+    sys.stdout.flush()
+
+
+def _stream(cmd, line):
+    """Run the unix port on cmd, calling line(text) for each line of its stdout as it comes;
+    (exit status, its stderr). A line() that raises (our reader went away) kills the board."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = []
+    t = threading.Thread(target=lambda: err.append(p.stderr.read()))
+    t.start()
+    try:
+        for raw in iter(p.stdout.readline, b""):
+            line(raw.decode("utf-8", "replace"))
+    finally:
+        if p.poll() is None:
+            p.stdout.close()
+            p.kill()
+        rc = p.wait()
+        t.join()
+    return rc, (err[0] if err else b"").decode("utf-8", "replace")
+
+
+class _Progress:
+    """What a model run is doing, on `stream` (stderr): one line rewritten in place on a
+    terminal, else a line per step. None: silent."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.tty = stream is not None and hasattr(stream, "isatty") and stream.isatty()
+        self.t0 = time.monotonic()
+
+    def say(self, text):
+        if self.stream is None:
+            return
+        text = "mpy-lazy run: %s (%.1f s)" % (text, time.monotonic() - self.t0)
+        self.stream.write("\r\033[K" + text if self.tty else text + "\n")
+        self.stream.flush()
+
+    def done(self):
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
 def _open(path):
-    """(container, model or None) of a container file, read by the runtime on the host."""
+    """(container, model or None) of a container file, read by the runtime on the host, every
+    CRC checked (a board checks them on demand only: a damaged file would run with wrong weights)."""
     from .inspect import open_container
 
     import mpy_lazy
     from mpy_lazy import model
 
     c, buf = open_container(path)
+    try:
+        c.verify()
+    except mpy_lazy.ContainerError as e:
+        raise PackError("%s: %s: the file is damaged (pack it again)" % (path, e))
     if c._meta_get("graph") is None and c._meta_get("layers") is None:
         return c, None
     try:
@@ -262,9 +313,10 @@ def _open(path):
         raise PackError("%s: %s" % (path, e))
 
 
-def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=print):
+def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=print, progress=None):
     """Run the container's model once on the unix port (and `repeat` times more, timed);
-    print what it gives. Returns 0."""
+    print what it gives. progress: a stream (stderr) to say on what the run is doing, step by
+    step (the first inference, each timed one, the allocation count). Returns 0."""
     if repeat < 1:
         raise PackError("--repeat %d: give 1 or more" % repeat)
     binary = micropython(binary)
@@ -306,22 +358,36 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
                 f.write(np.ascontiguousarray(x, np.int8 if kind == "i8" else "<f4").tobytes())
             files.append((p, kind))
         body = _MODEL.format(inputs=files, path="/rom/" + os.path.basename(container), repeat=repeat)
-        r = subprocess.run(_cmd(binary, board.heap, board.script(body)), capture_output=True, text=True)
+        said_progress = _Progress(progress)
+        lines = []
+
+        def line(text):
+            lines.append(text)
+            if text.startswith("DONE "):
+                k = int(text.split()[1])
+                said_progress.say("timed inference %d of %d" % (k + 1, repeat) if k < repeat else
+                                  "counting the bytes one inference allocates (GC off)")
+
+        said_progress.say("the first inference (opening and planning the model)")
+        try:
+            rc, err = _stream(_cmd(binary, board.heap, board.script(body)), line)
+        finally:
+            said_progress.done()
     finally:
         board.close()
     facts = {}
     outs = {}
-    for line in r.stdout.splitlines():
-        key, _, rest = line.partition(" ")
+    for text in lines:
+        key, _, rest = text.strip().partition(" ")
         if key == "OUT":
             i, hexed = rest.split(" ", 1)
             outs[int(i)] = bytes.fromhex(hexed)
-        elif key in ("KEPT", "TIME", "ALLOC"):
+        elif key in ("KEPT", "TIME", "ALLOC", "ALLOCMORE"):
             facts[key] = [int(t) for t in rest.split()]
-    if r.returncode or "ALLOC" not in facts:
-        last = [ln for ln in (r.stderr + "\n" + r.stdout).splitlines() if ln.strip()]
+    if rc or not ("ALLOC" in facts or "ALLOCMORE" in facts):
+        last = [ln for ln in (err + "\n" + "".join(lines)).splitlines() if ln.strip()]
         raise PackError("%s on the MicroPython unix port: %s" % (container, last[-1] if last else
-                                                                 "exit status %d" % r.returncode))
+                                                                 "exit status %d" % rc))
     real = []
     for i, (v, layout) in enumerate(zip(m.outputs, m.out_layouts)):
         shape = (1,) + caller_shape(v, layout)
@@ -355,7 +421,12 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     out("heap kept by the model: %d B (open to after the first inference); arena %d B%s"
         % (kept, arena, " + scratch %d B" % scratch if scratch else ""))
     out("time per inference: %.3f ms (median of %d)" % (median / 1000.0, len(times)))
-    out("allocated per inference: %d B" % facts["ALLOC"][0])
+    if "ALLOC" in facts:
+        out("allocated per inference: %d B" % facts["ALLOC"][0])
+    else:  # the count needs the GC off for a whole inference
+        out("allocated per inference: more than %d B (not measurable: with the GC off one inference filled "
+            "the free heap; a float model boxes the floats it computes, which a board's GC frees as it goes)"
+            % facts["ALLOCMORE"][0])
     if output:
         out("wrote %s" % output)
     return 0

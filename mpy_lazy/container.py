@@ -669,6 +669,7 @@ class View:
     aligned = True  # set False on the instance for an unaligned-fallback copy
     _decoded = None  # f16 decoded to f32 by array() where the backend lacks f16
     _ro = None  # the ReadOnlyArray array() hands out on MicroPython, once made
+    _real = None  # the RealView of a quantized tensor a float Param's val() hands out, once made
 
     def __init__(self, container, index, dtype, mv):
         self._c = container
@@ -924,7 +925,12 @@ class Stream(_Table):
 
 
 def _map(path):
-    f = open(path, "rb")
+    try:
+        f = open(path, "rb")
+    except OSError as e:  # MicroPython's names no path: "[Errno 2] ENOENT"
+        from ._errors import missing  # imported on a failed open only: heap is scarce
+
+        raise OSError(e.args[0], missing(path, e.args[0]))
     try:
         try:
             return memoryview(f)  # vfs.VfsRom: the file's bytes in place

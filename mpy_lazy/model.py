@@ -343,7 +343,7 @@ class _Compiler:
             return [0, 0]
         if self._ref is not None:
             return list(self._ref(p))
-        v = p.val()
+        v = p.view if p.state == "bound" else p.val()  # bound: the View, as stored
         if p.state == "bound" and v.dtype == "f16" and not f16:
             buf, off = _ram(v._array(), "f32"), 0
         elif p.state == "bound" and v.aligned:

@@ -40,8 +40,12 @@ Invariants:
   - while busy: bind() from the init's own thread and init_mapper() raise RuntimeError; bind()
     from another thread waits for the init, then binds.
   - the container's bytes are never written: only owned arrays are writable, and mut() /
-    p[i] = x go through copy-on-write first; what val() returns for a bound param is the View,
-    whose public methods hand out read-only or copied data only.
+    p[i] = x go through copy-on-write first; what val() returns for a bound param is the View
+    (or its RealView), whose public methods hand out read-only or copied data only.
+  - a float param's values are real values, whatever the container stores: val()[i] == p[i]
+    (f16 decoded; int8 codes scaled: val() of a float param bound to a quantized tensor is a
+    RealView over the codes, in place); an int param's are its stored ints (an i8 param's
+    int8 codes). p.view is the View (the stored codes) either way.
   - shape and dtype never change; bind() refuses a tensor of another shape or kind.
   - setting `trainable` (a plain attribute) never runs init.
   - mappers are per param: init_mapper/load_mapper/save_mapper on a clone never affect the
@@ -145,14 +149,22 @@ class Param:
         return self._src if self._state == "bound" else None
 
     def val(self):
-        """The value: bound -> the View (read-only); owned -> the RAM array; uninit -> runs
-        init (once) and returns the new RAM array. Do not write into what val() returns; use
-        mut() or p[i] = x."""
+        """The value, indexed as p[i] is: bound -> the View (read-only; a float param bound to
+        quantized int8 codes: a RealView of their real values, in place; p.view is the codes);
+        owned -> the RAM array; uninit -> runs init (once) and returns the new RAM array. Do
+        not write into what val() returns; use mut() or p[i] = x."""
         st = self._state
         if st == "uninit" or st == "busy":
             if self._wait("Param.val()", True):
                 self._initialize()
-        return self._src
+        v = self._src
+        if self._state == "bound" and v.dtype not in ("f32", "f16") and self.dtype in ("f32", "f16"):
+            if v._real is None:  # a float param over int8 codes: their real values, made once per View
+                from ._real import RealView  # imported on first use: heap is scarce
+
+                v._real = RealView(v)
+            return v._real
+        return v
 
     def _wait(self, what, claim):
         """Until this param is not busy in another thread (init is racing); RuntimeError if it
@@ -234,10 +246,9 @@ class Param:
         return self.size
 
     def __getitem__(self, i):
-        """Flat element i: a real value for a float param (a bound int8 tensor dequantized), the
-        stored value for an int param (an i8 param's int8 codes)."""
-        v = self.val()
-        return v.real(i) if self._state == "bound" and self.dtype in ("f32", "f16") else v[i]
+        """Flat element i, val()[i]: a real value for a float param (a bound int8 tensor
+        dequantized), the stored value for an int param (an i8 param's int8 codes)."""
+        return self.val()[i]
 
     def __setitem__(self, i, x):
         self.mut()[i] = x
@@ -291,8 +302,10 @@ class Param:
         return self
 
     def record(self):
-        """The value to save: val() passed through the save mappers."""
-        v = self.val()
+        """The value to save, passed through the save mappers: val(), but the View itself for
+        a bound param (a quantized tensor's codes and scales, as stored)."""
+        self.val()
+        v = self._src
         for f in self._maps[2]:
             v = f(v)
         return v

@@ -259,12 +259,18 @@ class Program:
                 put(x, dst, W)
             return
         dst = self.input if i == 0 else self._in[i]
+        hi = 127 if dt == 3 else (32767 if dt == 5 else 2147483647)
         for j in range(n):
             val = x[j]
-            if dt != 1 and isinstance(val, float):
-                from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
+            if dt != 1:
+                if isinstance(val, float):
+                    from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
-                val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
+                    val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
+                elif val > hi or val < -hi - 1:  # the arena's item would wrap: 300 read as 44
+                    from ._errors import out_of_range
+
+                    raise out_of_range(i, j, val, hi)
             dst[(j % hw) * c + j // hw if chw else j] = val
 
     def view(self, es):

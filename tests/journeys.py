@@ -129,6 +129,12 @@ JOURNEYS = [
             "`mpy_lazy.load`:",
             ["mpy-lazy pack weights.safetensors -o model.mpyl"] + DEPLOY + board("net.py"),
             ("net.py", NET_PY), python=TORCH_WEIGHTS, install=".[unix]"),
+    Journey("weights_int8", "Weights only, int8",
+            "The same weights as int8 codes, a quarter of the float32 bytes (`--quantize int8-channel`: "
+            "one scale per output channel, closer), run by the same `net.py`: a float `Param` bound to "
+            "int8 codes reads their real values (`p[i]`, `p.val()[i]`), the codes staying in flash:",
+            ["mpy-lazy pack weights.safetensors -o model.mpyl --quantize int8"] + DEPLOY + board("net.py"),
+            ("net.py", NET_PY), install=".[unix]"),
 ]
 BY_KEY = {j.key: j for j in JOURNEYS}
 
@@ -179,7 +185,7 @@ def _para(text):
 def readme():
     """The README section, made of exactly the commands and scripts above."""
     lines = ["## From your model to a Pico", ""] + _para(
-        "Four journeys: four commands each to the Pico, and a fifth that needs no board. The Pico runs our "
+        "Each journey: four commands to the Pico, and a fifth that needs no board. The Pico runs our "
         "firmware (a stock RP2040 build has neither ulab nor a ROMFS partition: `make firmware "
         "BOARD=RPI_PICO_MPY_LAZY`, below); `PORT` is its serial port (`mpremote devs` lists them; "
         "usually `export PORT=/dev/ttyACM0`). The last command runs the same board script on a "
@@ -189,15 +195,17 @@ def readme():
         "tests run every journey as written (tests/journeys.py): the host part in `make test`, "
         "the unix-port step included, all of it against the emulated Pico in `make "
         "emulate-test`.") + [""]
+    shown = []  # each board script is shown once, at its first journey
     for j in JOURNEYS:
         lines += ["### %s" % j.title, ""] + _para("`pip install '%s'` in this checkout. %s" % (j.install, j.intro)) + [""]
         if j.python:
             lines += ["```python", j.python.rstrip(), "```", ""]
         lines += ["```"] + j.commands + ["```", ""]
-        if j.key in ("torch", "weights"):
+        if j.script not in shown:
+            shown.append(j.script)
             lines += ["`%s`:" % j.script_name, "", "```python", j.script.rstrip(), "```", ""]
         else:
-            lines += ["with the same `predict.py`.", ""]
+            lines += ["with the same `%s`." % j.script_name, ""]
     return "\n".join(lines)
 
 
@@ -312,6 +320,9 @@ class Case:
         self.model = model
         self.x = rng.standard_normal(8).astype(numpy.float32)
 
+    def _weights_int8(self, rng):
+        self._weights(rng)
+
     def real_x(self):
         """The input of the real-input run: random, or for an int8 input random codes placed a
         quarter step inside their quantization bin (nothing for a float32 board to round)."""
@@ -326,7 +337,7 @@ class Case:
 
     def default_x(self):
         """The x of the board script as written: [0.25] * input size."""
-        n = {"torch": 64, "onnx": 108, "tflite": 64, "weights": 8}[self.key]
+        n = {"torch": 64, "onnx": 108, "tflite": 64, "weights": 8, "weights_int8": 8}[self.key]
         return [0.25] * n
 
     def check(self, printed, x, rel):
@@ -342,6 +353,9 @@ class Case:
             with torch.no_grad():
                 want = self.model(torch.from_numpy(x.astype(np.float32))[None]).numpy().reshape(-1)
             _close(got, want, rel)
+            return
+        if self.key == "weights_int8":
+            check_packed_weights(got, x, self.model, self.workdir, rel, quantized=True)
             return
         c, m = _model_io(self.workdir)
         vin, vout = m.inputs[0], m.outputs[0]
@@ -374,6 +388,31 @@ class Case:
                 want = self.model(torch.from_numpy(x.astype(np.float32).reshape(1, 1, 8, 8))).numpy().reshape(-1)
             assert np.max(np.abs(got - want)) <= 0.1 * np.max(np.abs(want)) + 2 * s, (got, want)
         assert printed["class"] == int(np.argmax(got)), printed
+
+
+def check_packed_weights(got, x, model, workdir, rel, quantized=False):
+    """The net on the weights of model.mpyl (f32, f16, int8 or int8-channel; quantized: int8
+    asserted): torch on the container's real values (dequantized on the host), within float
+    rounding; and torch on the original float weights, within what int8 weights change (the
+    wrong reading, the codes as values, is off by 100x)."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    import mpy_lazy
+
+    with open(os.path.join(workdir, "model.mpyl"), "rb") as f:
+        c = mpy_lazy.open(f.read())
+    assert not quantized or any(c.info(n).quant for n in c.names()), "not an int8 container"
+    q = copy.deepcopy(model)
+    q.load_state_dict({n: torch.from_numpy(np.array(c.view(n).dequantize(), np.float32).reshape(c.view(n).shape))
+                       for n in q.state_dict()})
+    xt = torch.from_numpy(x.astype(np.float32))[None]
+    with torch.no_grad():
+        _close(got, q(xt).numpy().reshape(-1), rel)
+        want = model(xt).numpy().reshape(-1)
+    assert np.max(np.abs(got - want)) <= 0.05 * max(1.0, float(np.max(np.abs(want)))), (got, want)
 
 
 def _close(got, want, rel):

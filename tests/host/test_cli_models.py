@@ -186,6 +186,51 @@ def test_calibration_samples_are_checked_against_the_input(cli, onnx_files, tmp_
     cli.ok("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "ok.npy", "-q")
 
 
+def test_calibration_files_that_are_almost_surely_a_mistake(cli, onnx_files, tmp_path):
+    """Each refused in one line naming the file and the fix (issue 32: all-zero samples packed a
+    model answering one class for everything; a .npz of two arrays for a one-input model took
+    the first; --calibrate model.mpyl gave numpy's message about pickles)."""
+    out = tmp_path / "q.mpyl"
+    rng = np.random.default_rng(0)
+    one = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "zeros.npy", np.zeros((32, 1, 8, 8), np.float32))
+    np.save(tmp_path / "same.npy", np.repeat(one, 32, axis=0))
+    np.savez(tmp_path / "two.npz", a=rng.standard_normal((32, 1, 8, 8)), b=rng.standard_normal((32, 1, 8, 8)))
+    cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "m.mpyl", "-q")
+    cases = {"zeros.npy": ("every sample is all zeros", "typical inputs"),
+             "same.npy": ("all 32 samples are the same", "typical inputs"),
+             "two.npz": ("a .npz of 2 arrays (a, b)", "give one", "the model's input"),
+             "m.mpyl": ("an mpy-lazy container, not a .npy or .npz", "numpy.save"),
+             }
+    for fname, words in cases.items():
+        line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / fname)
+        assert "--calibrate %s" % (tmp_path / fname) in line and all(w in line for w in words), (fname, line)
+        assert "pickle" not in line and not out.exists(), line
+    line = cli.fails("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", onnx_files["cnn"])
+    assert "an ONNX model, not a .npy or .npz" in line, line
+    np.savez(tmp_path / "one.npz", samples=rng.standard_normal((32, 1, 8, 8)).astype(np.float32))
+    cli.ok("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "one.npz", "-q")
+
+
+def test_int32_bias_refusal_names_the_fix_and_v_lists_the_ranges_first(cli, onnx_files, tmp_path):
+    """Samples far narrower than the model's inputs (here 1e-9 of them) give an input scale at
+    which a bias cannot be int32: one line naming the op, the output, the input and the fix; -v
+    prints its per-value ranges first (issue 32: no hint, and -v printed nothing)."""
+    out = tmp_path / "q.mpyl"
+    np.save(tmp_path / "narrow.npy", (np.random.default_rng(0).standard_normal((32, 1, 8, 8)) * 1e-9)
+            .astype(np.float32))
+    args = ("pack", onnx_files["cnn"], "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "narrow.npy")
+    line = cli.fails(*args)
+    assert "(Conv)" in line and "does not fit in int32" in line and "calibrate on typical inputs" in line, line
+    assert "-v lists every range" in line and not out.exists(), line
+    rc, printed, err = cli(*args, "-v")
+    assert rc == 1 and err.splitlines()[-1] == line, err
+    rows = printed.splitlines()
+    assert rows[0].startswith("calibration: 32 samples") and rows[1].split()[:5] == ["value", "op", "from", "min", "max"]
+    lo, hi = (float(v) for v in rows[2].split()[-5:-3])  # the input's row: its calibrated range
+    assert rows[2].split()[1] == "input" and 0 < hi < 1e-8 and -1e-8 < lo < 0, rows[2]
+
+
 def test_verbose_calibration_summary(cli, onnx_files, tmp_path):
     """pack -v: per value its calibrated range, the int8 scale and zero point chosen, and the
     calibration values that saturate; the numbers are the container's own."""

@@ -89,3 +89,21 @@ def test_format_doc_worked_example_is_the_real_dump():
     with open(os.path.join(ROOT, "docs", "FORMAT.md")) as f:
         doc = f.read()
     assert dump(_golden_bytes("tiny")) in doc
+
+
+def test_docs_name_the_format_version_the_code_writes():
+    """README.md and docs/FORMAT.md name the version the packer writes and the runtime reads
+    (issue 32: the README said v1.1, FORMAT.md 1.2)."""
+    import re
+
+    from host_tools.container import VERSION
+
+    import mpy_lazy
+
+    want = "%d.%d" % VERSION
+    assert mpy_lazy.open(_golden_bytes("tiny")).meta["format"] == "mpy-lazy/" + want
+    for doc in ("README.md", os.path.join("docs", "FORMAT.md")):
+        with open(os.path.join(ROOT, doc)) as f:
+            text = f.read()
+        named = set(re.findall(r"container format,? (?:v|version )?(\d+\.\d+)", text))
+        assert named == {want}, (doc, named)

@@ -9,6 +9,7 @@ with its `x = ...` line giving a real input; every printout is checked against t
 onnxruntime, TFLite Micro, and for int8 the reference interpreter's exact integers."""
 import os
 
+import numpy as np
 import pytest
 
 import journeys
@@ -27,7 +28,7 @@ def _board(script, image):
 def test_journey_on_the_host(key, tmp_path):
     j = journeys.BY_KEY[key]
     for mod in {"torch": ("torch", "onnxscript", "onnxruntime"), "onnx": ("onnx", "onnxruntime"),
-                "tflite": ("tflite", "tflm_ref"), "weights": ("torch", "safetensors")}[key]:
+                "tflite": ("tflite", "tflm_ref"), "weights": ("torch", "safetensors"), "weights_int8": ("torch", "safetensors")}[key]:
         pytest.importorskip(mod)
     case = journeys.Case(key, str(tmp_path))
     script = tmp_path / j.script_name
@@ -44,6 +45,22 @@ def test_journey_on_the_host(key, tmp_path):
     script.write_text(journeys.with_input(j.script, x))
     case.check(journeys.parse_output(journeys.run(j.laptop_run(), str(tmp_path))), x, rel=1e-5)
     case.check(_board(journeys.with_input(j.script, x), image), x, rel=1e-5)
+
+
+def test_weights_only_script_on_every_storage(tmp_path):
+    """The README's net.py, as written and with a real input, on the unix port (`mpy-lazy run
+    --script`) over the same weights packed f32, f16, int8 and int8-channel: each equal to torch
+    on the container's real values (issue 32: on int8 containers it computed with the codes)."""
+    for mod in ("torch", "safetensors"):
+        pytest.importorskip(mod)
+    case = journeys.Case("weights", str(tmp_path))
+    x = case.real_x()
+    (tmp_path / "net.py").write_text(journeys.with_input(journeys.NET_PY, x))
+    for quantize in ("none", "f16", "int8", "int8-channel"):
+        journeys.run("mpy-lazy pack weights.safetensors -o model.mpyl -q --quantize %s" % quantize, str(tmp_path))
+        out = journeys.parse_output(journeys.run("mpy-lazy run model.mpyl --script net.py", str(tmp_path)))
+        journeys.check_packed_weights(np.asarray(out["output"], np.float64), np.asarray(x, np.float64), case.model,
+                                      str(tmp_path), 1e-5, quantized=quantize.startswith("int8"))
 
 
 def test_every_journey_ends_with_the_board_script_on_the_pico_and_on_the_unix_port():

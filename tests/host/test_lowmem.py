@@ -48,9 +48,14 @@ INPUTS = %(inputs)r
 def fill(leave):
     # Take the whole heap except one hole of `leave` bytes: the hole is allocated first, the
     # rest is filled down to the last block, then the hole is dropped (the next allocation
-    # that does not fit collects it).
+    # that does not fit collects it). None when the heap has no free run of `leave` bytes: the
+    # code and objects kept between free runs fragment it, and by how much shifts with every
+    # change to the runtime's code (a hole as large as the heap gives is tried anyway).
     gc.collect()
-    hole = bytearray(leave) if leave else None
+    try:
+        hole = bytearray(leave) if leave else None
+    except MemoryError:
+        return None
     parts = []
     tail = [None] * 1024
     size = 1 << 20
@@ -104,6 +109,9 @@ def run(path, kernel, step, limit):
     for leave in range(0, limit, step):
         objs = ["open", None, None, None]
         ballast = fill(leave)
+        if ballast is None:
+            failed["no such hole"] = failed.get("no such hole", 0) + 1
+            continue
         how = None
         try:
             steps(buf, x, objs, "open")
@@ -217,7 +225,8 @@ def _check_answer(files, path, y):
 
 
 def test_memory_error_at_any_point_leaves_everything_usable(files):
-    """A ballast leaves a hole of 0..16000 bytes (128-byte steps): open, declare, load, prepare
+    """A ballast leaves a hole of 0..16000 bytes (128-byte steps; a size the fragmented heap has
+    no free run for is skipped, counted as 'no such hole'): open, declare, load, prepare
     and the inference each fail for some sizes and succeed for larger; after each failure the
     ballast is freed and the step retried on the same objects: the result equals the
     reference (itself checked against numpy / host_tools.reference), every CRC still checks

@@ -83,6 +83,17 @@ def test_romfs_errors(cli, tmp_path):
     bad[16:20] = (3).to_bytes(4, "little")
     (tmp_path / "bad.mpyl").write_bytes(bad)
     assert "alignment" in cli.fails("romfs", tmp_path / "bad.mpyl", "-o", tmp_path / "x.romfs")
+    # truncated, or a flipped bit in a tensor: the runtime's reader and every CRC, nothing written
+    # (issue 32: a truncated container went into the image)
+    data = open(src, "rb").read()
+    (tmp_path / "cut.mpyl").write_bytes(data[:-7])
+    flipped = bytearray(data)
+    flipped[-1] ^= 1
+    (tmp_path / "flip.mpyl").write_bytes(flipped)
+    for name, word in (("cut.mpyl", "file_size"), ("flip.mpyl", "data_crc")):
+        line = cli.fails("romfs", src.replace("tiny", "int8"), tmp_path / name, "-o", tmp_path / "x.romfs")
+        assert name in line and word in line and "damaged" in line, line
+        assert not (tmp_path / "x.romfs").exists()
 
 
 def test_romfs_container_opens_in_place_with_the_runtime(cli, tmp_path, micropython):

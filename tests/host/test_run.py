@@ -294,3 +294,108 @@ def test_int8_inputs_of_every_type_allocate_nothing(cli, image_model, tmp_path, 
     got = {ln.split(" ", 1)[1].rsplit(" [", 1)[0]: ln.rsplit(" [", 1)[1] for ln in out.splitlines()
            if ln.startswith("alloc ")}
     assert got == {k: "0, 0, 0]" for k in ("bytes", "bytearray", "array('b')", "list")}, out
+
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+
+
+def test_run_float_model_too_big_to_count_with_the_gc_off(cli, tmp_path):
+    """A float model whose one inference allocates more than the heap holds with the GC off (an
+    LSTM: every float boxed) runs and reports what it can measure (issue 32: MemoryError from
+    the allocation count, nothing else printed); its output is the runtime's on the host."""
+    from host_tools import run
+
+    path = os.path.join(GOLDEN, "tflm_mnist_lstm_float.mpyl")
+    out = cli.ok("run", path, "--repeat", "1", "--output", tmp_path / "y.npy")
+    assert "time per inference:" in out and "heap kept by the model:" in out, out
+    line = [ln for ln in out.splitlines() if ln.startswith("allocated per inference:")]
+    assert len(line) == 1 and "more than " in line[0] and "not measurable" in line[0], out
+    assert int(line[0].split("more than ")[1].split()[0]) > 4 * 2 ** 20, line  # the heap's free bytes
+    m = mmodel.from_container(mpy_lazy.open(open(path, "rb").read()))
+    x, kind, _ = run.random_input(m.inputs[0], m.layouts[0])
+    m(x.tolist())
+    want = np.array(m.tolist(), np.float32)
+    y = np.load(tmp_path / "y.npy").reshape(-1)
+    assert np.max(np.abs(y - want)) <= 1e-5 * max(1.0, float(np.abs(want).max())), (y, want)
+
+
+def test_run_progress_on_a_terminal(tmp_path):
+    """Progress on stderr when it is a terminal (a pty here): each step, one line rewritten in
+    place and cleared at the end; stdout is the report alone. (Off a terminal stderr stays
+    empty: test_run_real_cli_missing_binary_and_closed_pipe.)"""
+    import pty
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([_mpy_lazy(), "run", os.path.join(GOLDEN, "graph_f32.mpyl"), "--repeat", "3"],
+                         stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = p.stdout.read().decode()
+    assert p.wait(timeout=300) == 0
+    os.close(master)
+    err = err.decode()
+    steps = [s.rsplit(" (", 1)[0] for s in err.split("\r\x1b[K") if s]
+    assert steps == ["mpy-lazy run: the first inference (opening and planning the model)",
+                     "mpy-lazy run: timed inference 1 of 3", "mpy-lazy run: timed inference 2 of 3",
+                     "mpy-lazy run: timed inference 3 of 3",
+                     "mpy-lazy run: counting the bytes one inference allocates (GC off)"], err
+    assert err.endswith("\r\x1b[K") and "mpy-lazy run" not in out and "median of 3" in out, (out, err)
+
+
+def test_run_refuses_a_damaged_container(cli, tmp_path):
+    """A data CRC that does not match: one line, the model not run (issue 32: it ran on)."""
+    data = bytearray(open(os.path.join(GOLDEN, "graph_f32.mpyl"), "rb").read())
+    c = mpy_lazy.open(bytes(data))
+    name = c.names()[0]
+    data[c.info(name).offset] ^= 0x40
+    (tmp_path / "bad.mpyl").write_bytes(data)
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    for args in ((), ("--script", tmp_path / "s.py")):
+        line = cli.fails("run", tmp_path / "bad.mpyl", *args)
+        assert "bad.mpyl" in line and "%r: data_crc" % name in line and "damaged" in line, line
+
+
+def test_run_script_opening_another_name_says_what_rom_holds(cli, tmp_path):
+    """The README's scripts open /rom/model.mpyl; a container packed under another name: the
+    error names the path and lists /rom (MicroPython's own said `[Errno 2] ENOENT`)."""
+    import shutil
+
+    shutil.copy(os.path.join(GOLDEN, "graph_f32.mpyl"), tmp_path / "mine.mpyl")
+    (tmp_path / "s.py").write_text("import mpy_lazy\nmpy_lazy.open('/rom/model.mpyl')\n")
+    rc, out, err = cli("run", tmp_path / "mine.mpyl", "--script", tmp_path / "s.py")
+    assert rc == 1 and "/rom/model.mpyl: no such file (/rom holds mine.mpyl)" in out + err, (out, err)
+
+
+def test_run_input_in_torchs_conv1d_shape(cli, tmp_path):
+    """A Conv1d model (torch input (1, 49, 10): N, C, L; held as C, H, W = (49, 1, 10)) takes
+    the input in torch's own shape, with or without the batch dimension (issue 32: refused);
+    equal to onnxruntime."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    import torch
+
+    torch.manual_seed(32)
+    nn = torch.nn
+    onnx_path = _export(nn.Sequential(nn.Conv1d(49, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 4)), (49, 10),
+                        tmp_path / "c1d.onnx")
+    cli.ok("pack", onnx_path, "-o", tmp_path / "c1d.mpyl", "-q")
+    x = np.random.default_rng(32).standard_normal((1, 49, 10)).astype(np.float32)
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for k, a in enumerate((x, x[0])):
+        np.save(tmp_path / ("x%d.npy" % k), a)
+        cli.ok("run", tmp_path / "c1d.mpyl", "--input", tmp_path / ("x%d.npy" % k), "--output", tmp_path / "y.npy",
+               "--repeat", "1")
+        y = np.load(tmp_path / "y.npy")
+        assert np.max(np.abs(y - want)) <= 1e-5 * max(1.0, float(np.abs(want).max())), (y, want)
+    np.save(tmp_path / "t.npy", x[0].T)  # (10, 49): another order, still refused
+    assert "takes (49, 1, 10)" in cli.fails("run", tmp_path / "c1d.mpyl", "--input", tmp_path / "t.npy")

@@ -47,4 +47,8 @@ def test_inspect_table_and_values(cli):
     out = cli.ok("inspect", src, "--values", "fc.weight")
     assert "fc.weight" in out and "int8/tensor scale=" in out and "alignment 16" in out
     assert "meta quantize = int8" in out and "values fc.weight [4, 3]:" in out
-    assert "--values nope" in cli.fails("inspect", src, "--values", "nope")
+    # a name not there: what it holds, or the near names (issue 32: a bare KeyError, "'nope'")
+    line = cli.fails("inspect", src, "--values", "nope")
+    assert "--values nope: no tensor of that name" in line and "it holds fc.bias, fc.weight" in line, line
+    line = cli.fails("inspect", src, "--values", "fc.weigth", "--json")
+    assert "did you mean 'fc.weight'?" in line, line

@@ -151,6 +151,20 @@ def test_open_path():
     assert e.field == "path" and "Stream" in str(e) and path in str(e)
 
 
+def test_open_missing_path_names_it_and_what_is_there():
+    """A missing file: an OSError (ENOENT) naming the path and listing its directory (MicroPython's
+    own said `[Errno 2] ENOENT`, no path: issue 32, a script opening /rom/model.mpyl when the
+    image holds another name)."""
+    import os
+
+    path = GOLDEN_DIR + "/model.mpyl"
+    e = raises(OSError, mpy_lazy.open, path)
+    first = sorted(os.listdir(GOLDEN_DIR))[0]
+    assert e.args[0] == 2 and path + ": no such file (%s holds %s, " % (GOLDEN_DIR, first) in str(e), str(e)
+    e = raises(OSError, mpy_lazy.open, GOLDEN_DIR + "/no-such-dir/m.mpyl")
+    assert e.args[0] == 2 and GOLDEN_DIR + "/no-such-dir/m.mpyl: no such file" in str(e), str(e)
+
+
 def test_unknown_name_is_key_error():
     c = mpy_lazy.open(golden("tiny.mpyl"))
     raises(KeyError, c.view, "fc.nope")

@@ -851,6 +851,37 @@ def test_int8_input_as_bytes():
                 kernels.use()
 
 
+def test_integer_input_out_of_range_is_refused():
+    """Ints outside the input's integer range (a list, a tuple, array('h') into an int8 input;
+    array('i') into an int16 one) are refused in one line naming the value (issue 32: 300
+    wrapped to 44 silently); the range's ends run; bytes stay raw int8 bytes (200 is -56)."""
+    import array
+
+    for layout in ("hwc", "chw"):
+        text = INT8_BRANCHY.replace("dtype=i8", "dtype=i8 layout=%s" % layout, 1)
+        T = make_tensors(text, 19)
+        m = owned(text, T)
+        n = m.inputs[0].size
+        try:
+            for path in kernels.available():
+                kernels.use(path)
+                for bad in ([300] * n, tuple([0] * (n - 1) + [-129]), array.array("h", [128] * n)):
+                    e = raises(ValueError, m, bad)
+                    assert "int8's -128..127: give int8 codes" in str(e) and ("input 0: %d (item " % bad[-1]) in str(e), \
+                        str(e)
+                for ok in ([127] * n, [-128] * n):
+                    m(ok)
+                    assert m.tolist() == ref_run(text, T, ok)[0], (layout, path)
+                m(bytes([200] * n))
+                assert m.tolist() == ref_run(text, T, [-56] * n)[0]
+        finally:
+            kernels.use()
+    text = "input y=a shape=4 dtype=i16 q=0.5,0\nquantize x=a y=b q=0.25,3 dtype=i8 m=1073741824,-6\noutput x=b"
+    m = owned(text, make_tensors(text, 23))
+    e = raises(ValueError, m, array.array("i", [0, 0, 40000, 0]))
+    assert "input 0: 40000 (item 2) is outside int16's -32768..32767" in str(e), str(e)
+
+
 def test_int16_input_as_array():
     """An int16 input (16x8 models) given as array('h') (copied by a kernel call per byte of
     its items, a C, H, W one transposed) runs as the same codes given as a list, as do other

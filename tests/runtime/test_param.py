@@ -2,7 +2,7 @@
 # clone checklist of Burn PR #4703; then copy-on-write, clone(arrays=True), mappers, re-entrancy.
 import mpy_lazy
 from mpy_lazy import Param, ContainerError
-from rt_util import golden, raises, crc32, skip, small_board
+from rt_util import golden, golden_json, raises, crc32, skip, small_board
 
 
 class Counter:
@@ -229,6 +229,41 @@ def test_quantized_and_f16_params():
     assert h.state == "owned" and h.memory()[1] == 24  # f16 held as f32 in RAM
     assert values(h)[1:] == hv[1:]
     assert (crc32(data8), crc32(data16)) == before
+
+
+def test_float_param_val_is_real_values_for_every_storage():
+    """val()[i] == p[i] == the real value for a float param bound to f32, f16, int8 and
+    per-channel int8 (issue 32: val() of int8 codes gave the codes: -47.4 for -0.333); the codes
+    stay in place (p.view), clones stay bound, nothing is written."""
+    for name, tensor, shape in (("tiny.mpyl", "fc.weight", (3, 4)), ("f16.mpyl", "fc.weight", (2, 3)),
+                                ("int8.mpyl", "fc.weight", (4, 3)), ("int8_channel.mpyl", "conv.weight", (2, 1, 2, 2))):
+        data = bytearray(golden(name))
+        before = crc32(data)
+        t = [t for t in golden_json(name[:-5] + ".json")["tensors"] if t["name"] == tensor][0]
+        want = t["real"]
+        p = bound("w", tensor, data, shape)
+        v = p.val()
+        n = len(want)
+        assert len(v) == n and p.state == "bound" and p.memory()[1] == p.view.ram_bytes
+        for i in range(n):
+            assert abs(v[i] - want[i]) < 1e-6 * max(1.0, abs(want[i])), (name, i, v[i], want[i])
+            assert v[i] == p[i] == v[i - n]
+        assert [x for x in v] == v.tolist() == [v[i] for i in range(n)]
+        assert raises(IndexError, lambda: v[n]) is not None
+        if p.view.info.quant:
+            assert v is not p.view and p.val() is v and v.view is p.view  # made once per View
+            assert p.view.tolist() == t["values"]  # the codes, as stored
+            assert v[1:3] == v.tolist()[1:3]
+            raises(TypeError, v.__setitem__, 0, 1.0)
+            raises(TypeError, v.array)
+            d = v.dequantize()
+            assert [abs(d[i] - want[i]) < 1e-6 for i in range(n)] == [True] * n
+            assert p.record() is p.view  # a save gets the codes as stored
+            k = p.clone()
+            assert k.state == "bound" and k.val()[1] == v[1]
+        else:
+            assert v is p.view
+        assert crc32(data) == before
 
 
 def test_int_param_copy_keeps_dtype():
