@@ -48,24 +48,29 @@ INPUTS = %(inputs)r
 def fill(leave):
     # Take the whole heap except one hole of `leave` bytes: the hole is allocated first, the
     # rest is filled down to the last block, then the hole is dropped (the next allocation
-    # that does not fit collects it).
+    # that does not fit collects it). The parts are kept in slots allocated up front: a list
+    # grown part by part finds no room for itself in a fragmented heap before the heap is full,
+    # and the filling stopped there, leaving room.
     gc.collect()
     hole = bytearray(leave) if leave else None
-    parts = []
-    tail = [None] * 1024
+    slots = [None] * 4096
+    n = 0
     size = 1 << 20
-    while size >= 16:
+    while size >= 16 and n < len(slots):
         try:
-            parts.append(bytearray(size))
+            slots[n] = bytearray(size)
+            n += 1
         except MemoryError:
             size //= 2
     try:  # the last single blocks: one boxed float each
-        for i in range(len(tail)):
-            tail[i] = i + 0.5
+        while n < len(slots):
+            slots[n] = n + 0.5
+            n += 1
     except MemoryError:
         pass
+    assert n < len(slots), "fill: more parts than slots"
     hole = None
-    return parts, tail
+    return slots
 """
 
 BALLAST = PIPELINE + """
