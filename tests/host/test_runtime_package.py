@@ -96,6 +96,34 @@ def test_mpremote_mip_install_from_local_package_json(tmp_path, capsys):
     assert r.returncode == 0 and str(lib) in r.stdout, r.stdout + r.stderr
 
 
+def test_mpremote_mip_install_of_the_compiled_mpy_files(tmp_path):
+    # `make mpy ARCH=...` then `mpremote mip install build/mpy/package.json`: the board gets
+    # .mpy files (nothing to compile at import), here x86-64's for the unix port, whose viper
+    # kernels load without a word
+    from mpremote import mip
+
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_mpy.py"), str(tmp_path / "mpy")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + r.stdout
+    with open(tmp_path / "mpy" / "package.json") as f:
+        pkg = json.load(f)
+    with open(os.path.join(ROOT, "package.json")) as f:
+        assert pkg["version"] == json.load(f)["version"]
+    board = tmp_path / "board"
+    board.mkdir()
+    mip._install_package(DirTransport(str(board)), str(tmp_path / "mpy" / "package.json"),
+                         "https://micropython.org/pi/v2", "/lib", None, False)
+    lib = board / "lib"
+    installed = sorted(os.path.relpath(os.path.join(d, f), str(lib / "mpy_lazy"))
+                       for d, _, files in os.walk(lib / "mpy_lazy") for f in files)
+    assert installed == [f[:-3] + ".mpy" for f in RUNTIME if f != "_thumb.py"]
+    code = ("import sys\nsys.path.insert(0, %r)\nimport mpy_lazy\nfrom mpy_lazy import kernels\n"
+            "print(mpy_lazy.__file__, kernels.available())\n" % str(lib))
+    r = subprocess.run([micropython_binary(), "-c", code], capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
+    assert r.stdout.split(" ", 1) == [str(lib / "mpy_lazy" / "__init__.mpy"), "['viper', 'pure']\n"], r.stdout
+
+
 def test_build_mpy(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_mpy.py"), str(tmp_path)],
                        capture_output=True, text=True)
