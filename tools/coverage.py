@@ -284,6 +284,82 @@ class RNN(nn.Module):
         return self.fc(y[:, -1])
 
 
+class CRNN(nn.Module):
+    """The keyword-spotting CRNN: a Conv1d front end over the feature frames (N, F, T), then a
+    GRU or LSTM over its output frames, the last step into a classifier. `to_rnn` is how the
+    model hands the conv's (N, C, T) to the RNN: batch first (transpose), time major (permute,
+    or squeeze / t / unsqueeze, or a reshape), all forms the issue tried."""
+
+    def __init__(self, cell, to_rnn="transpose", hn=False):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv1d(8, 12, 3, padding=1), nn.BatchNorm1d(12), nn.ReLU())
+        self.rnn = cell(12, 16, batch_first=to_rnn == "transpose")
+        self.fc = nn.Linear(16, 5)
+        self.to_rnn, self.hn = to_rnn, hn
+
+    def forward(self, x):
+        y = self.conv(x)  # (1, C, T)
+        if self.to_rnn == "transpose":
+            y = y.transpose(1, 2)  # (1, T, C)
+        elif self.to_rnn == "permute":
+            y = y.permute(2, 0, 1)  # (T, 1, C)
+        elif self.to_rnn == "squeeze":
+            y = y.squeeze(0).t().unsqueeze(1)
+        else:  # reshape
+            y = y.transpose(1, 2).reshape(y.shape[2], 1, y.shape[1])
+        o, state = self.rnn(y)
+        if self.hn:
+            return self.fc((state[0] if isinstance(state, tuple) else state)[-1])
+        return self.fc(o[:, -1] if self.to_rnn == "transpose" else o[-1])
+
+
+class CRNN2d(nn.Module):
+    """A Conv2d front end over a spectrogram (N, 1, F, T), its (C, F) of each frame flattened for
+    a batch-first GRU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d((2, 1)))
+        self.rnn = nn.GRU(4 * 4, 12, batch_first=True)
+        self.fc = nn.Linear(12, 5)
+
+    def forward(self, x):
+        y = self.conv(x)  # (1, C, F, T)
+        n, c, f, t = y.shape
+        o, _ = self.rnn(y.permute(0, 3, 1, 2).reshape(n, t, c * f))
+        return self.fc(o[:, -1])
+
+
+class RNNConv(nn.Module):
+    """An RNN's output frames (N, T, H) into a Conv1d (N, H, T), a mean over time, a classifier."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(8, 12, batch_first=True)
+        self.conv = nn.Conv1d(12, 8, 3)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        o, _ = self.rnn(x)
+        return self.fc(torch.relu(self.conv(o.transpose(1, 2))).mean(dim=2))
+
+
+class FrameRNN(nn.Module):
+    """A Linear on every frame (N, T, F) before the RNN; out: the last step's classes, or
+    (frames) a Linear on every step's output (N, T, K)."""
+
+    def __init__(self, cell, frames=False):
+        super().__init__()
+        self.inp = nn.Linear(8, 12)
+        self.rnn = cell(12, 16, batch_first=True)
+        self.fc = nn.Linear(16, 5)
+        self.frames = frames
+
+    def forward(self, x):
+        o, _ = self.rnn(torch.relu(self.inp(x)))
+        return self.fc(o) if self.frames else self.fc(o[:, -1])
+
+
 class Norm(nn.Module):
     def __init__(self, norm):
         super().__init__()
@@ -337,6 +413,16 @@ FAMILIES = {
     "upsample_bilinear": (lambda: Upsample("bilinear"), (3, 5, 5)),
     "lstm": (lambda: RNN(nn.LSTM), (7, 6)),
     "gru": (lambda: RNN(nn.GRU), (7, 6)),
+    "crnn_gru": (lambda: CRNN(nn.GRU), (8, 12)),
+    "crnn_lstm": (lambda: CRNN(nn.LSTM), (8, 12)),
+    "crnn_gru_permute": (lambda: CRNN(nn.GRU, "permute"), (8, 12)),
+    "crnn_lstm_squeeze": (lambda: CRNN(nn.LSTM, "squeeze", hn=True), (8, 12)),
+    "crnn_lstm_reshape": (lambda: CRNN(nn.LSTM, "reshape"), (8, 12)),
+    "crnn_conv2d_gru": (CRNN2d, (1, 8, 12)),
+    "gru_conv1d": (lambda: RNNConv(nn.GRU), (12, 8)),
+    "lstm_conv1d": (lambda: RNNConv(nn.LSTM), (12, 8)),
+    "linear_gru": (lambda: FrameRNN(nn.GRU), (12, 8)),
+    "lstm_frames": (lambda: FrameRNN(nn.LSTM, frames=True), (12, 8)),
     "layernorm": (lambda: nn.Sequential(nn.Linear(10, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 3)), (10,)),
     "groupnorm": (lambda: Norm(nn.GroupNorm(2, 4)), (3, 6, 6)),
     "instancenorm": (lambda: Norm(nn.InstanceNorm2d(4, affine=True)), (3, 6, 6)),
