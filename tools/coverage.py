@@ -447,10 +447,49 @@ def seeded(module, seed):
     return module.eval()
 
 
+# the classifiers whose head is fitted to a toy task (fit_head): their class depends on the input
+TASKS = ("crnn_gru", "crnn_lstm", "crnn_gru_permute", "crnn_lstm_squeeze", "crnn_lstm_reshape", "crnn_conv2d_gru",
+         "gru_conv1d", "lstm_conv1d", "linear_gru", "lstm_frames")
+CLASSES = 5
+
+
 def build(name):
     builder, shape = FAMILIES[name]
     torch.manual_seed(zlib.crc32(name.encode()))
-    return seeded(builder(), zlib.crc32(name.encode()) & 0xFFFF), shape
+    module = seeded(builder(), zlib.crc32(name.encode()) & 0xFFFF)
+    if name in TASKS:
+        fit_head(module, name, shape)
+    return module, shape
+
+
+def task(name, shape, n, stream):
+    """n inputs of a family's toy task and their classes: class k is a fixed random pattern k
+    (the family's own) plus as much noise."""
+    patterns = np.random.default_rng(zlib.crc32(name.encode())).standard_normal((CLASSES,) + tuple(shape))
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1000 + stream)
+    labels = rng.integers(0, CLASSES, n)
+    return (patterns[labels] + rng.standard_normal((n,) + tuple(shape))).astype(np.float32), labels
+
+
+def fit_head(module, name, shape, n=200):
+    """The classifier `module.fc` fitted (ridge regression on one-hot classes) to what the rest of
+    the model makes of the task's inputs, every frame of an every-step output: a random model
+    gives nearly one class for every input, a trained one does not (its int8 argmax is a test)."""
+    xs, labels = task(name, shape, n, stream=-1)
+    feats = []
+    hook = module.fc.register_forward_hook(lambda m, inp, out: feats.append(inp[0].detach().numpy()))
+    with torch.no_grad():
+        for x in xs:
+            module(torch.from_numpy(x[None]))
+    hook.remove()
+    per = feats[0].reshape(-1, feats[0].shape[-1]).shape[0]  # frames per input
+    f = np.concatenate([v.reshape(-1, v.shape[-1]) for v in feats]).astype(np.float64)
+    f = np.hstack([f, np.ones((len(f), 1))])
+    y = np.eye(CLASSES)[np.repeat(labels, per)] * 2 - 1
+    w = np.linalg.solve(f.T @ f + 1e-2 * np.eye(f.shape[1]), f.T @ y)
+    with torch.no_grad():
+        module.fc.weight.copy_(torch.from_numpy(w[:-1].T.copy()))
+        module.fc.bias.copy_(torch.from_numpy(w[-1].copy()))
 
 
 def export(module, shape, path, dynamo):
@@ -471,6 +510,8 @@ def export(module, shape, path, dynamo):
 
 
 def inputs(name, shape, n, stream=0):
+    if name in TASKS:
+        return task(name, shape, n, stream)[0]
     rng = np.random.default_rng(zlib.crc32(name.encode()) + stream)
     return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
 
