@@ -9,7 +9,8 @@ the MicroPython unix port (viper).
 
 Prints one line per family and exporter: `ok`, or the first line of why it is refused or
 wrong; then the count. tests/host/test_torch_families.py runs the families this list marks as
-expected to run (RUNS) on the unix port."""
+expected to run (RUNS) on the unix port; tests/host/test_crnn.py the recurrent ones (TASKS),
+against torch."""
 import argparse
 import contextlib
 import io
@@ -486,7 +487,7 @@ def fit_head(module, name, shape, n=200):
     f = np.concatenate([v.reshape(-1, v.shape[-1]) for v in feats]).astype(np.float64)
     f = np.hstack([f, np.ones((len(f), 1))])
     y = np.eye(CLASSES)[np.repeat(labels, per)] * 2 - 1
-    w = np.linalg.solve(f.T @ f + 1e-2 * np.eye(f.shape[1]), f.T @ y)
+    w = np.linalg.solve(f.T @ f + 0.1 * np.eye(f.shape[1]), f.T @ y)
     with torch.no_grad():
         module.fc.weight.copy_(torch.from_numpy(w[:-1].T.copy()))
         module.fc.bias.copy_(torch.from_numpy(w[-1].copy()))
