@@ -26,7 +26,7 @@ import numpy as np
 
 from .container import PackError
 from .ir import Graph, Node
-from .onnx_seq import _UNARY, SequenceOps
+from .onnx_seq import _BINARY, _UNARY, SequenceOps
 
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
@@ -103,6 +103,7 @@ class _Importer(SequenceOps):
         self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
         self.seq = {}  # ONNX value -> (ONNX shape, rows axis, columns axis) of a sequence (host_tools/onnx_seq.py)
         self.kinded = {}  # (sequence value, view) -> the value seen as an image or vector (_as_kind)
+        self.frames = {}  # ONNX value -> its ONNX shape: an image in that order, its batch moved (image_frames)
         self.native = True  # False: the node translating reads its sequence inputs as images or vectors
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
         self.grouped = {}  # a GroupNorm's Reshape output -> (its input, G): read by InstanceNormalization
@@ -137,7 +138,8 @@ class _Importer(SequenceOps):
                 seq_in = any(self.is_seq(i) for i in range(len(node.input)))
                 f = None
                 if seq_in:
-                    f = self.seq_unary if node.op_type in _UNARY else getattr(self, "seq_" + node.op_type, None)
+                    f = self.seq_unary if node.op_type in _UNARY else self.seq_binary if node.op_type in _BINARY \
+                        else getattr(self, "seq_" + node.op_type, None)
                 self.native = f is not None or node.op_type in ("LSTM", "GRU", "Shape")
                 (f or getattr(self, "op_" + node.op_type))(self._attrs(node))
             except (PackError, MemoryError, KeyboardInterrupt):
@@ -229,6 +231,10 @@ class _Importer(SequenceOps):
         info = self.seq.get(onnx_name) or self.seq.get(name)
         if info is not None and not self.native:
             return self._as_kind(name, info)
+        if onnx_name in self.frames:
+            raise self.err("an image whose batch dimension a Transpose moved (to %s) read by %s: only a Reshape "
+                           "of it to a sequence (T, 1, F) or (1, T, F) is supported"
+                           % (list(self.frames[onnx_name]), self.node.op_type))
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
         if name in self.regroup:
@@ -616,6 +622,8 @@ class _Importer(SequenceOps):
 
     def op_Reshape(self, a):
         spec = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
+        if self.node.input[0] in self.frames:
+            return self.frames_reshape(spec)
         name = self.alias.get(self.node.input[0], self.node.input[0])
         if name in self.regroup:  # a GroupNorm's (G, L) value back to the groupnorm's own shape
             gn, dims = self.regroup[name]
@@ -811,6 +819,8 @@ class _Importer(SequenceOps):
         perm = [int(v) for v in a.get("perm", list(range(rank))[::-1])]
         if sorted(perm) != list(range(rank)):
             raise self.err("perm %s is not a permutation of %d axes" % (perm, rank))
+        if perm[0] != 0 and self.kind[x] == "nchw" and min(self.ir.shapes[x][:2]) > 1:
+            return self.image_frames(x, perm)  # (host_tools/onnx_seq.py)
         if perm[0] != 0 or self.kind[x] == "ncl":  # steps and features: a sequence (host_tools/onnx_seq.py)
             self.native = True
             return self.seq_Transpose(a)

@@ -29,6 +29,7 @@ from .container import PackError
 
 # ops that keep a sequence as it is (elementwise on its stored value)
 _UNARY = ("Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "HardSwish", "HardSigmoid", "Gelu")
+_BINARY = ("Add", "Sub", "Mul", "Div")  # with a constant per feature, or of two sequences alike
 
 
 class SequenceOps:
@@ -338,6 +339,34 @@ class SequenceOps:
         self.seq[self.out()] = (tuple(vshape[0] if i == taxis else (vshape[1] if i == faxis else d)
                                       for i, d in enumerate(shape)), taxis, faxis)
 
+    def image_frames(self, x, perm):
+        """A Transpose moving the batch dimension of an image ((1, C, F, T) -> (T, 1, C, F): a Conv2d
+        front end's frames for a time-major RNN): its elements put in the output's ONNX order
+        (a transpose on the board), a value only a Reshape to a sequence reads (frames_reshape)."""
+        from .onnx_import import _STORAGE_AXIS
+
+        src = (1,) + self._torch_shape(x)
+        sperm = tuple(_STORAGE_AXIS[4][t] for t in perm if t != 0)  # stored axes in the output's order
+        y = self.out()
+        if sperm == (0, 1, 2):
+            self.alias[y] = x
+        else:
+            self.emit("transpose", [x], y, tuple(self.ir.shapes[x][j] for j in sperm), "frames", perm=sperm)
+        self.frames[y] = tuple(src[p] for p in perm)
+
+    def frames_reshape(self, spec):
+        """A Reshape of image_frames' value: a sequence if it leaves two axes other than 1 (the
+        rows and columns, in the stored order)."""
+        shape = self.frames[self.node.input[0]]
+        x = self.alias.get(self.node.input[0], self.node.input[0])
+        target = self._reshape_target(spec, shape, self._attrs(self.node))
+        axes = [i for i, d in enumerate(target) if d != 1]
+        if len(axes) != 2:
+            raise self.err("an image whose batch dimension a Transpose moved (to %s) reshaped to %s: only a "
+                           "sequence (two axes other than 1) is supported" % (list(shape), target))
+        self.seq[self.out()] = (tuple(target), axes[0], axes[1])
+        self.alias[self.out()] = self._value(x, [target[a] for a in axes])
+
     # --- per-step ops: linear layers, constants, activations, pooling over time ------------------
 
     def _features_last(self, x, info):
@@ -391,10 +420,11 @@ class SequenceOps:
         b = None if c is None else np.asarray(c, np.float64) * a.get("beta", 1.0)
         self._per_step(x, info, w, b, self.node.input[1], self.node.input[2] if c is not None else None)
 
-    def _seq_binary(self, op):
+    def seq_binary(self, a):
         """A sequence and a constant of one value or one per feature (torch's Linear's bias,
         a scale): a per-feature affine (folded into the linear before it); two sequences of one
         view: the op on their stored values. Anything else: seen as images or vectors."""
+        op = self.node.op_type
         names = [self.alias.get(i, i) for i in self.node.input]
         consts = [n in self.consts for n in names]
         if consts[0] != consts[1]:
@@ -421,19 +451,7 @@ class SequenceOps:
                 self.seq[self.out()] = i0
                 return
         self.native = False
-        getattr(self, "op_" + op)({})
-
-    def seq_Add(self, a):
-        self._seq_binary("Add")
-
-    def seq_Sub(self, a):
-        self._seq_binary("Sub")
-
-    def seq_Mul(self, a):
-        self._seq_binary("Mul")
-
-    def seq_Div(self, a):
-        self._seq_binary("Div")
+        getattr(self, "op_" + op)(a)
 
     def seq_unary(self, a):
         """An activation: the same sequence view (fused into the op before it where it can be)."""

@@ -316,17 +316,21 @@ class CRNN(nn.Module):
 
 class CRNN2d(nn.Module):
     """A Conv2d front end over a spectrogram (N, 1, F, T), its (C, F) of each frame flattened for
-    a batch-first GRU."""
+    the RNN: batch first (N, T, C x F), or time major (T, N, C x F)."""
 
-    def __init__(self):
+    def __init__(self, cell, time_major=False):
         super().__init__()
         self.conv = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d((2, 1)))
-        self.rnn = nn.GRU(4 * 4, 12, batch_first=True)
+        self.rnn = cell(4 * 4, 12, batch_first=not time_major)
         self.fc = nn.Linear(12, 5)
+        self.time_major = time_major
 
     def forward(self, x):
         y = self.conv(x)  # (1, C, F, T)
         n, c, f, t = y.shape
+        if self.time_major:
+            o, _ = self.rnn(y.permute(3, 0, 1, 2).reshape(t, n, c * f))
+            return self.fc(o[-1])
         o, _ = self.rnn(y.permute(0, 3, 1, 2).reshape(n, t, c * f))
         return self.fc(o[:, -1])
 
@@ -419,7 +423,8 @@ FAMILIES = {
     "crnn_gru_permute": (lambda: CRNN(nn.GRU, "permute"), (8, 12)),
     "crnn_lstm_squeeze": (lambda: CRNN(nn.LSTM, "squeeze", hn=True), (8, 12)),
     "crnn_lstm_reshape": (lambda: CRNN(nn.LSTM, "reshape"), (8, 12)),
-    "crnn_conv2d_gru": (CRNN2d, (1, 8, 12)),
+    "crnn_conv2d_gru": (lambda: CRNN2d(nn.GRU), (1, 8, 12)),
+    "crnn_conv2d_lstm_tm": (lambda: CRNN2d(nn.LSTM, time_major=True), (1, 8, 12)),
     "gru_conv1d": (lambda: RNNConv(nn.GRU), (12, 8)),
     "lstm_conv1d": (lambda: RNNConv(nn.LSTM), (12, 8)),
     "linear_gru": (lambda: FrameRNN(nn.GRU), (12, 8)),
@@ -450,7 +455,7 @@ def seeded(module, seed):
 
 # the classifiers whose head is fitted to a toy task (fit_head): their class depends on the input
 TASKS = ("crnn_gru", "crnn_lstm", "crnn_gru_permute", "crnn_lstm_squeeze", "crnn_lstm_reshape", "crnn_conv2d_gru",
-         "gru_conv1d", "lstm_conv1d", "linear_gru", "lstm_frames")
+         "crnn_conv2d_lstm_tm", "gru_conv1d", "lstm_conv1d", "linear_gru", "lstm_frames")
 CLASSES = 5
 
 

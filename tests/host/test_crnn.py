@@ -29,6 +29,8 @@ from host_util import Board  # noqa: E402
 import mpy_lazy  # noqa: E402
 from mpy_lazy import graph as mgraph  # noqa: E402
 
+nn = torch.nn
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning",
                                         "ignore::FutureWarning")
 
@@ -77,7 +79,7 @@ def _classes(y, shape):
 
 
 def test_families_are_the_recurrent_ones():
-    assert len(NAMES) == 10 and all(n in NAMES for n in ("crnn_gru", "crnn_lstm", "gru_conv1d", "lstm_frames"))
+    assert len(NAMES) == 11 and all(n in NAMES for n in ("crnn_gru", "crnn_lstm", "gru_conv1d", "lstm_frames"))
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -123,11 +125,55 @@ def test_graphs(crnns, name):
         assert ops.count("lstm") == 1 and "concat" not in ops, ops
     else:
         assert "lstm" not in ops and ops.count("concat") == 1, ops  # unrolled, its steps concatenated
-    if name == "crnn_conv2d_gru":
-        assert ops[:2] == ["conv2d", "maxpool"] and ops.count("transpose") == 2, ops
+    if name.startswith("crnn_conv2d"):  # (C, F) of each frame: out of the channels-last image
+        assert ops[:2] == ["conv2d", "maxpool"] and ops.count("transpose") == (2 if "gru" in name else 1), ops
     else:
         assert "transpose" not in ops, ops
     if name.startswith(("linear_", "lstm_frames")):
         text = _text(crnns[0][name + "-ts"].packs["f32"])
         convs = [kv for _, op, kv in mgraph.parse(text) if op == "conv2d"]
         assert convs and all(kv["k"] == (1, 1) and "b" in kv for kv in convs) and "add" not in ops[:2], ops
+
+
+class _BatchOfSteps(nn.Module):
+    """A Conv1d over each time step's features: torch's batch is then the T steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.conv2 = nn.Conv1d(8, 6, 3), nn.Conv1d(1, 2, 3)
+
+    def forward(self, x):
+        return self.conv2(self.conv(x).permute(2, 0, 1))  # (T, 1, C): a batch of T
+
+
+class _FramesRead(nn.Module):
+    """An image's batch moved, then read by a ReLU (not reshaped into frames)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x).permute(3, 0, 1, 2))
+
+
+@pytest.mark.parametrize("module,shape,op,match", [
+    (_BatchOfSteps, (8, 12), "Conv", "a sequence seen as [10, 1, 6] read by Conv: the board runs batch 1"),
+    (_FramesRead, (1, 6, 7), "Relu", "an image whose batch dimension a Transpose moved (to [7, 1, 4, 6]) read by "
+                                     "Relu: only a Reshape of it to a sequence"),
+])
+def test_what_the_board_cannot_run_is_refused(tmp_path, module, shape, op, match):
+    """Torch's batch really made of the steps, or an image's batch moved and not made into
+    frames: one line naming the ONNX node, from both exporters."""
+    import onnx
+
+    from host_tools.container import PackError
+    from host_tools.convert import graph_of
+
+    for dynamo in (False, True):
+        path = cov.export(module().eval(), shape, tmp_path / ("m%d.onnx" % dynamo), dynamo)
+        node = [n for n in onnx.load(path).graph.node if n.op_type == op][-1]
+        with pytest.raises(PackError) as e:
+            graph_of(path)
+        line = str(e.value)
+        assert "\n" not in line and "ONNX node %r (%s)" % (node.name, op) in line and match in line, line
