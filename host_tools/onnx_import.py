@@ -26,7 +26,7 @@ import numpy as np
 
 from .container import PackError
 from .ir import Graph, Node
-from .onnx_seq import SequenceOps
+from .onnx_seq import _BINARY, _UNARY, SequenceOps
 
 _FOLDABLE = {"Constant", "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast",
              "Shape", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub", "Div",
@@ -101,7 +101,10 @@ class _Importer(SequenceOps):
         self.ir = Graph()
         self.alias = {}  # ONNX value -> the value that holds it (Identity, Dropout)
         self.kind = {}  # value -> 'nchw' (4-D), 'ncl' (3-D), 'nf' (2-D), 'seq' (an LSTM's, GRU's)
-        self.seq = {}  # ONNX value -> (ONNX shape, T axis, F axis) of a sequence (host_tools/onnx_seq.py)
+        self.seq = {}  # ONNX value -> (ONNX shape, rows axis, columns axis) of a sequence (host_tools/onnx_seq.py)
+        self.kinded = {}  # (sequence value, view) -> the value seen as an image or vector (_as_kind)
+        self.frames = {}  # ONNX value -> its ONNX shape: an image in that order, its batch moved (image_frames)
+        self.native = True  # False: the node translating reads its sequence inputs as images or vectors
         self.pending_pad = {}  # Pad output -> (input, pads) fused into the next Conv
         self.grouped = {}  # a GroupNorm's Reshape output -> (its input, G): read by InstanceNormalization
         self.regroup = {}  # that InstanceNormalization's output -> (the groupnorm's output, (G, L))
@@ -130,8 +133,14 @@ class _Importer(SequenceOps):
             if self._fold(node):
                 continue
             try:
-                # a sequence's shape ops (host_tools/onnx_seq.py) or the op's translation
-                f = getattr(self, "seq_" + node.op_type, None) if node.input and self.is_seq() else None
+                # an op on a sequence (host_tools/onnx_seq.py) or the op's translation (its
+                # sequence inputs, if any, seen as images or vectors: x())
+                seq_in = any(self.is_seq(i) for i in range(len(node.input)))
+                f = None
+                if seq_in:
+                    f = self.seq_unary if node.op_type in _UNARY else self.seq_binary if node.op_type in _BINARY \
+                        else getattr(self, "seq_" + node.op_type, None)
+                self.native = f is not None or node.op_type in ("LSTM", "GRU", "Shape")
                 (f or getattr(self, "op_" + node.op_type))(self._attrs(node))
             except (PackError, MemoryError, KeyboardInterrupt):
                 raise
@@ -141,6 +150,9 @@ class _Importer(SequenceOps):
             name = self.alias.get(o.name, o.name)
             if name in self.consts:
                 raise PackError("ONNX graph: output %r is a constant" % o.name)
+            info = self.seq.get(o.name) or self.seq.get(name)
+            if info is not None and not self._ordered(info):  # in the ONNX order, as torch's caller reads it
+                name = self._seq_output(name, info, o.name)
             if name in self.pending_pad:
                 self._emit_pad(name)
             if name in self.regroup:
@@ -212,10 +224,17 @@ class _Importer(SequenceOps):
 
     def x(self, i=0):
         """Input i of the current node as a graph value name (never a constant)."""
-        name = self.node.input[i]
+        onnx_name = name = self.node.input[i]
         name = self.alias.get(name, name)
         if name in self.consts:
             raise self.err("input %r is a constant where an activation is expected" % name)
+        info = self.seq.get(onnx_name) or self.seq.get(name)
+        if info is not None and not self.native:
+            return self._as_kind(name, info)
+        if onnx_name in self.frames:
+            raise self.err("an image whose batch dimension a Transpose moved (to %s) read by %s: only a Reshape "
+                           "of it to a sequence (T, 1, F) or (1, T, F) is supported"
+                           % (list(self.frames[onnx_name]), self.node.op_type))
         if name in self.pending_pad and not (self.node.op_type == "Conv" and i == 0):
             self._emit_pad(name)
         if name in self.regroup:
@@ -448,6 +467,9 @@ class _Importer(SequenceOps):
 
     def op_MatMul(self, a):
         x = self.x()
+        if self.kind[x] == "ncl":  # torch's Linear on a 3-D value: on each row (host_tools/onnx_seq.py)
+            self.native = True
+            return self.seq_MatMul(a)
         w = self.const(1, "the second input (the weight)")
         if w is None or w.ndim != 2:
             raise self.err("needs a 2-D weight initializer")
@@ -590,10 +612,6 @@ class _Importer(SequenceOps):
         self._to_shape(x, (int(np.prod(self.ir.shapes[x])),), self.out())
 
     def op_Flatten(self, a):
-        if self.is_seq():
-            if a.get("axis", 1) != 1:
-                raise self.err("a sequence's flatten: only axis=1 is supported")
-            return self.seq_flatten()
         x = self.x()
         dims = (1,) + self._torch_shape(x)
         axis = a.get("axis", 1) % len(dims)
@@ -603,9 +621,9 @@ class _Importer(SequenceOps):
         self._flatten(x)
 
     def op_Reshape(self, a):
-        if self.is_seq():
-            return self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
         spec = [int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)]
+        if self.node.input[0] in self.frames:
+            return self.frames_reshape(spec)
         name = self.alias.get(self.node.input[0], self.node.input[0])
         if name in self.regroup:  # a GroupNorm's (G, L) value back to the groupnorm's own shape
             gn, dims = self.regroup[name]
@@ -622,9 +640,9 @@ class _Importer(SequenceOps):
             return
         if len(target) == 1:  # the batch folded in: one row of every element
             return self._flatten(x)
-        if target[0] != 1:
-            raise self.err("a reshape to %s moves elements into the batch dimension (the board runs batch 1)"
-                           % target)
+        if target[0] != 1:  # (T, ...): the value seen as a sequence (host_tools/onnx_seq.py)
+            self.native = True
+            return self.seq_reshape(spec)
         self._to_shape(x, tuple(target[1:]), self.out())
 
     def _reshape_target(self, spec, dims, a):
@@ -772,8 +790,9 @@ class _Importer(SequenceOps):
         if axes is None:
             axes = [i for i in range(1, len(dims)) if dims[i] == 1]
         axes = {int(i) % len(dims) for i in np.asarray(axes).reshape(-1)}
-        if 0 in axes:
-            raise self.err("squeezing the batch dimension is not supported")
+        if 0 in axes:  # the value seen as a sequence (host_tools/onnx_seq.py)
+            self.native = True
+            return self.seq_Squeeze(a)
         if any(dims[i] != 1 for i in axes):
             raise self.err("squeezing an axis of size > 1")
         self._to_shape(x, tuple(d for i, d in enumerate(dims) if i not in axes and i), self.out())
@@ -788,8 +807,9 @@ class _Importer(SequenceOps):
         rank = len(dims) + len(axes)
         for i in sorted(v % rank for v in axes):
             dims.insert(i, 1)
-        if 0 in [v % rank for v in axes]:
-            raise self.err("unsqueezing in front of the batch dimension is not supported")
+        if 0 in [v % rank for v in axes]:  # the value seen as a sequence (host_tools/onnx_seq.py)
+            self.native = True
+            return self.seq_Unsqueeze(a)
         self._to_shape(x, tuple(dims[1:]), self.out())
 
     def op_Transpose(self, a):
@@ -797,8 +817,13 @@ class _Importer(SequenceOps):
         src = self._torch_shape(x)
         rank = len(src) + 1
         perm = [int(v) for v in a.get("perm", list(range(rank))[::-1])]
-        if sorted(perm) != list(range(rank)) or perm[0] != 0:
-            raise self.err("a transpose that moves the batch dimension (perm %s)" % perm)
+        if sorted(perm) != list(range(rank)):
+            raise self.err("perm %s is not a permutation of %d axes" % (perm, rank))
+        if perm[0] != 0 and self.kind[x] == "nchw" and min(self.ir.shapes[x][:2]) > 1:
+            return self.image_frames(x, perm)  # (host_tools/onnx_seq.py)
+        if perm[0] != 0 or self.kind[x] == "ncl":  # steps and features: a sequence (host_tools/onnx_seq.py)
+            self.native = True
+            return self.seq_Transpose(a)
         target = tuple(src[p - 1] for p in perm[1:])
         axis = _STORAGE_AXIS[rank]
         store = _stored(target)

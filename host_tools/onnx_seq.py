@@ -1,11 +1,19 @@
 """ONNX sequences and recurrent layers (LSTM, GRU), for host_tools/onnx_import.py, batch 1.
 
-A sequence is a graph value of shape (T, F): T rows (time steps) of F features, in the order
-torch gives them. ONNX sees it with extra axes of size 1 (batch, direction): (1, T, F) batch
-first, (T, 1, F) time major, (T, 1, 1, F) an LSTM's Y; the importer keeps that ONNX shape and
-where its T and F axes are (`seq`), so Transpose, Squeeze, Unsqueeze and Reshape that keep the
-element order cost nothing (the same value), Gather and Slice along T become a slice of rows,
-and a flatten gives the (T x F,) vector.
+A sequence is a graph value stored as R rows of C columns (T time steps of F features, or the
+other way round), seen with an ONNX shape whose other axes are 1: (1, T, F) batch first,
+(T, 1, F) time major, (T, 1, 1, F) an LSTM's Y, (1, C, L) a Conv1d's output (stored L rows of
+C channels: the board is channels last). The importer keeps that ONNX shape and which of its
+axes the rows and the columns are (`seq`), so a Transpose, Squeeze, Unsqueeze or Reshape that
+only moves axes of size 1 (the batch of one included) costs nothing (the same value); a
+transpose of the rows and columns is free too until an op needs the other order (then one
+transpose on the board); Gather and Slice along T become a slice of rows, a flatten gives the
+(T x F,) vector. A Conv1d's output (or an image with one row or one column) becomes a sequence
+where an op moves its batch dimension; a sequence read by an op of images or vectors (a Conv1d
+after an RNN) is seen again as one, channels last. On a sequence, MatMul (torch's Linear on
+(N, T, F)) and Gemm are a linear layer per time step (a 1x1 convolution over the rows), their
+bias and the other per-feature constants folded in; activations keep the sequence; a mean or
+max over time is one pooling op.
 
 - LSTM becomes the `lstm` op (one layer, forward, gates reordered from ONNX's i, o, f, c to
   i, f, c, o; the two biases added), its state zero at every call (ONNX has no state across
@@ -19,18 +27,28 @@ import numpy as np
 
 from .container import PackError
 
+# ops that keep a sequence as it is (elementwise on its stored value)
+_UNARY = ("Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "HardSwish", "HardSigmoid", "Gelu")
+_BINARY = ("Add", "Sub", "Mul", "Div")  # with a constant per feature, or of two sequences alike
+
 
 class SequenceOps:
-    """Mixed into onnx_import._Importer: self.seq maps a sequence value to (ONNX shape, T axis,
-    F axis)."""
+    """Mixed into onnx_import._Importer: self.seq maps a sequence value to (ONNX shape, rows
+    axis, columns axis); the stored value holds the rows one after the other, whatever its
+    shape ((R, C) or (1, R, C))."""
 
     # --- inputs ---------------------------------------------------------------------------
 
     def seq_inputs(self):
         """{graph input: T axis in its ONNX shape} for the inputs an LSTM or GRU reads as X,
         directly (time major: (T, 1, F), or layout=1: (1, T, F)) or through a Transpose
-        (perm 1, 0, 2: a batch-first (1, T, F))."""
+        (perm 1, 0, 2: a batch-first (1, T, F)), and the (1, T, F) inputs read only by
+        MatMul (torch's Linear on every time step)."""
         producer = {o: n for n in self.model.graph.node for o in n.output}
+        readers = {}
+        for n in self.model.graph.node:
+            for i in n.input:
+                readers.setdefault(i, []).append(n)
         out = {}
         for n in self.model.graph.node:
             if n.op_type not in ("LSTM", "GRU") or not n.input:
@@ -44,12 +62,19 @@ class SequenceOps:
             if p is not None and p.op_type == "Transpose" and list(self._attrs(p).get("perm", [])) == [1, 0, 2]:
                 x, taxis = p.input[0], 1 - taxis
             out[x] = taxis
+        for inp in self.model.graph.input:
+            rs = readers.get(inp.name)
+            if inp.name in out or not rs or len(self.dims.get(inp.name) or []) != 3:
+                continue
+            if all(n.op_type == "MatMul" and n.input[0] == inp.name and n.input[1] in self.consts
+                   and self.consts[n.input[1]].ndim == 2 for n in rs):
+                out[inp.name] = 1
         return out
 
     def seq_input(self, inp, dims, taxis):
         if len(dims) != 3 or any(d is None or d <= 0 for i, d in enumerate(dims) if i != 1 - taxis) or \
                 dims[1 - taxis] not in (None, 0, 1):
-            raise PackError("ONNX graph: input %r of shape %s read by an LSTM/GRU: the board runs batch 1 "
+            raise PackError("ONNX graph: input %r of shape %s read as a sequence: the board runs batch 1 "
                             "with static steps and features" % (inp.name, dims))
         shape = [d if i != 1 - taxis else 1 for i, d in enumerate(dims)]
         self.ir.inputs.append((inp.name, (shape[taxis], shape[2]), "hwc"))
@@ -62,16 +87,101 @@ class SequenceOps:
         self.kind[name] = "seq"
         self.seq[name] = (tuple(int(d) for d in onnx_shape), taxis, faxis)
 
+    def is_seq(self, i=0):
+        name = self.node.input[i]
+        return bool(name) and (name in self.seq or self.alias.get(name, name) in self.seq)
+
     def _seq_of(self, i=0):
-        """(graph value, its sequence info) of input i: the info of the ONNX name (a
-        Transpose or Squeeze gives the same value another ONNX shape), else of the value."""
+        """(graph value, its sequence view) of input i: the view of the ONNX name (a
+        Transpose or Squeeze gives the same value another ONNX shape), else of the value,
+        else the value (a Conv1d's output, ...) seen as a sequence (_kind_view)."""
         name = self.node.input[i]
         x = self.x(i)
         info = self.seq.get(name) or self.seq.get(x)
-        if info is None:
-            raise self.err("%s of a value that is not a sequence (an LSTM's or GRU's) is not supported"
-                           % self.node.op_type)
-        return x, info
+        return x, info if info is not None else self._kind_view(x)
+
+    def _kind_view(self, x):
+        """A value of the image world as a sequence: (N,) is one row; (N, C, L) stored (L, C)
+        is L rows of C; an image of one row or one column the same. An image of more rows
+        and columns is not a sequence: refused."""
+        s, kind = self.ir.shapes[x], self.kind.get(x)
+        if kind == "nf" and len(s) == 1:
+            return (1, s[0]), 0, 1
+        if kind == "ncl":
+            return (1, s[2], s[1]), 2, 1
+        if kind == "nchw" and (s[0] == 1 or s[1] == 1):
+            return (1, s[2], s[0], s[1]), 3 if s[0] == 1 else 2, 1
+        raise self.err("a value of shape %s seen as a sequence (its batch dimension moved, or one step "
+                       "taken): only a vector, an (N, C, L) value or an image of one row or column can be"
+                       % ((1,) + self._torch_shape(x),))
+
+    @staticmethod
+    def _ordered(info):
+        """True if the ONNX element order of the view is the stored one (rows first)."""
+        shape, ra, ca = info
+        return ra < ca or shape[ra] == 1 or shape[ca] == 1
+
+    def _value(self, x, shape):
+        """The stored value x with shape `shape` (a reshape: no byte moves), made once."""
+        shape = tuple(int(d) for d in shape)
+        if tuple(self.ir.shapes[x]) == shape:
+            return x
+        y = "%s:%s" % (x, "x".join(map(str, shape)))
+        if y not in self.ir.shapes:
+            self.emit("reshape", [x], y, shape, "seq", shape=shape)
+        return y
+
+    def _rows(self, x, info, lead=False):
+        """x as (R, C) ((1, R, C) with lead: an image of one row, for the conv and pooling ops)."""
+        shape, ra, ca = info
+        return self._value(x, ((1,) if lead else ()) + (shape[ra], shape[ca]))
+
+    def _transposed(self, x, info):
+        """The sequence with rows and columns swapped on the board (one transpose): the same
+        ONNX view, its rows now what were the columns."""
+        shape, ra, ca = info
+        x2 = self._rows(x, info)
+        y = x2 + ".T"
+        if y not in self.ir.shapes:
+            self.emit("transpose", [x2], y, (shape[ca], shape[ra]), "seq", perm=(1, 0))
+        return y, (shape, ca, ra)
+
+    def _seq_output(self, x, info, name):
+        """A graph output whose stored rows are its ONNX view's columns: transposed into the
+        value `name` (the ONNX output's), in the order torch's caller reads."""
+        shape, ra, ca = info
+        if x == name:
+            self.ir.rename_value(x, x + ".rows")
+            self.kind[x + ".rows"] = self.kind[x]
+            x = x + ".rows"
+        self.emit("transpose", [self._rows(x, info)], name, (shape[ca], shape[ra]), "seq", perm=(1, 0))
+        return name
+
+    def _as_kind(self, x, info):
+        """A sequence read by an op of the image world: the value of torch's shape (the ONNX
+        view without its batch axis, which must be 1), stored channels last: a reshape, and a
+        transpose first when the stored rows are the channels."""
+        from .onnx_import import _KIND, _stored
+
+        shape, ra, ca = info
+        key = (x, info)
+        if key in self.kinded:
+            return self.kinded[key]
+        if not 2 <= len(shape) <= 4 or shape[0] != 1:
+            raise self.err("a sequence seen as %s read by %s: the board runs batch 1 (one leading axis of 1, "
+                           "then at most 3)" % (list(shape), self.node.op_type))
+        stored = [a for a in list(range(2, len(shape))) + [1] if shape[a] > 1]  # channels last
+        if stored != [a for a in (ra, ca) if shape[a] > 1]:
+            x, info = self._transposed(x, info)
+        torch_shape = shape[1:]
+        target, kind = _stored(torch_shape), _KIND[len(torch_shape)]
+        y = x
+        if tuple(self.ir.shapes[x]) != target or self.kind.get(x) != kind:
+            y = "%s:%s" % (x, kind)
+            if y not in self.ir.shapes:
+                self.emit("reshape", [x], y, target, kind, shape=target)
+        self.kinded[key] = y
+        return y
 
     def _as_features(self, x, y):
         """y: x (a (1, F) or (F,) ONNX value whose rows are one) as a feature vector (F,)."""
@@ -83,19 +193,22 @@ class SequenceOps:
 
     def _reshaped(self, x, info, y, target):
         """y: the sequence x (ONNX view `info`) seen with ONNX shape `target`: the same value if
-        its time and feature axes keep their order (the other axes being 1), the (T x F,) vector
-        for a flatten to (1, T x F) or (T x F,)."""
-        shape, taxis, faxis = info
-        t, f = shape[taxis], shape[faxis]
+        its rows and columns axes keep their order (the other axes being 1), the (T x F,)
+        vector for a flatten to (1, T x F) or (T x F,)."""
+        shape, ra, ca = info
+        t, f = shape[ra], shape[ca]
         target = [int(d) for d in target]
         if t == 1 and all(d == 1 for i, d in enumerate(target) if i != len(target) - 1) and target[-1] == f:
             return self._as_features(x, y)  # one step: (1, F) features
-        if [d for d in target if d != 1] == [t * f]:  # a flatten
+        if [d for d in target if d != 1] == [t * f] and t > 1 and f > 1:  # a flatten, in ONNX order
+            if not self._ordered(info):
+                x, info = self._transposed(x, info)
             n = t * f
             return self.emit("reshape", [x], y, (n,), "nf", shape=(n,))
         for ta in range(len(target)):
-            for fa in range(ta + 1, len(target)):
-                if target[ta] == t and target[fa] == f and \
+            for fa in range(len(target)):
+                if ta != fa and target[ta] == t and target[fa] == f and (
+                        (ta < fa) == (ra < ca) or t == 1 or f == 1) and \
                         all(d == 1 for i, d in enumerate(target) if i not in (ta, fa)):
                     self.alias[y] = x
                     self.seq[y] = (tuple(target), ta, fa)
@@ -112,22 +225,28 @@ class SequenceOps:
 
     # --- shape ops on sequences ----------------------------------------------------------------
 
-    def seq_Transpose(self, a):
-        x, (shape, taxis, faxis) = self._seq_of()
-        perm = list(a.get("perm", range(len(shape) - 1, -1, -1)))
-        ta, fa = perm.index(taxis), perm.index(faxis)
-        if ta > fa and shape[taxis] > 1 and shape[faxis] > 1:
-            raise self.err("a transpose of a sequence's steps and features is not supported")
-        if ta > fa:
-            ta, fa = fa, ta
+    def seq_Identity(self, a):
+        x, info = self._seq_of()
         self.alias[self.out()] = x
-        self.seq[self.out()] = (tuple(shape[p] for p in perm), ta, fa)
+        self.seq[self.out()] = info
+
+    seq_Dropout = seq_Identity
+
+    def seq_Transpose(self, a):
+        x, (shape, ra, ca) = self._seq_of()
+        perm = [int(p) for p in a.get("perm", range(len(shape) - 1, -1, -1))]
+        if sorted(perm) != list(range(len(shape))):
+            raise self.err("perm %s is not a permutation of %d axes" % (perm, len(shape)))
+        self.alias[self.out()] = x
+        self.seq[self.out()] = (tuple(shape[p] for p in perm), perm.index(ra), perm.index(ca))
 
     def seq_Squeeze(self, a):
         x, info = self._seq_of()
         shape = info[0]
         axes = self._const_ints(1, "axes", "axes")
         axes = sorted(i % len(shape) for i in axes) if axes is not None else [i for i, d in enumerate(shape) if d == 1]
+        if any(shape[i] != 1 for i in axes):
+            raise self.err("squeezing an axis of size > 1")
         self._reshaped(x, info, self.out(), [d for i, d in enumerate(shape) if i not in axes])
 
     def seq_Unsqueeze(self, a):
@@ -139,10 +258,6 @@ class SequenceOps:
             shape.insert(i, 1)
         self._reshaped(x, info, self.out(), shape)
 
-    def is_seq(self, i=0):
-        name = self.node.input[i]
-        return name in self.seq or self.alias.get(name, name) in self.seq
-
     def seq_reshape(self, target):
         x, info = self._seq_of()
         shape = info[0]
@@ -153,13 +268,21 @@ class SequenceOps:
             target[target.index(-1)] = n // rest if rest else 0
         self._reshaped(x, info, self.out(), target)
 
-    def seq_flatten(self):
-        x, (shape, taxis, faxis) = self._seq_of()
-        n = int(np.prod(shape))
-        self._reshaped(x, (shape, taxis, faxis), self.out(), [1, n])
+    def seq_Reshape(self, a):
+        self.seq_reshape([int(v) for v in np.asarray(self.const(1, "the shape")).reshape(-1)])
 
-    def op_Gather(self, a):  # (not a sequence: seq_Gather takes those)
-        raise self.err("only a Gather of one step of a sequence (an LSTM's or GRU's) is supported")
+    def seq_Flatten(self, a):
+        x, info = self._seq_of()
+        shape = info[0]
+        axis = a.get("axis", 1) % len(shape)
+        if int(np.prod(shape[:axis])) != 1:
+            raise self.err("flattening a sequence into %d rows: only a flatten after the batch dimension is "
+                           "supported" % int(np.prod(shape[:axis])))
+        self._reshaped(x, info, self.out(), [1, int(np.prod(shape))])
+
+    def op_Gather(self, a):  # a value of the image world: one of its steps, as a sequence's
+        self.native = True
+        self.seq_Gather(a)
 
     def seq_Gather(self, a):
         x, (shape, taxis, faxis) = self._seq_of()
@@ -179,7 +302,7 @@ class SequenceOps:
             return self._reshaped(x, (shape, taxis, faxis), self.out(), rest)
         t, f = shape[taxis], shape[faxis]
         row = self.out() + ".row"
-        self.emit("slice", [x], row, (1, f), "seq", begin=(k, 0), end=(k + 1, f))
+        self.emit("slice", [self._rows(x, (shape, taxis, faxis))], row, (1, f), "seq", begin=(k, 0), end=(k + 1, f))
         if keep:  # the T axis kept: a sequence of one step
             self.alias[self.out()] = row
             self.seq[self.out()] = (tuple(1 if i == taxis else d for i, d in enumerate(shape)), taxis, faxis)
@@ -208,9 +331,166 @@ class SequenceOps:
         if b[0] >= e[0] or b[1] >= e[1]:
             raise self.err("an empty slice")
         vshape = (e[0] - b[0], e[1] - b[1])
-        self.emit("slice", [x], self.out(), vshape, "seq", begin=tuple(b), end=tuple(e))
+        if vshape == (t, f):
+            self.alias[self.out()] = x
+        else:
+            self.emit("slice", [self._rows(x, (shape, taxis, faxis))], self.out(), vshape, "seq",
+                      begin=tuple(b), end=tuple(e))
         self.seq[self.out()] = (tuple(vshape[0] if i == taxis else (vshape[1] if i == faxis else d)
                                       for i, d in enumerate(shape)), taxis, faxis)
+
+    def image_frames(self, x, perm):
+        """A Transpose moving the batch dimension of an image ((1, C, F, T) -> (T, 1, C, F): a Conv2d
+        front end's frames for a time-major RNN): its elements put in the output's ONNX order
+        (a transpose on the board), a value only a Reshape to a sequence reads (frames_reshape)."""
+        from .onnx_import import _STORAGE_AXIS
+
+        src = (1,) + self._torch_shape(x)
+        sperm = tuple(_STORAGE_AXIS[4][t] for t in perm if t != 0)  # stored axes in the output's order
+        y = self.out()
+        if sperm == (0, 1, 2):
+            self.alias[y] = x
+        else:
+            self.emit("transpose", [x], y, tuple(self.ir.shapes[x][j] for j in sperm), "frames", perm=sperm)
+        self.frames[y] = tuple(src[p] for p in perm)
+
+    def frames_reshape(self, spec):
+        """A Reshape of image_frames' value: a sequence if it leaves two axes other than 1 (the
+        rows and columns, in the stored order)."""
+        shape = self.frames[self.node.input[0]]
+        x = self.alias.get(self.node.input[0], self.node.input[0])
+        target = self._reshape_target(spec, shape, self._attrs(self.node))
+        axes = [i for i, d in enumerate(target) if d != 1]
+        if len(axes) != 2:
+            raise self.err("an image whose batch dimension a Transpose moved (to %s) reshaped to %s: only a "
+                           "sequence (two axes other than 1) is supported" % (list(shape), target))
+        self.seq[self.out()] = (tuple(target), axes[0], axes[1])
+        self.alias[self.out()] = self._value(x, [target[a] for a in axes])
+
+    # --- per-step ops: linear layers, constants, activations, pooling over time ------------------
+
+    def _features_last(self, x, info):
+        """The view with its columns on the last ONNX axis (a transpose when the rows are)."""
+        shape, ra, ca = info
+        last = len(shape) - 1
+        if ca == last:
+            return x, info
+        if ra == last and shape[ra] > 1:
+            return self._transposed(x, info)
+        if shape[last] == 1 and shape[ca] == 1:
+            return x, (shape, ra, last)
+        if shape[last] == 1 and shape[ra] == 1:  # one row: its columns are the vector
+            return x, (shape, ca, last)
+        raise self.err("a sequence seen as %s: its last axis is neither its steps nor its features" % (list(shape),))
+
+    def _per_step(self, x, info, w, b, wname, bname):
+        """torch's Linear on every time step (w [out, in]): a 1x1 convolution over the rows."""
+        x, info = self._features_last(x, info)
+        shape, ra, ca = info
+        n_out, n_in = w.shape
+        if shape[ca] != n_in:
+            raise self.err("a sequence of %d features, the weight takes %d" % (shape[ca], n_in))
+        tensors = {"w": (wname, w.reshape(n_out, 1, 1, n_in).astype(np.float32))}
+        if b is not None:
+            tensors["b"] = (bname, np.broadcast_to(np.asarray(b, np.float64).reshape(-1), (n_out,)).astype(np.float32))
+        y = self.out()
+        self.emit("conv2d", [self._rows(x, info, lead=True)], y, (1, shape[ra], n_out), "seq", tensors,
+                  out=n_out, k=(1, 1))
+        self.seq[y] = (shape[:-1] + (n_out,), ra, len(shape) - 1)
+
+    def seq_MatMul(self, a):
+        x, info = self._seq_of()
+        w = self.const(1, "the second input (the weight)")
+        if w is None or w.ndim != 2:
+            raise self.err("needs a 2-D weight initializer")
+        self._per_step(x, info, w.astype(np.float64).T, None, self.node.input[1], None)
+
+    def seq_Gemm(self, a):
+        x, info = self._seq_of()
+        if a.get("transA", 0):
+            raise self.err("transA=1 is not supported")
+        w, c = self.const(1, "B (the weight)"), self.const(2, "C (the bias)")
+        if w is None or w.ndim != 2:
+            raise self.err("needs a 2-D weight initializer")
+        w = w.astype(np.float64) * a.get("alpha", 1.0)
+        if not a.get("transB", 0):
+            w = w.T
+        if c is not None and np.asarray(c).size not in (1, w.shape[0]):
+            raise self.err("a bias of %d values for %d outputs" % (np.asarray(c).size, w.shape[0]))
+        b = None if c is None else np.asarray(c, np.float64) * a.get("beta", 1.0)
+        self._per_step(x, info, w, b, self.node.input[1], self.node.input[2] if c is not None else None)
+
+    def seq_binary(self, a):
+        """A sequence and a constant of one value or one per feature (torch's Linear's bias,
+        a scale): a per-feature affine (folded into the linear before it); two sequences of one
+        view: the op on their stored values. Anything else: seen as images or vectors."""
+        op = self.node.op_type
+        names = [self.alias.get(i, i) for i in self.node.input]
+        consts = [n in self.consts for n in names]
+        if consts[0] != consts[1]:
+            xi = consts.index(False)
+            x, info = self._seq_of(xi)
+            x, info = self._features_last(x, info)
+            shape, ra, ca = info
+            c = np.asarray(self.consts[names[1 - xi]], np.float64)
+            if c.ndim <= len(shape) and all(d == 1 for d in c.shape[:-1]) and c.shape[-1:] in ((), (1,), (shape[ca],)):
+                c = np.broadcast_to(c.reshape(-1), (shape[ca],))
+                one, zero = np.ones(shape[ca]), np.zeros(shape[ca])
+                if op == "Div" and xi == 1:
+                    raise self.err("dividing by an activation is not supported")
+                scale, shift = {"Add": (one, c), "Sub": (one, -c) if xi == 0 else (-one, c), "Mul": (c, zero),
+                                "Div": (1.0 / c, zero)}[op]
+                self._affine(self._rows(x, info, lead=True), scale, shift, self.out())
+                self.seq[self.out()] = info
+                return
+        elif not any(consts) and op != "Div" and all(self.is_seq(i) for i in (0, 1)):
+            (x0, i0), (x1, i1) = self._seq_of(0), self._seq_of(1)
+            if i0 == i1:
+                shape = self.ir.shapes[x0]
+                self.emit(op.lower(), [x0, self._value(x1, shape)], self.out(), shape, "seq")
+                self.seq[self.out()] = i0
+                return
+        self.native = False
+        getattr(self, "op_" + op)(a)
+
+    def seq_unary(self, a):
+        """An activation: the same sequence view (fused into the op before it where it can be)."""
+        name = self.node.input[0]
+        info = self.seq.get(name) or self.seq.get(self.alias.get(name, name))
+        getattr(self, "op_" + self.node.op_type)(a)
+        self.seq[self.out()] = info
+
+    def seq_Softmax(self, a):
+        x, info = self._seq_of()
+        shape, ra, ca = info
+        if a.get("axis", -1) % len(shape) != ca:
+            self.native = False
+            return self.op_Softmax(a)
+        self.emit("softmax", [x], self.out(), self.ir.shapes[x], "seq")
+        self.seq[self.out()] = info
+
+    def _seq_reduce(self, op, a):
+        """A mean or max over the time steps (the rows): one pooling op over them."""
+        x, info = self._seq_of()
+        shape, ra, ca = info
+        axes = self._axes(a)
+        axes = set(range(len(shape))) if axes is None else {int(i) % len(shape) for i in np.asarray(axes).reshape(-1)}
+        if ra not in axes or ca in axes and shape[ca] > 1 or shape[ra] == 1:
+            self.native = False
+            return getattr(self, "op_Reduce" + op.capitalize())(a)
+        r, c = shape[ra], shape[ca]
+        y = self.out() + ".pool" if not a.get("keepdims", 1) else self.out()
+        self._reduce_op(op, self._rows(x, info, lead=True), y, (1, r, c))
+        if a.get("keepdims", 1):
+            self.seq[y] = (tuple(1 if i in axes else d for i, d in enumerate(shape)), ra, ca)
+        else:
+            self._as_features(y, self.out())
+
+    def seq_ReduceMean(self, a):
+        self._seq_reduce("mean", a)
+
+    def seq_ReduceMax(self, a):
+        self._seq_reduce("max", a)
 
     # --- recurrent layers -----------------------------------------------------------------------
 
@@ -226,12 +506,17 @@ class SequenceOps:
         acts = [v.decode() if isinstance(v, bytes) else v for v in a.get("activations", [])]
         if acts and acts != ["Sigmoid", "Tanh", "Tanh"][:len(acts)]:
             raise self.err("activations %s are not supported (Sigmoid, Tanh, Tanh are)" % acts)
-        if not self.is_seq(0):
-            raise self.err("input X is not a sequence the importer knows (a model input, or an LSTM's output)")
-        x, (shape, taxis, faxis) = self._seq_of(0)
+        x, info = self._seq_of(0)
+        shape, ra, ca = info
         want = 1 if a.get("layout", 0) else 0
-        if taxis != want or len(shape) != 3:
-            raise self.err("X seen as %s with its steps on axis %d: expected axis %d" % (shape, taxis, want))
+        if len(shape) == 3 and shape[ra] == 1 and shape[want] == 1 and ca == 2:
+            info = shape, want, ca  # one step
+        elif len(shape) == 3 and (ca, ra) == (want, 2):  # the rows are the features: transposed
+            x, info = self._transposed(x, info)
+        if len(shape) != 3 or info[1:] != (want, 2):
+            raise self.err("X seen as %s with its steps on axis %d: expected axis %d (and features on axis 2)"
+                           % (list(shape), info[1], want))
+        x = self._rows(x, info)
         w, r = self.const(1, "W"), self.const(2, "R")
         hid = a.get("hidden_size") or (w.shape[1] // gates if w is not None else 0)
         nin = self.ir.shapes[x][1]

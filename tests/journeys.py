@@ -64,6 +64,25 @@ TORCH_EXPORT = '''\
 torch.onnx.export(model, (x,), "model.onnx")  # torch's default exporter (needs onnxscript)
 numpy.save("samples.npy", samples)  # typical inputs, shape (N, *x.shape[1:]), for int8 calibration
 '''
+# The CRNN journey's Python run: the keyword-spotting model (a Conv1d front end over MFCC frames,
+# an LSTM over time), then the same export as TORCH_EXPORT.
+CRNN_PY = '''\
+class CRNN(torch.nn.Module):  # keyword spotting: MFCC frames (N, 10, 49) -> 12 classes
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Sequential(torch.nn.Conv1d(10, 16, 3, padding=1), torch.nn.BatchNorm1d(16),
+                                        torch.nn.ReLU())
+        self.rnn = torch.nn.LSTM(16, 32, batch_first=True)  # or torch.nn.GRU
+        self.fc = torch.nn.Linear(32, 12)
+
+    def forward(self, x):
+        y, _ = self.rnn(self.conv(x).transpose(1, 2))  # the frames (N, T, C), batch first
+        return self.fc(y[:, -1])  # the last step's classes
+
+
+model = CRNN().eval()  # your trained model: model.load_state_dict(...)
+x = torch.from_numpy(samples[:1])
+''' + TORCH_EXPORT
 TORCH_WEIGHTS = '''\
 safetensors.torch.save_file(model.state_dict(), "weights.safetensors")
 '''
@@ -113,6 +132,15 @@ JOURNEYS = [
             ["mpy-lazy pack model.onnx -o model.mpyl --quantize int8 --calibrate samples.npy"] + DEPLOY
             + board("predict.py"),
             ("predict.py", PREDICT_PY), python=TORCH_EXPORT, install=".[torch,unix]"),
+    Journey("crnn", "A keyword-spotting CRNN from PyTorch to the Pico",
+            "A recurrent model as people build them: a Conv1d front end over MFCC frames, an LSTM or "
+            "GRU over its output frames (batch first or time major), a classifier on the last step. "
+            "Where your MFCC frames are (`samples`: a few hundred, shape (N, 10, 49)), export it with "
+            "torch's default exporter and pack it as int8 like any other model (the LSTM becomes the "
+            "board's `lstm` op, TFLite Micro's integer LSTM):",
+            ["mpy-lazy pack model.onnx -o model.mpyl --quantize int8 --calibrate samples.npy"] + DEPLOY
+            + board("predict.py"),
+            ("predict.py", PREDICT_PY), python=CRNN_PY, install=".[torch,unix]"),
     Journey("onnx", "An ONNX file to the Pico",
             "An ONNX file from any exporter, packed as float32 (`--quantize f16` halves the weights, "
             "`--quantize int8 --calibrate samples.npy` makes it int8 as above):",
@@ -265,8 +293,19 @@ class Case:
         x = torch.from_numpy(samples[:1])
         exec(TORCH_EXPORT, {"torch": torch, "numpy": numpy, "model": model, "x": x, "samples": samples},
              {"__builtins__": __builtins__})
-        self.model = model
+        self.model, self.shape = model, (1, 1, 8, 8)
         self.x = rng.standard_normal(64).astype(numpy.float32)
+
+    def _crnn(self, rng):
+        import numpy
+        import torch
+
+        torch.manual_seed(14)
+        samples = rng.standard_normal((64, 10, 49)).astype(numpy.float32)
+        scope = {"torch": torch, "numpy": numpy, "samples": samples}
+        exec(CRNN_PY, scope, scope)
+        self.model, self.shape = scope["model"], (1, 10, 49)
+        self.x = rng.standard_normal(490).astype(numpy.float32)
 
     def _onnx(self, rng):
         import numpy as np
@@ -326,7 +365,7 @@ class Case:
     def real_x(self):
         """The input of the real-input run: random, or for an int8 input random codes placed a
         quarter step inside their quantization bin (nothing for a float32 board to round)."""
-        if self.key not in ("torch", "tflite"):
+        if self.key not in ("torch", "crnn", "tflite"):
             return self.x
         import numpy as np
 
@@ -337,7 +376,7 @@ class Case:
 
     def default_x(self):
         """The x of the board script as written: [0.25] * input size."""
-        n = {"torch": 64, "onnx": 108, "tflite": 64, "weights": 8, "weights_int8": 8}[self.key]
+        n = {"torch": 64, "crnn": 490, "onnx": 108, "tflite": 64, "weights": 8, "weights_int8": 8}[self.key]
         return [0.25] * n
 
     def check(self, printed, x, rel):
@@ -374,7 +413,7 @@ class Case:
             s, z = vout.q
             assert list(np.round(got / s).astype(np.int64) + z) == [int(v) for v in np.asarray(want).reshape(-1)], \
                 (got, want)
-        else:  # torch, int8: exactly the reference interpreter's integers, and close to torch
+        else:  # torch and crnn, int8: exactly the reference interpreter's integers, and close to torch
             import torch
 
             from host_tools import reference
@@ -385,7 +424,7 @@ class Case:
             s, z = vout.q
             assert list(np.round(got / s).astype(np.int64) + z) == [int(v) for v in ref], (got, ref)
             with torch.no_grad():
-                want = self.model(torch.from_numpy(x.astype(np.float32).reshape(1, 1, 8, 8))).numpy().reshape(-1)
+                want = self.model(torch.from_numpy(x.astype(np.float32).reshape(self.shape))).numpy().reshape(-1)
             assert np.max(np.abs(got - want)) <= 0.1 * np.max(np.abs(want)) + 2 * s, (got, want)
         assert printed["class"] == int(np.argmax(got)), printed
 

@@ -9,7 +9,8 @@ the MicroPython unix port (viper).
 
 Prints one line per family and exporter: `ok`, or the first line of why it is refused or
 wrong; then the count. tests/host/test_torch_families.py runs the families this list marks as
-expected to run (RUNS) on the unix port."""
+expected to run (RUNS) on the unix port; tests/host/test_crnn.py the recurrent ones (TASKS),
+against torch."""
 import argparse
 import contextlib
 import io
@@ -284,6 +285,86 @@ class RNN(nn.Module):
         return self.fc(y[:, -1])
 
 
+class CRNN(nn.Module):
+    """The keyword-spotting CRNN: a Conv1d front end over the feature frames (N, F, T), then a
+    GRU or LSTM over its output frames, the last step into a classifier. `to_rnn` is how the
+    model hands the conv's (N, C, T) to the RNN: batch first (transpose), time major (permute,
+    or squeeze / t / unsqueeze, or a reshape), all forms the issue tried."""
+
+    def __init__(self, cell, to_rnn="transpose", hn=False):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv1d(8, 12, 3, padding=1), nn.BatchNorm1d(12), nn.ReLU())
+        self.rnn = cell(12, 16, batch_first=to_rnn == "transpose")
+        self.fc = nn.Linear(16, 5)
+        self.to_rnn, self.hn = to_rnn, hn
+
+    def forward(self, x):
+        y = self.conv(x)  # (1, C, T)
+        if self.to_rnn == "transpose":
+            y = y.transpose(1, 2)  # (1, T, C)
+        elif self.to_rnn == "permute":
+            y = y.permute(2, 0, 1)  # (T, 1, C)
+        elif self.to_rnn == "squeeze":
+            y = y.squeeze(0).t().unsqueeze(1)
+        else:  # reshape
+            y = y.transpose(1, 2).reshape(y.shape[2], 1, y.shape[1])
+        o, state = self.rnn(y)
+        if self.hn:
+            return self.fc((state[0] if isinstance(state, tuple) else state)[-1])
+        return self.fc(o[:, -1] if self.to_rnn == "transpose" else o[-1])
+
+
+class CRNN2d(nn.Module):
+    """A Conv2d front end over a spectrogram (N, 1, F, T), its (C, F) of each frame flattened for
+    the RNN: batch first (N, T, C x F), or time major (T, N, C x F)."""
+
+    def __init__(self, cell, time_major=False):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d((2, 1)))
+        self.rnn = cell(4 * 4, 12, batch_first=not time_major)
+        self.fc = nn.Linear(12, 5)
+        self.time_major = time_major
+
+    def forward(self, x):
+        y = self.conv(x)  # (1, C, F, T)
+        n, c, f, t = y.shape
+        if self.time_major:
+            o, _ = self.rnn(y.permute(3, 0, 1, 2).reshape(t, n, c * f))
+            return self.fc(o[-1])
+        o, _ = self.rnn(y.permute(0, 3, 1, 2).reshape(n, t, c * f))
+        return self.fc(o[:, -1])
+
+
+class RNNConv(nn.Module):
+    """An RNN's output frames (N, T, H) into a Conv1d (N, H, T), a mean over time, a classifier."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(8, 12, batch_first=True)
+        self.conv = nn.Conv1d(12, 8, 3)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        o, _ = self.rnn(x)
+        return self.fc(torch.relu(self.conv(o.transpose(1, 2))).mean(dim=2))
+
+
+class FrameRNN(nn.Module):
+    """A Linear on every frame (N, T, F) before the RNN; out: the last step's classes, or
+    (frames) a Linear on every step's output (N, T, K)."""
+
+    def __init__(self, cell, frames=False):
+        super().__init__()
+        self.inp = nn.Linear(8, 12)
+        self.rnn = cell(12, 16, batch_first=True)
+        self.fc = nn.Linear(16, 5)
+        self.frames = frames
+
+    def forward(self, x):
+        o, _ = self.rnn(torch.relu(self.inp(x)))
+        return self.fc(o) if self.frames else self.fc(o[:, -1])
+
+
 class Norm(nn.Module):
     def __init__(self, norm):
         super().__init__()
@@ -337,6 +418,17 @@ FAMILIES = {
     "upsample_bilinear": (lambda: Upsample("bilinear"), (3, 5, 5)),
     "lstm": (lambda: RNN(nn.LSTM), (7, 6)),
     "gru": (lambda: RNN(nn.GRU), (7, 6)),
+    "crnn_gru": (lambda: CRNN(nn.GRU), (8, 12)),
+    "crnn_lstm": (lambda: CRNN(nn.LSTM), (8, 12)),
+    "crnn_gru_permute": (lambda: CRNN(nn.GRU, "permute"), (8, 12)),
+    "crnn_lstm_squeeze": (lambda: CRNN(nn.LSTM, "squeeze", hn=True), (8, 12)),
+    "crnn_lstm_reshape": (lambda: CRNN(nn.LSTM, "reshape"), (8, 12)),
+    "crnn_conv2d_gru": (lambda: CRNN2d(nn.GRU), (1, 8, 12)),
+    "crnn_conv2d_lstm_tm": (lambda: CRNN2d(nn.LSTM, time_major=True), (1, 8, 12)),
+    "gru_conv1d": (lambda: RNNConv(nn.GRU), (12, 8)),
+    "lstm_conv1d": (lambda: RNNConv(nn.LSTM), (12, 8)),
+    "linear_gru": (lambda: FrameRNN(nn.GRU), (12, 8)),
+    "lstm_frames": (lambda: FrameRNN(nn.LSTM, frames=True), (12, 8)),
     "layernorm": (lambda: nn.Sequential(nn.Linear(10, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 3)), (10,)),
     "groupnorm": (lambda: Norm(nn.GroupNorm(2, 4)), (3, 6, 6)),
     "instancenorm": (lambda: Norm(nn.InstanceNorm2d(4, affine=True)), (3, 6, 6)),
@@ -361,10 +453,49 @@ def seeded(module, seed):
     return module.eval()
 
 
+# the classifiers whose head is fitted to a toy task (fit_head): their class depends on the input
+TASKS = ("crnn_gru", "crnn_lstm", "crnn_gru_permute", "crnn_lstm_squeeze", "crnn_lstm_reshape", "crnn_conv2d_gru",
+         "crnn_conv2d_lstm_tm", "gru_conv1d", "lstm_conv1d", "linear_gru", "lstm_frames")
+CLASSES = 5
+
+
 def build(name):
     builder, shape = FAMILIES[name]
     torch.manual_seed(zlib.crc32(name.encode()))
-    return seeded(builder(), zlib.crc32(name.encode()) & 0xFFFF), shape
+    module = seeded(builder(), zlib.crc32(name.encode()) & 0xFFFF)
+    if name in TASKS:
+        fit_head(module, name, shape)
+    return module, shape
+
+
+def task(name, shape, n, stream):
+    """n inputs of a family's toy task and their classes: class k is a fixed random pattern k
+    (the family's own) plus as much noise."""
+    patterns = np.random.default_rng(zlib.crc32(name.encode())).standard_normal((CLASSES,) + tuple(shape))
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1000 + stream)
+    labels = rng.integers(0, CLASSES, n)
+    return (patterns[labels] + rng.standard_normal((n,) + tuple(shape))).astype(np.float32), labels
+
+
+def fit_head(module, name, shape, n=200):
+    """The classifier `module.fc` fitted (ridge regression on one-hot classes) to what the rest of
+    the model makes of the task's inputs, every frame of an every-step output: a random model
+    gives nearly one class for every input, a trained one does not (its int8 argmax is a test)."""
+    xs, labels = task(name, shape, n, stream=-1)
+    feats = []
+    hook = module.fc.register_forward_hook(lambda m, inp, out: feats.append(inp[0].detach().numpy()))
+    with torch.no_grad():
+        for x in xs:
+            module(torch.from_numpy(x[None]))
+    hook.remove()
+    per = feats[0].reshape(-1, feats[0].shape[-1]).shape[0]  # frames per input
+    f = np.concatenate([v.reshape(-1, v.shape[-1]) for v in feats]).astype(np.float64)
+    f = np.hstack([f, np.ones((len(f), 1))])
+    y = np.eye(CLASSES)[np.repeat(labels, per)] * 2 - 1
+    w = np.linalg.solve(f.T @ f + 0.1 * np.eye(f.shape[1]), f.T @ y)
+    with torch.no_grad():
+        module.fc.weight.copy_(torch.from_numpy(w[:-1].T.copy()))
+        module.fc.bias.copy_(torch.from_numpy(w[-1].copy()))
 
 
 def export(module, shape, path, dynamo):
@@ -385,6 +516,8 @@ def export(module, shape, path, dynamo):
 
 
 def inputs(name, shape, n, stream=0):
+    if name in TASKS:
+        return task(name, shape, n, stream)[0]
     rng = np.random.default_rng(zlib.crc32(name.encode()) + stream)
     return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
 

@@ -53,13 +53,11 @@ class LSTM(nn.Module):
         return self.lstm(x, (self.h0, self.c0))[0]
 
 
-class Transposed(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
+class SelfProduct(nn.Module):
+    """A product of two activations (attention's): MatMul runs with a constant weight only."""
 
     def forward(self, x):
-        return self.fc(x.transpose(1, 2)).flatten(1)
+        return x @ x.transpose(1, 2)
 
 
 def cnn():
@@ -73,7 +71,7 @@ REFUSED = {
     "elu": (lambda: nn.Sequential(nn.Linear(4, 6), nn.ELU()), (4,), "Elu"),
     "lstm": (LSTM, (1, 4), "LSTM"),
     # forms of supported ops the runtime does not run
-    "matmul_3d": (Transposed, (4, 3), "MatMul"),  # (its Transpose runs)
+    "matmul_activations": (SelfProduct, (4, 3), "MatMul"),  # (its Transpose runs)
     "dilated_maxpool": (lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.MaxPool2d(2, dilation=2)), (1, 6, 6),
                         "MaxPool"),
     "reflection_pad": (lambda: nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(1, 2, 3)), (1, 6, 6), "Pad"),

@@ -27,8 +27,9 @@ def _board(script, image):
 @pytest.mark.parametrize("key", [j.key for j in journeys.JOURNEYS])
 def test_journey_on_the_host(key, tmp_path):
     j = journeys.BY_KEY[key]
-    for mod in {"torch": ("torch", "onnxscript", "onnxruntime"), "onnx": ("onnx", "onnxruntime"),
-                "tflite": ("tflite", "tflm_ref"), "weights": ("torch", "safetensors"), "weights_int8": ("torch", "safetensors")}[key]:
+    for mod in {"torch": ("torch", "onnxscript", "onnxruntime"), "crnn": ("torch", "onnxscript", "onnxruntime"),
+                "onnx": ("onnx", "onnxruntime"), "tflite": ("tflite", "tflm_ref"),
+                "weights": ("torch", "safetensors"), "weights_int8": ("torch", "safetensors")}[key]:
         pytest.importorskip(mod)
     case = journeys.Case(key, str(tmp_path))
     script = tmp_path / j.script_name
