@@ -62,7 +62,11 @@ def caller_shape(value, layout):
     return (s[2], s[0], s[1]) if layout == "chw" else s
 
 
-def _order(layout):
+def _order(layout, value):
+    """The order of an image value's dimensions in the caller's convention; an other value's
+    (a vector, a sequence) are as stored."""
+    if len(value.shape) != 3:
+        return "as stored"
     return "C, H, W: torch's order" if layout == "chw" else ("H, W, C" if layout == "hwc" else layout)
 
 
@@ -96,7 +100,7 @@ def check_input(path, value, layout, k=0):
         elif len(shape) >= 1 and shape[0] > 1 and shape[1:] == want:
             hint = " (a batch of %d: the model runs one input at a time)" % shape[0]
         raise PackError("--input %s: shape %s, the model's input %d takes %s (%s), or %s with the batch "
-                        "dimension%s" % (path, _shape_text(shape), k, _shape_text(want), _order(layout),
+                        "dimension%s" % (path, _shape_text(shape), k, _shape_text(want), _order(layout, value),
                                          _shape_text((1,) + want), hint))
     if value.dtype == "i8" and a.dtype == np.int8:
         return a.reshape(-1), "i8"
@@ -121,9 +125,9 @@ def random_input(value, layout):
     if value.dtype == "i8":
         return (rng.integers(-128, 128, int(np.prod(shape))).astype(np.int8), "i8",
                 "random int8 codes, uniform over -128..127 (seed %d), shape %s (%s)"
-                % (SEED, _shape_text(shape), _order(layout)))
+                % (SEED, _shape_text(shape), _order(layout, value)))
     return (rng.standard_normal(int(np.prod(shape))).astype(np.float32), "f32",
-            "random normal(0, 1) values (seed %d), shape %s (%s)" % (SEED, _shape_text(shape), _order(layout)))
+            "random normal(0, 1) values (seed %d), shape %s (%s)" % (SEED, _shape_text(shape), _order(layout, value)))
 
 
 # The board side of a model run: everything but the ROMFS mount and the input file is what a
@@ -337,7 +341,7 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     for k, (v, layout) in enumerate(zip(m.inputs, m.layouts)):
         if inputs:
             x, kind = check_input(inputs[k], v, layout, k)
-            what = "%s, shape %s (%s)" % (inputs[k], _shape_text(caller_shape(v, layout)), _order(layout))
+            what = "%s, shape %s (%s)" % (inputs[k], _shape_text(caller_shape(v, layout)), _order(layout, v))
             if v.dtype == "i8" and kind == "f32":  # the codes the board would make (m.quantize)
                 x, kind = quantize(x, v.q), "i8"
                 what += ", real values quantized with the input's q=(%.9g, %d)" % v.q
@@ -414,7 +418,7 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
         out("input %d: %s" % (k, what))
     for i, (y, v, layout) in enumerate(real):
         out("output %d: shape %s (%s)%s: %s" % (
-            i, _shape_text(y.shape[1:]), _order(layout) if len(v.shape) == 3 else "vector",
+            i, _shape_text(y.shape[1:]), _order(layout, v) if len(v.shape) == 3 else "vector",
             ", int8 q=(%.9g, %d), dequantized" % (v.q[0], v.q[1]) if v.dtype == "i8" else "",
             np.array2string(y.reshape(-1), precision=5, threshold=24, max_line_width=10 ** 6)))
     out("class %d (argmax of output 0)" % int(np.argmax(real[0][0].reshape(-1))))

@@ -308,6 +308,7 @@ def test_run_float_model_too_big_to_count_with_the_gc_off(cli, tmp_path):
     path = os.path.join(GOLDEN, "tflm_mnist_lstm_float.mpyl")
     out = cli.ok("run", path, "--repeat", "1", "--output", tmp_path / "y.npy")
     assert "time per inference:" in out and "heap kept by the model:" in out, out
+    assert "shape (28, 28) (as stored)" in out, out  # a sequence, not an image: no H, W, C order
     line = [ln for ln in out.splitlines() if ln.startswith("allocated per inference:")]
     assert len(line) == 1 and "more than " in line[0] and "not measurable" in line[0], out
     assert int(line[0].split("more than ")[1].split()[0]) > 4 * 2 ** 20, line  # the heap's free bytes
