@@ -1,0 +1,18 @@
+"""The host's half of each op, one module per op as the runtime's rooms are (mpy_lazy/ops/,
+docs/OPS.md): op_<BUILTIN>(r) converts one TFLite operator into its line of the graph
+description and its tensors, computing the integer parameters as TensorFlow Lite Micro's
+Prepare does (host_tools.tflm). r is the reader (host_tools.tflite_import._Reader): the
+operator's tensors (ins, outs, value, data, tensor, qof, dtof, options), emit() for its graph
+line, add() for a tensor, err() for its refusal, and the helpers several ops share (_weighted,
+_padding, _act, _check_shifts). tflite_import.ROOMS maps each supported builtin to its module.
+Below: what the ops share with the reader."""
+import numpy as np
+
+INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
+HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
+          "convert with full-integer quantization or float weights")
+
+
+def check_scales(r, scales, w):
+    if w.dtype == np.int8 and (not len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)):
+        raise r.err("int8 weights need finite scales > 0")

@@ -1,0 +1,70 @@
+"""The host's half of elementwise activations: TFLite's LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU,
+HARD_SWISH (int8: a 256-entry table of TFLM's own integer results) (docs/OPS.md): converted from
+the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
+room mpy_lazy/ops/act.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+import numpy as np
+
+from .. import tflm
+
+
+def _lut(r, table, float_op, **attrs):
+    x = r.value(r.ins[0])
+    if r.qof(r.ins[0]) is None:
+        r.emit(float_op, [x], **attrs)
+        return
+    n = r.emit("lut", [x])
+    n.t["t"] = r.add("lut", np.array(table(), dtype=np.int8))
+
+
+def op_LOGISTIC(r):
+    _lut(r, lambda: tflm.logistic_table(*r.qof(r.ins[0])), "sigmoid")
+
+
+def op_TANH(r):
+    _lut(r, lambda: tflm.tanh_table(*r.qof(r.ins[0])), "tanh")
+
+
+def op_RELU(r):
+    def table():
+        (si, zi), (so, zo) = r.qof(r.ins[0]), r.qof(r.outs[0])
+        m, s = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+        return [max(zo, min(127, zo + tflm.mbqm(q - zi, m, s))) for q in range(-128, 128)]
+    _lut(r, table, "relu")
+
+
+def op_RELU6(r):
+    def table():
+        si, zi = r.qof(r.ins[0])
+        six = max(-128, min(127, tflm.tf_round(float(np.float32(6.0) / np.float32(si))) + zi))
+        return [min(max(q, zi), six) for q in range(-128, 128)]
+    _lut(r, table, "relu6")
+
+
+def op_LEAKY_RELU(r):
+    o = r.options("LeakyReluOptions")
+    alpha = float(o.Alpha())
+    if r.dtof(r.ins[0]) == "i16":
+        x = r.value(r.ins[0])
+        (si, _), (so, _) = r.qof(r.ins[0]), r.qof(r.outs[0])
+        r.emit("leakyrelu", [x], alpha=alpha, m=tflm.leaky_relu_params(si, so, alpha))
+        return
+
+    def table():
+        (si, zi), (so, zo) = r.qof(r.ins[0]), r.qof(r.outs[0])
+        mi, s_i, ma, sa = tflm.leaky_relu_params(si, so, alpha)
+        out = []
+        for q in range(-128, 128):
+            v = q - zi
+            v = tflm.mbqm(v, mi, s_i) if v >= 0 else (tflm.mbqm(v, abs(ma), sa) * (-1 if ma < 0 else 1))
+            out.append(max(-128, min(127, zo + v)))
+        return out
+    _lut(r, table, "leakyrelu", alpha=alpha)
+
+
+def op_HARD_SWISH(r):
+    def table():
+        try:
+            return tflm.hard_swish_table(*(r.qof(r.ins[0]) + r.qof(r.outs[0])))
+        except ValueError as e:
+            raise r.err(str(e))
+    _lut(r, table, "hardswish")

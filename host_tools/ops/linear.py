@@ -1,0 +1,48 @@
+"""The host's half of linear: TFLite's FULLY_CONNECTED (docs/OPS.md): converted from the model into
+the graph description, with TFLite Micro's Prepare parameters, for the runtime's room
+mpy_lazy/ops/linear.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+import numpy as np
+
+from ..ir import Node
+from . import check_scales
+
+
+def op_FULLY_CONNECTED(r):
+    x = r.value(r.ins[0])
+    r.x0 = x
+    w = r.data(r.ins[1])
+    if w is None or w.ndim != 2:
+        raise r.err("the weights must be a constant 2-D tensor")
+    o = r.options("FullyConnectedOptions")
+    if o is not None and o.WeightsFormat() != 0:
+        raise r.err("shuffled weights are not supported")
+    _, oshape, _, _, _, _ = r.tensor(r.outs[0])
+    if o is not None and o.KeepNumDims() and int(np.prod(oshape[:-1])) != 1:
+        raise r.err("keep_num_dims over several rows is not supported")
+    _, _, _, wscales, wzps, _ = r.tensor(r.ins[1])
+    if any(wzps):
+        raise r.err("weights with a non-zero zero point")
+    check_scales(r, wscales, w)
+    bias = r.data(r.ins[2]) if len(r.ins) > 2 and r.ins[2] >= 0 else None
+    if oshape[-1] != w.shape[0]:  # TFLM takes the output's last dimension as the output depth
+        raise r.err("output of shape %s for %d units" % (list(oshape), w.shape[0]))
+    xq, yq = r.qof(r.ins[0]), r.qof(r.outs[0])
+    if xq is not None and len(wscales) == 1 and bias is not None:  # TFLM's GetQuantizedConvolutionMultipler
+        bscales = r.tensor(r.ins[2])[3]
+        diff = abs(float(np.float32(xq[0])) * float(np.float32(wscales[0])) -
+                   (float(np.float32(bscales[0])) if len(bscales) else 0.0))
+        if diff / float(np.float32(yq[0])) > 0.02:
+            raise r.err("bias scale differs from input x weight scale by %.3g output steps (TFLM takes "
+                           "<= 0.02)" % (diff / float(np.float32(yq[0]))))
+    act = r._act(o.FusedActivationFunction() if o is not None else 0)
+    n = r._weighted("linear", r.qof(r.ins[0]), w, wscales, bias, r.qof(r.outs[0]), act,
+                       dict(out=w.shape[0]))
+    if r.ir.shapes[n.y] != (w.shape[0],):  # keep_num_dims: (1, out) and the like, one row
+        y = n.y
+        n.y = y + ".flat"
+        r.ir.shapes[n.y] = (int(w.shape[0]),)
+        if y in r.ir.q:
+            r.ir.q[n.y] = r.ir.q[y]
+        if y in r.ir.dtypes:
+            r.ir.dtypes[n.y] = r.ir.dtypes[y]
+        r.ir.nodes.append(Node("reshape", [n.y], y, r.what, shape=r.ir.shapes[y]))
