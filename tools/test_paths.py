@@ -3,9 +3,9 @@
 MicroPython's heap holds the checkout's, the temporary directory's and HOME's paths, so a test
 whose outcome depends on the heap's layout can pass in one folder and fail in another. This
 clones the repository's HEAD to directories whose paths are exactly 20, 35, 50, 65 and 80
-characters long (by default), and runs the heap-sensitive test files there (or TESTS) with
-HOME and pytest's temporary directory at lengths that differ from the checkout's. It prints
-one line per clone and exits non-zero if any run failed.
+characters long (by default), and runs the heap-sensitive test files there (or the pytest
+paths given: `tests` for all) with HOME and TMPDIR (pytest's temporary directories) at the
+other lengths. It prints one line per clone and exits non-zero if any run failed.
 
     python tools/test_paths.py [--lengths 20,35,50,65,80] [--keep] [pytest paths...]
 """
@@ -19,6 +19,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAP_TESTS = ["tests/host/test_lowmem.py", "tests/host/test_paths.py", "tests/host/test_arena_fragmentation.py",
               "tests/host/test_runtime_memory.py", "tests/runtime/test_graph_limits.py"]
+
+
+VENV = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))  # make test-paths: .venv
 
 
 def padded(base, length, tag):
@@ -38,15 +41,22 @@ def main(argv=None):
     base = tempfile.mkdtemp(prefix="mpl", dir="/tmp")
     failed = 0
     try:
-        for i, length in enumerate(int(n) for n in args.lengths.split(",")):
+        lengths = [int(n) for n in args.lengths.split(",")]
+        for i, length in enumerate(lengths):
             clone = padded(base, length, "c")
-            # HOME and the temporary directory: other lengths than the clone's, different each run
-            home = padded(base, 20 + (length * 7 + 11 * i) % 61, "h")
-            tmp = padded(base, 20 + (length * 13 + 5 * i) % 61, "t")
+            # HOME and the temporary directory: the lengths of the next clones (all three the
+            # same when one length is given)
+            home = padded(base, lengths[(i + 1) % len(lengths)], "h")
+            tmp = padded(base, lengths[(i + 2) % len(lengths)], "t")
             for d in (home, tmp):
                 shutil.rmtree(d, ignore_errors=True)
                 os.makedirs(d)
             subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
+            # the clone uses this venv (tests that run make find it set up): older inputs than
+            # its stamp, so make does not rebuild it
+            os.symlink(VENV, os.path.join(clone, ".venv"))
+            for name in ("pyproject.toml", "requirements-dev.txt"):
+                os.utime(os.path.join(clone, name), (0, 0))
             env = dict(os.environ, HOME=home, TMPDIR=tmp)
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                 "--basetemp", os.path.join(tmp, "pt")] + args.tests,
