@@ -405,7 +405,7 @@ def peer_table(rows, skipped, why):
     print("emulated Pico (rp2040js, 125 MHz): one inference between the same two marks, same .tflite, same input")
     if why:
         print("(TFLM columns skipped: %s; build the TFLM firmware with make tflm-pico: docs/FIRMWARE.md)" % why)
-    print("%-40s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
+    print("%-45s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
         "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)",
         "B/inf", "TFLM flash", "mpy-lazy flash"))
     missed = []
@@ -413,7 +413,7 @@ def peer_table(rows, skipped, why):
         t = r.get("tflm")
         same = r["out"] == r["wheel"] and (t is None or t["output"] == r["out"])
         ratio = r["cycles"] / t["cycles"] if t else None
-        print("%-40s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
+        print("%-45s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
             tflm_pico.label(r["name"]), r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
             "identical" if same else "DIFFER", t["arena_used"] if t else "-", "%d (%d)" % (r["kept"], r["arena"]),
             r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",

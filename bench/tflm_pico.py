@@ -217,6 +217,10 @@ def _tflm_ref():
     return tflm_ref
 
 
+def _short(data, n=24):
+    return data.hex() if len(data) <= n else "%s... (%d B)" % (data[:n].hex(), len(data))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/tflm_pico.py", description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", help=".tflite files (default: MLPerf Tiny's %s and person_detect)"
@@ -246,7 +250,7 @@ def main(argv=None):
                 want = (want[0] if isinstance(want, tuple) else want).tobytes()
                 same = "yes" if want == r["output"] else "NO"
                 rows.append((name, r, same))
-                print("%s: %d cycles, output %s, TFLM wheel %s" % (name, r["cycles"], r["output"].hex(), want.hex()),
+                print("%s: %d cycles, output %s, TFLM wheel %s" % (name, r["cycles"], _short(r["output"]), _short(want)),
                       flush=True)
     except TflmPicoError as e:
         print(e)
