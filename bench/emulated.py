@@ -1,14 +1,15 @@
 """`make bench-emulated`: mpy-lazy against TensorFlow Lite Micro, and cycles per multiply-accumulate,
 on the emulated Pico (rp2040js).
 
-First, the peer: the same .tflite files (MLPerf Tiny's own KWS, VWW, ResNet-8 and anomaly detector,
-tflite-micro's person_detect: bench/tflm_pico.py's peer_models) on the same int8 input (tests/tflm_ref.py's sample_inputs(path, 1,
-seed=3)) through mpy-lazy's firmware (thumb path) and TFLite Micro's C++ for the Pico
-(firmware/tflm_pico, bench/tflm_pico.py: CMSIS-NN, -O3, core 0), both timed between the same two
-marks (stores to 0x4005800C that the rp2040js runners record: one m(x) against one Invoke()), the
-outputs compared byte for byte; one table of cycles, their ratio, RAM (TFLM's arena_used_bytes()
-against the heap mpy-lazy keeps after its first inference, gc.mem_alloc deltas, and its arena),
-bytes allocated per inference and flash (firmware + model on each side). TFLM_PICO_UF2 names the
+First, the peer: the same .tflite files (MLPerf Tiny's own KWS, VWW, ResNet-8 and anomaly
+detector, tflite-micro's person_detect: bench/tflm_pico.py's peer_models) on the same int8 input
+(tests/tflm_ref.py's sample_inputs(path, 1, seed=3)) through mpy-lazy's firmware (thumb path, one
+boot per model) and TFLite Micro's C++ for the Pico (firmware/tflm_pico, bench/tflm_pico.py:
+CMSIS-NN, -O3, core 0), both timed between the same two marks (stores to 0x4005800C that the
+rp2040js runners record: one m(x) against one Invoke()), the outputs compared byte for byte;
+one table of cycles, their ratio, RAM (TFLM's arena_used_bytes() against the heap mpy-lazy keeps
+after its first inference, gc.mem_alloc deltas, and its arena), bytes allocated per inference and
+flash (firmware + model on each side). TFLM_PICO_UF2 names the
 TFLM firmware (`make tflm-pico`: bench/tflm_pico_build.py, firmware/tflm_pico/NOTES.md); without it
 the peer's columns are skipped. VWW, ResNet-8 and the anomaly detector come from MLPERF_TINY_DIR
 (a mlcommons/tiny checkout; KWS's file is in tests/golden/thirdparty), person_detect from
@@ -405,7 +406,7 @@ def peer_table(rows, skipped, why):
     print("emulated Pico (rp2040js, 125 MHz): one inference between the same two marks, same .tflite, same input")
     if why:
         print("(TFLM columns skipped: %s; build the TFLM firmware with make tflm-pico: docs/FIRMWARE.md)" % why)
-    print("%-40s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
+    print("%-45s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
         "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)",
         "B/inf", "TFLM flash", "mpy-lazy flash"))
     missed = []
@@ -413,7 +414,7 @@ def peer_table(rows, skipped, why):
         t = r.get("tflm")
         same = r["out"] == r["wheel"] and (t is None or t["output"] == r["out"])
         ratio = r["cycles"] / t["cycles"] if t else None
-        print("%-40s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
+        print("%-45s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
             tflm_pico.label(r["name"]), r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
             "identical" if same else "DIFFER", t["arena_used"] if t else "-", "%d (%d)" % (r["kept"], r["arena"]),
             r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",

@@ -45,7 +45,8 @@ HARNESS_DIR = os.path.join(ROOT, "firmware", "rp2040js")
 MLPERF_TINY = (
     ("kws_ref_model", "MLPerf Tiny KWS", "keyword_spotting/trained_models/kws_ref_model.tflite"),
     ("vww_96_int8", "MLPerf Tiny VWW", "visual_wake_words/trained_models/vww_96_int8.tflite"),
-    ("pretrainedResnet_quant", "MLPerf Tiny ResNet-8", "image_classification/trained_models/pretrainedResnet_quant.tflite"),
+    ("pretrainedResnet_quant", "MLPerf Tiny ResNet-8",
+     "image_classification/trained_models/pretrainedResnet_quant.tflite"),
     ("ad01_int8", "MLPerf Tiny AD", "anomaly_detection/trained_models/ad01_int8.tflite"),
 )
 MLPERF_TINY_TESTED = "1afd2c9820f795965a6134facd0b4dfae41ef23f"
@@ -217,6 +218,10 @@ def _tflm_ref():
     return tflm_ref
 
 
+def _short(data, n=24):
+    return data.hex() if len(data) <= n else "%s... (%d B)" % (data[:n].hex(), len(data))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench/tflm_pico.py", description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", help=".tflite files (default: MLPerf Tiny's %s and person_detect)"
@@ -246,8 +251,8 @@ def main(argv=None):
                 want = (want[0] if isinstance(want, tuple) else want).tobytes()
                 same = "yes" if want == r["output"] else "NO"
                 rows.append((name, r, same))
-                print("%s: %d cycles, output %s, TFLM wheel %s" % (name, r["cycles"], r["output"].hex(), want.hex()),
-                      flush=True)
+                print("%s: %d cycles, output %s, TFLM wheel %s" % (name, r["cycles"], _short(r["output"]),
+                                                                     _short(want)), flush=True)
     except TflmPicoError as e:
         print(e)
         return 1

@@ -10,6 +10,7 @@ picotoolConfig.cmake), cmake, make and arm-none-eabi-gcc; leaves DIR/tflm_pico.u
 (TFLM_PICO_UF2). Core 0 only unless --dual-core (a real Pico: rp2040js does not emulate core 1);
 the ELF is checked either way. Steps and versions: docs/FIRMWARE.md, firmware/tflm_pico/NOTES.md."""
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -49,8 +50,14 @@ def _step(cmd, log, what):
     if r.returncode:
         with open(log) as f:
             lines = f.read().splitlines()
-        errors = [ln.strip() for ln in lines if re.search(r"CMake Error|error:|Error \d", ln)]
-        why = errors[0] if errors else (lines[-1].strip() if lines else "exit status %d" % r.returncode)
+        first = [i for i, ln in enumerate(lines) if re.search(r"CMake Error|error:|Error \d", ln)]
+        if not first:
+            why = lines[-1].strip() if lines else "exit status %d" % r.returncode
+        else:  # with CMake's message, the indented lines after "CMake Error at ...:"
+            i = first[0]
+            more = [ln.strip() for ln in itertools.takewhile(lambda ln: ln.startswith(" ") or not ln.strip(),
+                                                              lines[i + 1:i + 12]) if ln.strip()]
+            why = " ".join([lines[i].strip()] + more) if lines[i].startswith("CMake Error") else lines[i].strip()
         raise TflmPicoError("tflm_pico: %s failed: %s (full log: %s)" % (what, why[:400], log))
 
 
@@ -75,7 +82,8 @@ def build(build_dir, tflmicro_dir=None, sdk_dir=None, picotool_dir=None, dual_co
     _need(tflmicro_dir, "tflm_pico: PICO_TFLMICRO_DIR is not set: a checkout of "
                         "https://github.com/raspberrypi/pico-tflmicro at %s" % PICO_TFLMICRO_TESTED[:8])
     _need(os.path.isfile(os.path.join(tflmicro_dir, "src", "tensorflow", "lite", "micro", "micro_interpreter.h")),
-          "tflm_pico: PICO_TFLMICRO_DIR=%s is not a pico-tflmicro checkout (no src/tensorflow/lite/micro/)" % tflmicro_dir)
+          "tflm_pico: PICO_TFLMICRO_DIR=%s is not a pico-tflmicro checkout (no src/tensorflow/lite/micro/)"
+          % tflmicro_dir)
     _need(sdk_dir, "tflm_pico: PICO_SDK_PATH is not set: a pico-sdk %s checkout (e.g. a MicroPython v1.28.0 "
                    "checkout's lib/pico-sdk)" % PICO_SDK_TESTED)
     _need(os.path.isfile(os.path.join(sdk_dir, "pico_sdk_init.cmake")),
@@ -85,9 +93,11 @@ def build(build_dir, tflmicro_dir=None, sdk_dir=None, picotool_dir=None, dual_co
           "(docs/FIRMWARE.md, RP2040 section; else pico-sdk would try to download it)" % PICO_SDK_TESTED)
     head, version = _git_head(tflmicro_dir), _sdk_version(sdk_dir)
     if head != PICO_TFLMICRO_TESTED:
-        print("tflm_pico: note: pico-tflmicro at %s, tested at %s" % (head, PICO_TFLMICRO_TESTED[:8]), file=sys.stderr)
+        print("tflm_pico: note: pico-tflmicro at %s, tested at %s" % (head or "an unknown commit (no git checkout)",
+                                                                     PICO_TFLMICRO_TESTED[:8]), file=sys.stderr)
     if version != PICO_SDK_TESTED:
-        print("tflm_pico: note: pico-sdk %s, tested with %s" % (version, PICO_SDK_TESTED), file=sys.stderr)
+        print("tflm_pico: note: pico-sdk %s, tested with %s" % (version or "of unknown version", PICO_SDK_TESTED),
+              file=sys.stderr)
 
     build_dir = os.path.abspath(build_dir)
     os.makedirs(build_dir, exist_ok=True)
