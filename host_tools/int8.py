@@ -401,6 +401,10 @@ def _gru(n, src, g, ranges):
         bias = np.concatenate([tflm.fold_input_zero_point(bx, wq, 0, z_x), bh.astype(np.int32)])
     except ValueError as e:
         raise PackError("%s: %s" % (n.src, e))
+    worst = np.abs(bh) + 32768 * np.abs(rq.astype(np.int64)).sum(axis=1)  # h int16: r h's accumulators
+    if np.max(worst) > 2 ** 31 - 1:
+        raise PackError("%s: the int32 accumulator of the recurrent products could overflow (hidden size %d)"
+                        % (n.src, hid))
     m = []
     for s_in, scales in ((s_x, ws), (tflm.GATE_OUT, rs)):
         ms = [tflm.quantize_multiplier(float(np.float32(tflm.f32(s_in)) * np.float32(tflm.f32(s))) / tflm.GATE_SCALE)
