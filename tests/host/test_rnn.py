@@ -351,6 +351,25 @@ def test_gru_container_holds_its_weights_once(tmp_path):
         assert graph_ops(mpy_lazy.open((tmp_path / (name + ".mpyl")).read_bytes()).meta["graph"]).count("gru") == 1
 
 
+def test_int8_gru_whose_recurrent_sums_could_overflow_is_refused(tmp_path, cli):
+    """int8: h is int16, so r h sums up to 32768 x sum |r| per row: a GRU where that could leave
+    int32 (hidden size 520, every recurrent weight alike) is refused in one line naming the node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    hid = 520
+    inits = [numpy_helper.from_array(np.full((1, 3 * hid, k), 0.01, np.float32), n) for n, k in (("W", I), ("R", hid))]
+    node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="the_gru", hidden_size=hid, linear_before_reset=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, I])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 1, hid])], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.random.default_rng(0).standard_normal((10, 2, I)).astype(np.float32))
+    line = cli.fails("pack", path, "-o", tmp_path / "m.mpyl", "--quantize", "int8", "--calibrate", cal)
+    assert "the_gru" in line and "recurrent products could overflow" in line, line
+    assert not (tmp_path / "m.mpyl").exists()
+
+
 def test_float_tflite_lstm_quantized_as_tflite_converter(tmp_path):
     """The float MNIST LSTM of tflite-micro (tests/golden/thirdparty) packed `--quantize int8`:
     its LSTM weights are the int8 codes of TFLite's converter's own int8 model of it (each gate's
