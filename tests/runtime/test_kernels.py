@@ -1590,6 +1590,62 @@ def test_float_tconv():
                check._Env((slot.b,)))
 
 
+def test_float_gru():
+    """The float GRU record (kind fgru) against torch's GRU equations written out here (gates
+    z, r, n; r on the hidden state's n product and its bias, linear_before_reset=1), over T
+    steps from a zero state (FLAGS 1) or from the state the last run left (FLAGS 0: run twice);
+    the record passes its room's check; y and h within float32 rounding."""
+    from mpy_lazy.ops import gru as room
+
+    def sig(v):
+        return 1.0 / (1.0 + math.exp(-v))
+
+    r = Lcg(71)
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 4), r.int(1, 6), r.int(1, 5)
+        keep = case % 2
+        W = [[r.int(-64, 64) / 64.0 for _ in range(nin)] for _ in range(3 * hid)]
+        R = [[r.int(-64, 64) / 64.0 for _ in range(hid)] for _ in range(3 * hid)]
+        b = [r.int(-64, 64) / 32.0 for _ in range(6 * hid)]
+        x = [r.int(-64, 64) / 16.0 for _ in range(steps * nin)]
+        h0 = [r.int(-32, 32) / 32.0 for _ in range(hid)] if keep else [0.0] * hid
+        h, ys = list(h0), []
+        for _ in range(2 if keep else 1):
+            ys = []
+            for t in range(steps):
+                xt = x[t * nin:(t + 1) * nin]
+                gx = [b[o] + sum(W[o][i] * xt[i] for i in range(nin)) for o in range(3 * hid)]
+                gh = [b[3 * hid + o] + sum(R[o][i] * h[i] for i in range(hid)) for o in range(3 * hid)]
+                new = []
+                for j in range(hid):
+                    z = sig(gx[j] + gh[j])
+                    rg = sig(gx[hid + j] + gh[hid + j])
+                    n = math.tanh(gx[2 * hid + j] + rg * gh[2 * hid + j])
+                    new.append((1 - z) * n + z * h[j])
+                h = new
+                ys += h
+        slot = Slot()
+        wo, ro = slot.add([v for row in W for v in row], "f"), slot.add([v for row in R for v in row], "f")
+        bo = slot.add(b, "f")
+        xo, yo, ho = 1, 2 + steps * nin, 3 + steps * (nin + hid)  # word offsets (guard words between)
+        so = ho + hid + 1
+        n = so + 6 * hid + 1
+        fields = [steps, nin, hid, 0, 4 * xo, 4 * yo, 4 * ho, 0 if keep else 1, 4 * so, 0, wo, 0, ro, 0, bo]
+        P = record(kinds.FGRU, fields)
+        room.check(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
+        E = FloatEnv(n, slot.b)
+        for i in range(len(x)):
+            E.af[xo + i] = x[i]
+        for j in range(hid):
+            E.af[ho + j] = h0[j]
+        E.af[yo - 1], E.af[ho - 1] = 7.5, -7.5  # guards: written by no one
+        for _ in range(2 if keep else 1):
+            room.fgru(E, P, 0)
+        assert E.af[yo - 1] == 7.5 and E.af[ho - 1] == -7.5, case
+        for got, want in [(E.af[yo + i], ys[i]) for i in range(len(ys))] + [(E.af[ho + j], h[j]) for j in range(hid)]:
+            assert abs(got - want) <= 1e-5 * (1 + abs(want)), (case, got, want)
+
+
 # --- kernel paths, f16 -------------------------------------------------------------------------
 
 def test_paths():
