@@ -1,5 +1,6 @@
-# The recurrent ops' viper kernels (LSTM, GRU, SVDF): those of mpy_lazy/ops/lstm.py, gru.py and svdf.py (the same records,
-# the same integers) as integer-only native code, allocating nothing; _viper.py's rules hold here.
+# The recurrent ops' viper kernels (LSTM, GRU, SVDF): those of mpy_lazy/ops/lstm.py, gru.py and
+# svdf.py (the same records, the same integers) as integer-only native code, allocating nothing;
+# _viper.py's rules hold here.
 # Imported only by a program that has such a record (kernels.table).
 import micropython
 

@@ -114,9 +114,10 @@ def _ops(key, crnns, kind="f32"):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_graphs(crnns, name):
-    """Both exporters give one graph; an LSTM or GRU is one op (f32 and int8); handing a sequence between a Conv1d and an RNN (either
-    way, batch first or time major) moves no byte; a Conv2d front end's frames are one
-    transpose from its channels-last image; a Linear on every frame is a 1x1 conv."""
+    """Both exporters give one graph; an LSTM or GRU is one op (f32 and int8); handing a
+    sequence between a Conv1d and an RNN (either way, batch first or time major) moves no byte;
+    a Conv2d front end's frames are one transpose from its channels-last image; a Linear on
+    every frame is a 1x1 conv."""
     ops = {e: _ops("%s-%s" % (name, e), crnns) for e in ("ts", "dynamo")}
     assert ops["ts"] == ops["dynamo"], ops
     ops = ops["ts"]
