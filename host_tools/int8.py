@@ -325,17 +325,20 @@ def quantize(graph, ranges):
             q[n.y] = q[n.x[0]]
         else:
             q[n.y] = qparams(*ranges[n.y])
-        new = _lstm(n, graph, out, ranges) if n.op == "lstm" else _node(n, graph, out)
+        if n.op in _RECURRENT:
+            new = _RECURRENT[n.op](n, graph, out, ranges)
+        else:
+            new = _node(n, graph, out)
         out.nodes += new if isinstance(new, list) else [new]
     return out
 
 
 def _gate_weights(w, hid):
-    """An LSTM's [4H, n] float weights as int8 codes, each gate's H rows symmetric per tensor
-    as TFLite's converter quantizes an LSTM's eight weight tensors (narrow range, max |w| /
-    127), and the four scales."""
+    """An LSTM's [4H, n] (a GRU's [3H, n]) float weights as int8 codes, each gate's H rows
+    symmetric per tensor as TFLite's converter quantizes an LSTM's eight weight tensors (narrow
+    range, max |w| / 127), and the gates' scales."""
     codes, scales = [], []
-    for g in range(4):
+    for g in range(len(w) // hid):
         block = np.asarray(w[g * hid:(g + 1) * hid], np.float64)
         top = float(np.max(np.abs(block)))
         s = tflm.f32(top / 127.0) if top > 0 else 1.0
@@ -377,6 +380,51 @@ def _lstm(n, src, g, ranges):
     new.t["t"] = g.add_tensor(n.y + ".sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16)
                               .view(np.int16))
     return new
+
+
+def _gru(n, src, g, ranges):
+    """The int8 gru of a float one (mpy_lazy/ops/gru.py; TFLite has no GRU: built as its LSTM
+    is quantized): int8 weights symmetric per gate, the input products' int32 biases at input
+    scale x weight scale (x's zero point folded in), the hidden state int16 Q0.15 (zero point 0:
+    the recurrent biases at 2**-15 x weight scale), every product requantized to Q3.12, y on
+    its calibrated quantization."""
+    q = g.q
+    hid = n.attrs["out"]
+    (s_x, z_x), (s_y, _) = q[n.x[0]], q[n.y]
+    w, r = src.tensors[n.t["w"]], src.tensors[n.t["r"]]
+    wq, ws = _gate_weights(w, hid)
+    rq, rs = _gate_weights(r, hid)
+    b = np.asarray(src.tensors[n.t["b"]], np.float64)
+    bx = _bias_codes(n, b[:3 * hid], float(s_x) * np.repeat(np.asarray(ws, np.float64), hid), w)
+    bh = _bias_codes(n, b[3 * hid:], tflm.GATE_OUT * np.repeat(np.asarray(rs, np.float64), hid), r)
+    try:
+        bias = np.concatenate([tflm.fold_input_zero_point(bx, wq, 0, z_x), bh.astype(np.int32)])
+    except ValueError as e:
+        raise PackError("%s: %s" % (n.src, e))
+    worst = np.abs(bh) + 32768 * np.abs(rq.astype(np.int64)).sum(axis=1)  # h int16: r h's accumulators
+    if np.max(worst) > 2 ** 31 - 1:
+        raise PackError("%s: the int32 accumulator of the recurrent products could overflow (hidden size %d)"
+                        % (n.src, hid))
+    m = []
+    for s_in, scales in ((s_x, ws), (tflm.GATE_OUT, rs)):
+        ms = [tflm.quantize_multiplier(float(np.float32(tflm.f32(s_in)) * np.float32(tflm.f32(s))) / tflm.GATE_SCALE)
+              for s in scales]
+        m += [v for v, _ in ms for _ in range(hid)] + [e for _, e in ms for _ in range(hid)]
+    m += list(tflm.quantize_multiplier(tflm.GATE_OUT / tflm.f32(s_y)))
+    new = Node("gru", n.x, n.y, n.src, **n.attrs)
+    for key, arr, scales in (("w", wq, ws), ("r", rq, rs)):
+        new.t[key] = n.t[key]
+        g.tensors[n.t[key]] = arr
+        g.wquant[n.t[key]] = (np.repeat(np.asarray(scales, np.float32), hid), 0)
+    new.t["b"] = n.t["b"]
+    g.tensors[n.t["b"]] = bias
+    new.t["m"] = g.add_tensor(n.y + ".requant", np.array(m, dtype=np.int32))
+    new.t["t"] = g.add_tensor(n.y + ".sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16)
+                              .view(np.int16))
+    return new
+
+
+_RECURRENT = {"lstm": _lstm, "gru": _gru}
 
 
 def _weights(w, axis):

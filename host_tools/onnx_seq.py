@@ -18,9 +18,11 @@ max over time is one pooling op.
 - LSTM becomes the `lstm` op (one layer, forward, gates reordered from ONNX's i, o, f, c to
   i, f, c, o; the two biases added), its state zero at every call (ONNX has no state across
   runs); torch's stacked layers are LSTM nodes one after the other. Y_h is Y's last row.
-- GRU has no TFLite builtin (no int8 kernel to match): it is unrolled over its T steps into
-  graph ops (slice, linear, add, sub, mul, sigmoid, tanh, concat), which the int8 pipeline
-  quantizes like any other ops (their activations calibrated, sigmoid and tanh tables).
+- GRU (torch's, linear_before_reset=1) becomes the `gru` op (one layer, forward, gates z, r, n
+  as ONNX's, its weights stored once), its state zero at every call; TFLite has no GRU builtin:
+  its int8 version is built as TFLM's integer LSTM (host_tools/int8.py, mpy_lazy/ops/gru.py).
+  linear_before_reset=0 (ONNX's default, which torch never exports) is unrolled over its T steps
+  into graph ops (slice, linear, add, sub, mul, sigmoid, tanh, concat).
 Anything else (bidirectional or reverse, peepholes, an initial state that is not zero, other
 activations, clip, Y_c read) raises PackError naming the node."""
 import numpy as np
@@ -575,11 +577,30 @@ class SequenceOps:
         self._rnn_outputs(y, t, hid, last)
 
     def op_GRU(self, a):
-        """Unrolled: per step z = sigmoid(Wz x + Rz h + bz), r = sigmoid(Wr x + Rr h + br),
-        n = tanh(Wn x + Wbn + r (Rn h + Rbn)) (linear_before_reset=1; 0: Rn (r h) + Rbn),
-        h = n + z (h - n); the first step has h = 0."""
+        """torch's GRU (linear_before_reset=1) becomes the `gru` op (gates z, r, n as ONNX's;
+        b the input's biases then the hidden state's); linear_before_reset=0 is unrolled."""
         x, w, r, wb, rb, hid = self._rnn_common(a, 3, "GRU")
-        lbr = a.get("linear_before_reset", 0)
+        if not a.get("linear_before_reset", 0):
+            return self._gru_unrolled(x, w, r, wb, rb, hid)
+        t = self.ir.shapes[x][0]
+        y = self.node.output[0] or "gru%d" % len(self.ir.nodes)
+        self.emit("gru", [x], y, (t, hid), "seq",
+                  {"w": (self.node.input[1], w.astype(np.float32)),
+                   "r": (self.node.input[2], r.astype(np.float32)),
+                   "b": (y + ".bias", np.concatenate([wb, rb]).astype(np.float32))}, out=hid)
+
+        def last():
+            row = y + ".last"
+            if row not in self.ir.shapes:
+                self.emit("slice", [y], row, (1, hid), "seq", begin=(t - 1, 0), end=(t, hid))
+            return row
+
+        self._rnn_outputs(y, t, hid, last)
+
+    def _gru_unrolled(self, x, w, r, wb, rb, hid):
+        """linear_before_reset=0 (ONNX's default; torch never exports it), unrolled: per step
+        z = sigmoid(Wz x + Rz h + bz), r = sigmoid(Wr x + Rr h + br), n = tanh(Wn x + Wbn +
+        Rn (r h) + Rbn), h = n + z (h - n); the first step has h = 0."""
         t = self.ir.shapes[x][0]
         name = self.node.output[0] or "gru%d" % len(self.ir.nodes)
         nin = self.ir.shapes[x][1]
@@ -604,39 +625,22 @@ class SequenceOps:
         h = None
         for step in range(t):
             xt = op("slice", [x], (1, nin), begin=(step, 0), end=(step + 1, nin))
-            if h is None and not lbr:  # h = 0: n's recurrent term is Rbn alone
-                bx = bias_x + np.concatenate([np.zeros(h2), rb[h2:]])
-            else:
-                bx = bias_x
+            bx = bias_x + np.concatenate([np.zeros(h2), rb[h2:]]) if h is None else bias_x  # h = 0: Rbn alone
             gx = op("linear", [xt], (3 * hid,), {"w": (v("w"), w.astype(np.float32)),
                                                   "b": (v("b"), bx.astype(np.float32))}, out=3 * hid)
             if h is None:
                 zr = op("sigmoid", [part(gx, 0, h2)], (h2,))
-                z, rg = part(zr, 0, hid), part(zr, hid, h2)
-                if lbr:  # r x Rbn: a per-feature scale
-                    rn = op("depthwise", [rg], (hid,), {"w": (v("w"), rb[h2:].astype(np.float32).reshape(1, 1, 1, hid))},
-                            k=(1, 1))
-                    n = op("tanh", [op("add", [part(gx, h2, 3 * hid), rn], (hid,))], (hid,))
-                else:
-                    n = op("tanh", [part(gx, h2, 3 * hid)], (hid,))
+                z = part(zr, 0, hid)
+                n = op("tanh", [part(gx, h2, 3 * hid)], (hid,))
                 h = op("sub", [n, op("mul", [z, n], (hid,))], (hid,))  # (1 - z) n
             else:
-                if lbr:
-                    gh = op("linear", [h], (3 * hid,), {"w": (v("w"), r.astype(np.float32)),
-                                                         "b": (v("b"), np.concatenate([np.zeros(h2), rb[h2:]])
-                                                               .astype(np.float32))}, out=3 * hid)
-                    zr = op("sigmoid", [op("add", [part(gx, 0, h2), part(gh, 0, h2)], (h2,))], (h2,))
-                    z, rg = part(zr, 0, hid), part(zr, hid, h2)
-                    n = op("tanh", [op("add", [part(gx, h2, 3 * hid), op("mul", [rg, part(gh, h2, 3 * hid)], (hid,))],
-                                       (hid,))], (hid,))
-                else:
-                    gh = op("linear", [h], (h2,), {"w": (v("w"), r[:h2].astype(np.float32))}, out=h2)
-                    zr = op("sigmoid", [op("add", [part(gx, 0, h2), gh], (h2,))], (h2,))
-                    z, rg = part(zr, 0, hid), part(zr, hid, h2)
-                    rh = op("linear", [op("mul", [rg, h], (hid,))], (hid,),
-                            {"w": (v("w"), r[h2:].astype(np.float32)), "b": (v("b"), rb[h2:].astype(np.float32))},
-                            out=hid)
-                    n = op("tanh", [op("add", [part(gx, h2, 3 * hid), rh], (hid,))], (hid,))
+                gh = op("linear", [h], (h2,), {"w": (v("w"), r[:h2].astype(np.float32))}, out=h2)
+                zr = op("sigmoid", [op("add", [part(gx, 0, h2), gh], (h2,))], (h2,))
+                z, rg = part(zr, 0, hid), part(zr, hid, h2)
+                rh = op("linear", [op("mul", [rg, h], (hid,))], (hid,),
+                        {"w": (v("w"), r[h2:].astype(np.float32)), "b": (v("b"), rb[h2:].astype(np.float32))},
+                        out=hid)
+                n = op("tanh", [op("add", [part(gx, h2, 3 * hid), rh], (hid,))], (hid,))
                 h = op("add", [n, op("mul", [z, op("sub", [h, n], (hid,))], (hid,))], (hid,))
             hs.append(h)
         flat = hs[0] if t == 1 else op("concat", hs, (t * hid,))

@@ -634,6 +634,47 @@ def lstm(ins, kv, qin, tensors, state):
     return np.array(ys)
 
 
+def gru(ins, kv, qin, tensors, state):
+    """One GRU layer over the rows of x (gates z, r, n; linear_before_reset=1). Float:
+    z, r = sigmoid(W x + bx + R h + bh), n = tanh(Wn x + bxn + r (Rn h + bhn)), h = n + z (h - n).
+    int8 (mpy_lazy/ops/gru.py): each product requantized to int16 Q3.12 apart, the gates through
+    TFLM's int16 sigmoid/tanh (Q0.15), h int16 Q0.15, y h requantized to int8."""
+    x = ins[0]
+    hid = kv["out"]
+    h3 = 3 * hid
+    key = kv["y"]
+    int8 = "q" in kv
+    dt = np.int64 if int8 else np.float64
+    w, r, b = (_t(tensors, kv[k], dt) for k in ("w", "r", "b"))
+    h = np.zeros(hid, dt)
+    if kv.get("state") == "keep" and key in state:
+        h = state[key]
+    ys = []
+    if not int8:
+        for xt in x:
+            gx, gh = w @ xt + b[:h3], r @ h + b[h3:]
+            z, rg = _sig(gx[:hid] + gh[:hid]), _sig(gx[hid:2 * hid] + gh[hid:2 * hid])
+            n = np.tanh(gx[2 * hid:] + rg * gh[2 * hid:])
+            h = n + z * (h - n)
+            ys.append(h)
+    else:
+        m = _t(tensors, kv["m"], np.int64)
+        table = _t(tensors, kv["t"], np.int64) & 0xFFFF
+        mx, sx, mh, sh = (m[k * h3:(k + 1) * h3] for k in range(4))  # per row
+        zy = kv["q"][1]
+        for xt in x:
+            gx = np.clip(mbqm_np(_wrap32(b[:h3] + w @ xt), mx, sx), -32768, 32767)
+            gh = np.clip(mbqm_np(_wrap32(b[h3:] + r @ h), mh, sh), -32768, 32767)
+            zr = _sigmoid_q15(3 * np.clip(gx[:2 * hid] + gh[:2 * hid], -32768, 32767), table)
+            z, rg = zr[:hid], zr[hid:]
+            n = _tanh_q15(3 * np.clip(gx[2 * hid:] + rdbpot_np(rg * gh[2 * hid:], 15), -32768, 32767), table)
+            h = np.clip(n + rdbpot_np(z * (h - n), 15), -32768, 32767)
+            ys.append(np.clip(zy + mbqm_np(h, m[4 * h3], m[4 * h3 + 1]), -128, 127))
+    if kv.get("state") == "keep":
+        state[key] = h
+    return np.array(ys)
+
+
 def svdf(ins, kv, qin, tensors, state):
     """TFLM's integer SVDF: the state (F filters x memory steps, initially its zero point) moves
     one step; each filter's newest entry is its feature product requantized, saturated to the
@@ -661,14 +702,14 @@ def svdf(ins, kv, qin, tensors, state):
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
 
 
-_STATEFUL = ("lstm", "svdf")
+_STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
     "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
-    "lstm": lstm, "svdf": svdf,
+    "lstm": lstm, "gru": gru, "svdf": svdf,
     "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
     "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),

@@ -52,6 +52,50 @@ def mbqm(x, m, s):
     return rdbpot(srdhm(x, m), -s)
 
 
+# --- TFLM's int16 activations (the int8 LSTM's and GRU's gates) and its float logistic -----
+
+def sat16(v):
+    return -32768 if v < -32768 else (32767 if v > 32767 else v)
+
+
+def sigmoid16(v, t):
+    """TFLM's int16 Logistic of v = 3 x (Q3.12 input) by the table: Q0.15 out."""
+    u = -v if v < 0 else v
+    uh = u >> 9
+    if uh >= 255:
+        r = 0x7FFF << 10
+    else:
+        ua = t[uh]
+        r = (ua << 9) + (u & 0x1FF) * (t[uh + 1] - ua)
+    r = r + 512 if v >= 0 else (1 << 25) - r + 511
+    return r >> 10
+
+
+def tanh16(v, t):
+    """TFLM's int16 Tanh of v (the input already scaled to 3 x Q3.12) by the table: Q0.15."""
+    u = -v if v < 0 else v
+    uh = u >> 8
+    if uh >= 255:
+        r = 0xFFFF << 8
+    else:
+        ua = t[uh]
+        r = (ua << 8) + (u & 0xFF) * (t[uh + 1] - ua)
+    r = r - (1 << 23) + 128 if v >= 0 else (1 << 23) + 127 - r
+    return r >> 8
+
+
+def sigmoid(v):
+    """The logistic function as TFLM's reference Logistic (float; math imported here: the
+    integer programs never need it)."""
+    import math
+
+    if v > 16.619047164916992:  # TFLM's reference Logistic
+        return 1.0
+    if v < -9.0:
+        return math.exp(v)
+    return 1.0 / (1.0 + math.exp(-v))
+
+
 # 16x8 conv / depthwise record (kinds conv16, dw16): the conv record with int16 values (XO, YO
 # in bytes), 27 ACC64 (1: TFLM's int64 accumulator and its int64 MultiplyByQuantizedMultiplier,
 # for int64 biases; 0: int32 ones, for int32 biases; ZX is 0) and ACC holding RP * OC

@@ -1,5 +1,6 @@
-# The recurrent ops' viper kernels (LSTM, SVDF): those of mpy_lazy/ops/lstm.py and svdf.py (the same records,
-# the same integers) as integer-only native code, allocating nothing; _viper.py's rules hold here.
+# The recurrent ops' viper kernels (LSTM, GRU, SVDF): those of mpy_lazy/ops/lstm.py, gru.py and
+# svdf.py (the same records, the same integers) as integer-only native code, allocating nothing;
+# _viper.py's rules hold here.
 # Imported only by a program that has such a record (kernels.table).
 import micropython
 
@@ -335,3 +336,166 @@ def svdf(E, P, k: int):
     wk[5] = 127
     wk[6] = 1
     requant(accb, rec + 60, arena, W)
+
+
+@micropython.viper
+def _sigmoid16(v: int, tab) -> int:
+    # TFLM's int16 Logistic of v (3 x a Q3.12 input) by the uint16 table at tab: Q0.15
+    t = ptr16(tab)
+    u = v
+    if u < 0:
+        u = 0 - u
+    uh = u >> 9
+    if uh >= 255:
+        r = 0x7FFF << 10
+    else:
+        ua = int(t[uh])
+        r = (ua << 9) + (u & 0x1FF) * (int(t[uh + 1]) - ua)
+    if v >= 0:
+        r += 512
+    else:
+        r = 33554943 - r  # 2**25 + 511 - r
+    return r >> 10
+
+
+@micropython.viper
+def _tanh16(v: int, tab) -> int:
+    # TFLM's int16 Tanh of v (3 x a Q3.12 input) by the same table: Q0.15
+    t = ptr16(tab)
+    u = v
+    if u < 0:
+        u = 0 - u
+    uh = u >> 8
+    if uh >= 255:
+        r = 0xFFFF << 8
+    else:
+        ua = int(t[uh])
+        r = (ua << 8) + (u & 0xFF) * (int(t[uh + 1]) - ua)
+    if v >= 0:
+        r = r - 8388480  # - 2**23 + 128
+    else:
+        r = 8388735 - r  # 2**23 + 127 - r
+    return r >> 8
+
+
+@micropython.viper
+def _half(x: int) -> int:
+    # rdbpot(x, 15): x / 2**15 rounded half away from zero (TFLM's RoundingDivideByPOT)
+    t = 16383
+    if x < 0:
+        t = 16384
+    q = x >> 15
+    if (x & 32767) > t:
+        q += 1
+    return q
+
+
+@micropython.viper
+def gru(E, P, k: int):
+    # see ops/gru.py's gru. Per step: x_t and h (int16) become int32 columns; the 3H rows of
+    # w . x_t and of r . h are dot products (_dots) requantized to int16 by requant() with a
+    # multiplier per row; the gates and the new h follow per unit; y's row is h requantized
+    # to int8 by one more requant().
+    arena = uint(ptr8(E.A))
+    B = E.B
+    W = E.W
+    wk = ptr32(W)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    sg = 1
+    sg <<= 31
+    steps = int(pp[2])
+    nin = int(pp[3])
+    hid = int(pp[4])
+    h3 = 3 * hid
+    zy = int((pp[5] ^ sg) - sg)
+    xo = int(pp[6])
+    yo = int(pp[7])
+    h16 = ptr16(arena + pp[8])
+    colx = arena + pp[10]
+    colh = colx + 4 * nin
+    accb = colh + 4 * hid
+    acc = ptr32(accb)
+    gxb = accb + 4 * h3
+    gx = ptr16(gxb)
+    ghb = gxb + 2 * h3
+    gh = ptr16(ghb)
+    wb = uint(ptr8(B[pp[11]])) + pp[12]
+    rb = uint(ptr8(B[pp[13]])) + pp[14]
+    bb = uint(ptr8(B[pp[15]])) + pp[16]
+    mq = uint(ptr8(B[pp[17]])) + pp[18]
+    tab = uint(ptr8(B[pp[19]])) + pp[20]  # (unsigned loads: the table is uint16)
+    if int(pp[9]) & 1:
+        j = 0
+        while j < hid:
+            h16[j] = 0
+            j += 1
+    cx = ptr32(colx)
+    ch = ptr32(colh)
+    step = 0
+    while step < steps:
+        x8 = ptr8(arena + xo + step * nin)
+        csx = 0
+        i = 0
+        while i < nin:
+            v = (x8[i] ^ 0x80) - 0x80
+            cx[i] = v
+            csx += v
+            i += 1
+        csh = 0
+        i = 0
+        while i < hid:
+            v = (h16[i] ^ 0x8000) - 0x8000
+            ch[i] = v
+            csh += v
+            i += 1
+        # the products, requantized per row to int16 Q3.12 (requant()'s header: W[0..7])
+        wk[0] = 0
+        wk[1] = h3
+        wk[2] = h3
+        wk[3] = 0
+        wk[4] = -32768
+        wk[5] = 32767
+        wk[6] = 2
+        wk[7] = 0
+        _dots(accb, colx, 0 - (csx << 7), wb, nin, h3, bb)
+        requant(accb, mq, gxb, W)
+        _dots(accb, colh, 0 - (csh << 7), rb, hid, h3, bb + 4 * h3)
+        wk[0] = 0
+        requant(accb, mq + 8 * h3, ghb, W)
+        j = 0
+        while j < hid:
+            v = ((gx[j] ^ 0x8000) - 0x8000) + ((gh[j] ^ 0x8000) - 0x8000)
+            if v < -32768:
+                v = -32768
+            elif v > 32767:
+                v = 32767
+            z = int(_sigmoid16(3 * v, tab))
+            v = ((gx[hid + j] ^ 0x8000) - 0x8000) + ((gh[hid + j] ^ 0x8000) - 0x8000)
+            if v < -32768:
+                v = -32768
+            elif v > 32767:
+                v = 32767
+            r = int(_sigmoid16(3 * v, tab))
+            v = ((gx[2 * hid + j] ^ 0x8000) - 0x8000) + int(_half(r * ((gh[2 * hid + j] ^ 0x8000) - 0x8000)))
+            if v < -32768:
+                v = -32768
+            elif v > 32767:
+                v = 32767
+            n = int(_tanh16(3 * v, tab))
+            v = n + int(_half(z * (((h16[j] ^ 0x8000) - 0x8000) - n)))
+            if v < -32768:
+                v = -32768
+            elif v > 32767:
+                v = 32767
+            h16[j] = v
+            acc[j] = v
+            j += 1
+        wk[0] = 0
+        wk[1] = hid
+        wk[2] = 1
+        wk[3] = zy
+        wk[4] = -128
+        wk[5] = 127
+        wk[6] = 1
+        requant(accb, mq + 16 * h3, arena + yo + step * hid, W)
+        step += 1

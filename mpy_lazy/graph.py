@@ -56,6 +56,7 @@ OPS = {
     "transpose": (("x", "y", "perm"), ("q",)),
     "softmax": (("x", "y"), ("beta", "q", "m", "t", "dtype")),
     "lstm": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "cell", "clip", "state")),
+    "gru": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "state")),
     "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory", "q", "m", "sq"), ("sdtype",)),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
@@ -203,7 +204,7 @@ def parse(text):
             if key == "x" and op in _MULTI_X:
                 kind = "vs"
             elif key == "m":
-                kind = "t" if op in _WL or op == "lstm" else "is"
+                kind = "t" if op in _WL or op in ("lstm", "gru") else "is"
             elif key == "wl":
                 kind = _WL[op]
             else:

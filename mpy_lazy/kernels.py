@@ -101,7 +101,7 @@ _OPS = {
     "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
     "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
     "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
-    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "svdf": "svdf",
+    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "gru": "gru", "svdf": "svdf",
     "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",

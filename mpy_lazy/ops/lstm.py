@@ -15,7 +15,7 @@
 # starts from zero.
 import math
 
-from .._arith import bits_f32, f32_bits, head, mbqm, rec, wrap32
+from .._arith import bits_f32, f32_bits, head, mbqm, rec, sat16, sigmoid, sigmoid16, tanh16, wrap32
 from ..kinds import FLSTM, LSTM
 from . import Op as Base
 
@@ -197,36 +197,6 @@ def state(P, k):
 # gx = sat16(mbqm(bx + w x_t)) + sat16(mbqm(bh + r h)) (saturated), sigmoid16 or tanh16 of it;
 # c = sat16(sat16(mbqm(f c)) + sat16(mbqm(i g))), clipped; h = clamp8(ZH + mbqm(tanh16(c) o)).
 
-def sat16(v):
-    return -32768 if v < -32768 else (32767 if v > 32767 else v)
-
-
-def sigmoid16(v, t):
-    """TFLM's int16 Logistic of v = 3 x (Q3.12 input) by the table: Q0.15 out."""
-    u = -v if v < 0 else v
-    uh = u >> 9
-    if uh >= 255:
-        r = 0x7FFF << 10
-    else:
-        ua = t[uh]
-        r = (ua << 9) + (u & 0x1FF) * (t[uh + 1] - ua)
-    r = r + 512 if v >= 0 else (1 << 25) - r + 511
-    return r >> 10
-
-
-def tanh16(v, t):
-    """TFLM's int16 Tanh of v (the input already scaled to 3 x Q3.12) by the table: Q0.15."""
-    u = -v if v < 0 else v
-    uh = u >> 8
-    if uh >= 255:
-        r = 0xFFFF << 8
-    else:
-        ua = t[uh]
-        r = (ua << 8) + (u & 0xFF) * (t[uh + 1] - ua)
-    r = r - (1 << 23) + 128 if v >= 0 else (1 << 23) + 127 - r
-    return r >> 8
-
-
 def lstm(E, P, k):
     p = rec(P, k)
     a, a16 = E.a8, E.a16
@@ -272,14 +242,6 @@ def lstm(E, P, k):
 # [4H, I] 17 18 r [4H, H] 19 20 b [4H]. TFLM's float LSTM, each intermediate stored as f32 where
 # TFLM stores it: gate = act((w x_t + b) + r h), c = f c + i g (clipped), h = o tanh(c).
 
-def _sigmoid(v):
-    if v > 16.619047164916992:  # TFLM's reference Logistic
-        return 1.0
-    if v < -9.0:
-        return math.exp(v)
-    return 1.0 / (1.0 + math.exp(-v))
-
-
 def flstm(E, P, k):
     p = [P[k + i] for i in range(21)]
     a = E.af
@@ -305,7 +267,7 @@ def flstm(E, P, k):
                 s += a[ho + i] * r[ri + i]
             a[go + row] = a[go + row] + s
             v = a[go + row]
-            a[go + row] = math.tanh(v) if 2 * hid <= row < 3 * hid else _sigmoid(v)
+            a[go + row] = math.tanh(v) if 2 * hid <= row < 3 * hid else sigmoid(v)
         for j in range(hid):
             a[co + j] = a[go + hid + j] * a[co + j]
             a[go + j] = a[go + j] * a[go + 2 * hid + j]

@@ -114,17 +114,16 @@ def _ops(key, crnns, kind="f32"):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_graphs(crnns, name):
-    """Both exporters give one graph; handing a sequence between a Conv1d and an RNN (either
-    way, batch first or time major) moves no byte; a Conv2d front end's frames are one
-    transpose from its channels-last image; a Linear on every frame is a 1x1 conv."""
+    """Both exporters give one graph; an LSTM or GRU is one op (f32 and int8); handing a
+    sequence between a Conv1d and an RNN (either way, batch first or time major) moves no byte;
+    a Conv2d front end's frames are one transpose from its channels-last image; a Linear on
+    every frame is a 1x1 conv."""
     ops = {e: _ops("%s-%s" % (name, e), crnns) for e in ("ts", "dynamo")}
     assert ops["ts"] == ops["dynamo"], ops
     ops = ops["ts"]
     rnn = "lstm" if "lstm" in name else "gru"
-    if rnn == "lstm":
-        assert ops.count("lstm") == 1 and "concat" not in ops, ops
-    else:
-        assert "lstm" not in ops and ops.count("concat") == 1, ops  # unrolled, its steps concatenated
+    assert ops.count(rnn) == 1 and "concat" not in ops and ("gru" if rnn == "lstm" else "lstm") not in ops, ops
+    assert _ops("%s-ts" % name, crnns, "int8").count(rnn) == 1  # one op in int8 too (not unrolled)
     if name.startswith("crnn_conv2d"):  # (C, F) of each frame: out of the channels-last image
         assert ops[:2] == ["conv2d", "maxpool"] and ops.count("transpose") == (2 if "gru" in name else 1), ops
     else:

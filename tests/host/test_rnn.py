@@ -9,7 +9,8 @@ dynamo), batch 1, fixed sequence length.
   (host_tools/reference.py) on CPython's pure kernels and on the unix port, 0 bytes allocated per
   inference; near the float model;
 - an LSTM is one `lstm` op (its state zero at each call, as ONNX's: no state=keep), its int8
-  version quantized as TFLite's converter quantizes an LSTM; a GRU is unrolled into graph ops;
+  version quantized as TFLite's converter quantizes an LSTM; a GRU is one `gru` op, its weights
+  stored once (the container within 2x its float32 parameter bytes + 16 KB, f32 and int8);
   both exporters give one graph;
 - the variants the board does not run are refused in one line naming the ONNX node."""
 import contextlib
@@ -213,7 +214,8 @@ def _structure(text):
 def test_graphs(zoo, name):
     """An LSTM is one lstm op per layer (no state kept from call to call, as ONNX's; its int8
     version TFLite's: int8 weights, an int16 cell state of a power-of-two scale, TFLM's sigmoid
-    table); a GRU is unrolled; both exporters give the same graph."""
+    table); a GRU is one gru op (int8: int8 weights, int32 biases, per-row multipliers, the same
+    table); both exporters give the same graph."""
     ts, dyn = zoo[0][name + "-ts"], zoo[0][name + "-dynamo"]
     for kind in ("c32", "c8"):
         assert _structure(getattr(ts, kind).meta["graph"]) == _structure(getattr(dyn, kind).meta["graph"])
@@ -226,8 +228,14 @@ def test_graphs(zoo, name):
         assert [views[lstm[k]].dtype for k in ("w", "r", "b", "t")] == ["i8", "i8", "i32", "i16"]
         assert views[lstm["t"]].array()[0] == -32768 and views[lstm["t"]].array()[255] == -1  # 32768..65535
     else:
-        assert "lstm" not in ops32 and ops32.count("linear") == 2 * T - 1 + 1  # per step, and the fc
-        assert ops8.count("lut") == 2 * T and "sigmoid" not in ops8  # sigmoid and tanh: int8 tables
+        assert ops32[0] == "gru" and ops32.count("gru") == 1 and ops32[-1] == "linear"
+        assert "state" not in ts.c32.meta["graph"]
+        assert ops8.count("gru") == 1 and "lut" not in ops8
+        gru = [kv for _, op, kv in mgraph.parse(ts.text8) if op == "gru"][0]
+        views = {k: ts.c8.view(gru[k]) for k in ("w", "r", "b", "m", "t")}
+        assert [views[k].dtype for k in ("w", "r", "b", "m", "t")] == ["i8", "i8", "i32", "i32", "i16"]
+        assert [views[k].shape for k in ("w", "r", "b", "m")] == [(3 * H, I), (3 * H, H), (6 * H,), (12 * H + 2,)]
+        assert views["t"].array()[0] == -32768 and views["t"].array()[255] == -1  # TFLM's table, 32768..65535
 
 
 def test_stacked_layers_are_two_lstm_ops(zoo):
@@ -292,6 +300,75 @@ def test_hand_made_lstm_runs(tmp_path):
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     m(x.reshape(-1).tolist())
     assert rel_err(m.tolist(), want) <= FLOAT_RTOL
+
+
+def _gru_onnx(path, lbr, steps=T, nin=I, hid=H):
+    """A hand-made ONNX GRU with biases (torch exports linear_before_reset=1 only)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array((rng.standard_normal((1, 3 * hid, k)) / np.sqrt(k)).astype(np.float32), n)
+             for n, k in (("W", nin), ("R", hid))]
+    inits.append(numpy_helper.from_array(rng.standard_normal((1, 6 * hid)).astype(np.float32), "B"))
+    node = helper.make_node("GRU", ["x", "W", "R", "B"], ["y"], name="the_gru", hidden_size=hid,
+                            linear_before_reset=lbr)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, nin])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [steps, 1, 1, hid])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("lbr", [1, 0])
+def test_hand_made_gru_runs(tmp_path, lbr):
+    """linear_before_reset=1 (torch's) is one gru op; 0 (ONNX's default) is unrolled into graph
+    ops: both equal onnxruntime, biases included, every kernel path."""
+    path = _gru_onnx(tmp_path / "m.onnx", lbr)
+    run_cli("pack", path, "-o", tmp_path / "m.mpyl", "-q")
+    c = mpy_lazy.open((tmp_path / "m.mpyl").read_bytes())
+    ops = graph_ops(c.meta["graph"])
+    assert (ops == ["gru"]) if lbr else ("gru" not in ops and ops.count("linear") == 3 * T - 2)
+    m = mmodel.from_container(c)
+    x = np.random.default_rng(1).standard_normal((T, 1, I)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for p in kernels.available():
+        with kernel_path(p):
+            m(x.reshape(-1).tolist())
+            assert rel_err(m.tolist(), want) <= FLOAT_RTOL, p
+
+
+def test_gru_container_holds_its_weights_once(tmp_path):
+    """The issue's GRU (~3.1k parameters over 50 steps; unrolled it packed to 590 KB f32 and
+    389 KB int8): f32 and int8 containers within 2x its float32 parameter bytes + 16 KB."""
+    steps, nin, hid = 50, 16, 24
+    path = _gru_onnx(tmp_path / "m.onnx", 1, steps, nin, hid)
+    params = 3 * hid * (nin + hid) + 6 * hid
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.random.default_rng(3).standard_normal((16, steps, nin)).astype(np.float32))
+    run_cli("pack", path, "-o", tmp_path / "f32.mpyl", "-q")
+    run_cli("pack", path, "-o", tmp_path / "int8.mpyl", "-q", "--quantize", "int8", "--calibrate", cal)
+    for name in ("f32", "int8"):
+        size = (tmp_path / (name + ".mpyl")).stat().st_size
+        assert size <= 2 * 4 * params + 16384, (name, size, params)
+        assert graph_ops(mpy_lazy.open((tmp_path / (name + ".mpyl")).read_bytes()).meta["graph"]).count("gru") == 1
+
+
+def test_int8_gru_whose_recurrent_sums_could_overflow_is_refused(tmp_path, cli):
+    """int8: h is int16, so r h sums up to 32768 x sum |r| per row: a GRU where that could leave
+    int32 (hidden size 520, every recurrent weight alike) is refused in one line naming the node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    hid = 520
+    inits = [numpy_helper.from_array(np.full((1, 3 * hid, k), 0.01, np.float32), n) for n, k in (("W", I), ("R", hid))]
+    node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="the_gru", hidden_size=hid, linear_before_reset=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, I])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 1, hid])], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.random.default_rng(0).standard_normal((10, 2, I)).astype(np.float32))
+    line = cli.fails("pack", path, "-o", tmp_path / "m.mpyl", "--quantize", "int8", "--calibrate", cal)
+    assert "the_gru" in line and "recurrent products could overflow" in line, line
+    assert not (tmp_path / "m.mpyl").exists()
 
 
 def test_float_tflite_lstm_quantized_as_tflite_converter(tmp_path):

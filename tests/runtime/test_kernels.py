@@ -1233,6 +1233,132 @@ def test_lstm():
             assert list(cs) == c, (what, name, "c")
 
 
+def ref_gru_step(x, h, W, R, bias, mq, zy, t, hid):
+    """One step of the integer GRU (mpy_lazy/ops/gru.py, built as TFLM's integer LSTM): per row
+    (gates z, r, n of W, R; bias[0:3H] with the input's products, bias[3H:] with the hidden
+    state's) both products requantized to int16 apart; z, r = Logistic(sat(gx + gh));
+    n = Tanh(sat(gx_n + RoundingDivideByPOT(r gh_n, 15))); h = sat(n + RoundingDivideByPOT(
+    z (h - n), 15)) (int16 Q0.15); y = clamp8(zy + mbqm(h)). Returns (h, y)."""
+    n3 = 3 * hid
+    gx, gh = [], []
+    for row in range(n3):
+        ax = bias[row] + sum(W[row][i] * x[i] for i in range(len(x)))
+        ah = bias[n3 + row] + sum(R[row][i] * h[i] for i in range(hid))
+        gx.append(sat(ref_mbqm(ax, mq[row], mq[n3 + row]), -32768, 32767))
+        gh.append(sat(ref_mbqm(ah, mq[2 * n3 + row], mq[3 * n3 + row]), -32768, 32767))
+    h2, y = [], []
+    for j in range(hid):
+        z = ref_logistic16(sat(gx[j] + gh[j], -32768, 32767), t)
+        rg = ref_logistic16(sat(gx[hid + j] + gh[hid + j], -32768, 32767), t)
+        n = ref_tanh16(sat(gx[2 * hid + j] + ref_rdbpot(rg * gh[2 * hid + j], 15), -32768, 32767), -12, t)
+        hj = sat(n + ref_rdbpot(z * (h[j] - n), 15), -32768, 32767)
+        h2.append(hj)
+        y.append(sat(zy + ref_mbqm(hj, mq[4 * n3], mq[4 * n3 + 1]), -128, 127))
+    return h2, y
+
+
+def test_gru():
+    """The integer GRU over T steps, one record: both products requantized apart per row,
+    TFLM's int16 sigmoid and tanh from a table (random monotone ones), the reset gate on the
+    hidden state's n product, the update in Q0.15; the state started from zero (FLAGS 1) or kept
+    from the record's last run (FLAGS 0: run twice). The outputs and the state (h int16) equal
+    the formula on every impl."""
+    r = Lcg(91)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 4), r.pick((1, 3, 8, 9, 17, r.int(1, 12))), r.int(1, 6)
+        keep = case % 2
+        W = [i8s(r, nin) for _ in range(3 * hid)]
+        R = [i8s(r, hid) for _ in range(3 * hid)]
+        bias = [r.int(-(1 << 16), 1 << 16) for _ in range(6 * hid)]
+        mq = []
+        for n, top in ((nin, 128), (hid, 32768)):  # per row: the products' multipliers, then their shifts
+            mq += [multiplier(r) for _ in range(3 * hid)]
+            mq += [shift16(r, (1 << 16) + 128 * top * n) for _ in range(3 * hid)]
+        mq += [multiplier(r), r.pick((-8, -9, -12, r.int(-31, 0)))]
+        t = sigmoid_table(r)
+        zy = r.pick((-128, 127, 0, r.int(-128, 127)))
+        x = i8s(r, steps * nin)
+        h0 = [r.pick((-32768, 32767, r.int(-32768, 32767))) for _ in range(hid)] if keep else [0] * hid
+        runs = 2 if keep else 1
+        h, ys = h0, []
+        for _ in range(runs):
+            ys = []
+            for step in range(steps):
+                h, y = ref_gru_step(x[step * nin:(step + 1) * nin], h, W, R, bias, mq, zy, t, hid)
+                ys += y
+        ar = Arena(r, [steps * nin, steps * hid], (nin + 7 * hid, (hid + 1) // 2))
+        xo, yo = ar.offsets
+        ho = ar.scratch[1]
+        ar.put(xo, x)
+        for i in range(steps * hid):
+            ar.expected[yo + i] = ys[i]
+        for j in range(hid):
+            ar.put_init(ho + 2 * j, i16_bytes(h0[j]))
+        slot = Slot()
+        wo = slot.i8([v for row in W for v in row])
+        ro = slot.i8([v for row in R for v in row])
+        bo, mo = slot.i32(bias), slot.i32(mq)
+        to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")
+        fields = [steps, nin, hid, zy, xo, yo, ho, 0 if keep else 1, ar.scratch[0], 0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+        what = "gru case %d T %d I %d H %d keep %d" % (case, steps, nin, hid, keep)
+        for name, mod in impls:
+            a = ar.fresh()
+            for _ in range(runs):
+                run_record(mod, "gru", a, (slot.b,), kinds.GRU, fields)
+            got = signed(a)
+            assert got[:ar.size] == ar.expected, (what, name)
+            assert list(array.array("h", bytes(a[ho:ho + 2 * hid]))) == h, (what, name, "h")
+
+
+def test_gru_check():
+    """The load-time check of a gru / fgru record passes a good one and refuses each bad field
+    with one ContainerError line naming it."""
+    from mpy_lazy import ContainerError
+
+    room = kernels.room(kinds.GRU)
+    steps, nin, hid = 3, 4, 2
+    slot = Slot()
+    wo, ro = slot.i8([1] * (3 * hid * nin)), slot.i8([1] * (3 * hid * hid))
+    m_good = ([1 << 30] * (3 * hid) + [-3] * (3 * hid)) * 2 + [1 << 30, -2]  # per row: x's, then h's; y's
+    bo, mo = slot.i32([0] * (6 * hid)), slot.i32(m_good)
+    to = slot.add([v - 65536 if v > 32767 else v for v in range(32768, 32768 + 256)], "h")
+    fo = slot.add([0.5] * (3 * hid * (nin + hid) + 6 * hid), "f")
+    arena = 1024
+    good = [steps, nin, hid, 5, 0, 64, 128, 1, 256, 0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+    bad = {2: (0, "x"), 4: (0, "out"), 5: (128, "zero_point"), 6: (arena - 4, "x"), 7: (arena - 2, "y"),
+           8: (129, "state"), 9: (2, "state"), 10: (258, "scratch"), 12: (wo + 1 << 20, "weight")}
+    for kind, fields, size in ((kinds.GRU, good, 1), (kinds.FGRU, None, 4)):
+        if fields is None:  # the f32 record: f32 tensors, 4-byte values
+            fields = [steps, nin, hid, 0, 0, 64, 128, 1, 256, 0, fo, 0, fo, 0, fo]
+        room.check(check._Rec(record(kind, fields), 0, arena, (slot.b,), None), check._Env((slot.b,)))
+        for i, (v, field) in bad.items():
+            if i - 2 >= len(fields):
+                continue
+            f = list(fields)
+            f[i - 2] = v
+            e = raises(ContainerError, room.check, check._Rec(record(kind, f), 0, arena, (slot.b,), None),
+                       check._Env((slot.b,)))
+            assert (e.field, e.tensor) == ("program", field) and "\n" not in str(e) \
+                and str(e).startswith("graph line 0: gru: " + field), \
+                (kind, i, str(e))
+    for k, v, field in ((0, -1, "requant"), (3 * hid, 31, "requant"), (9 * hid, -32, "requant"),
+                        (12 * hid + 1, -32, "requant"), (12 * hid, -1, "requant")):
+        m = list(m_good)
+        m[k] = v
+        s2 = Slot()
+        f = list(good)
+        f[10], f[12], f[14] = s2.i8([1] * (3 * hid * nin)), s2.i8([1] * (3 * hid * hid)), s2.i32([0] * (6 * hid))
+        f[16], f[18] = s2.i32(m), s2.add([v - 65536 if v > 32767 else v for v in range(32768 + 255, 32767, -1)], "h")
+        e = raises(ContainerError, room.check, check._Rec(record(kinds.GRU, f), 0, arena, (s2.b,), None),
+                   check._Env((s2.b,)))
+        assert e.tensor == field, (k, v, str(e))
+    f = list(good)  # a table that decreases
+    e = raises(ContainerError, room.check, check._Rec(record(kinds.GRU, f[:18] + [wo]), 0, arena, (slot.b,), None),
+               check._Env((slot.b,)))
+    assert e.tensor == "table", str(e)
+
+
 def ref_svdf(x, state, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es):
     """TFLM's EvalIntegerSvdfReference (svdf_common.cc) for batch 1: the state shifts one
     element left; each filter's dot product with x - zx, MultiplyByQuantizedMultiplier,
@@ -1462,6 +1588,62 @@ def test_float_tconv():
         bad[15] = kh  # a pad as large as the kernel
         raises(Exception, room.check, check._Rec(record(kinds.FTCONV, bad), 0, 4 * n, (slot.b,), None),
                check._Env((slot.b,)))
+
+
+def test_float_gru():
+    """The float GRU record (kind fgru) against torch's GRU equations written out here (gates
+    z, r, n; r on the hidden state's n product and its bias, linear_before_reset=1), over T
+    steps from a zero state (FLAGS 1) or from the state the last run left (FLAGS 0: run twice);
+    the record passes its room's check; y and h within float32 rounding."""
+    from mpy_lazy.ops import gru as room
+
+    def sig(v):
+        return 1.0 / (1.0 + math.exp(-v))
+
+    r = Lcg(71)
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 4), r.int(1, 6), r.int(1, 5)
+        keep = case % 2
+        W = [[r.int(-64, 64) / 64.0 for _ in range(nin)] for _ in range(3 * hid)]
+        R = [[r.int(-64, 64) / 64.0 for _ in range(hid)] for _ in range(3 * hid)]
+        b = [r.int(-64, 64) / 32.0 for _ in range(6 * hid)]
+        x = [r.int(-64, 64) / 16.0 for _ in range(steps * nin)]
+        h0 = [r.int(-32, 32) / 32.0 for _ in range(hid)] if keep else [0.0] * hid
+        h, ys = list(h0), []
+        for _ in range(2 if keep else 1):
+            ys = []
+            for t in range(steps):
+                xt = x[t * nin:(t + 1) * nin]
+                gx = [b[o] + sum(W[o][i] * xt[i] for i in range(nin)) for o in range(3 * hid)]
+                gh = [b[3 * hid + o] + sum(R[o][i] * h[i] for i in range(hid)) for o in range(3 * hid)]
+                new = []
+                for j in range(hid):
+                    z = sig(gx[j] + gh[j])
+                    rg = sig(gx[hid + j] + gh[hid + j])
+                    n = math.tanh(gx[2 * hid + j] + rg * gh[2 * hid + j])
+                    new.append((1 - z) * n + z * h[j])
+                h = new
+                ys += h
+        slot = Slot()
+        wo, ro = slot.add([v for row in W for v in row], "f"), slot.add([v for row in R for v in row], "f")
+        bo = slot.add(b, "f")
+        xo, yo, ho = 1, 2 + steps * nin, 3 + steps * (nin + hid)  # word offsets (guard words between)
+        so = ho + hid + 1
+        n = so + 6 * hid + 1
+        fields = [steps, nin, hid, 0, 4 * xo, 4 * yo, 4 * ho, 0 if keep else 1, 4 * so, 0, wo, 0, ro, 0, bo]
+        P = record(kinds.FGRU, fields)
+        room.check(check._Rec(P, 0, 4 * n, (slot.b,), None), check._Env((slot.b,)))
+        E = FloatEnv(n, slot.b)
+        for i in range(len(x)):
+            E.af[xo + i] = x[i]
+        for j in range(hid):
+            E.af[ho + j] = h0[j]
+        E.af[yo - 1], E.af[ho - 1] = 7.5, -7.5  # guards: written by no one
+        for _ in range(2 if keep else 1):
+            room.fgru(E, P, 0)
+        assert E.af[yo - 1] == 7.5 and E.af[ho - 1] == -7.5, case
+        for got, want in [(E.af[yo + i], ys[i]) for i in range(len(ys))] + [(E.af[ho + j], h[j]) for j in range(hid)]:
+            assert abs(got - want) <= 1e-5 * (1 + abs(want)), (case, got, want)
 
 
 # --- kernel paths, f16 -------------------------------------------------------------------------
