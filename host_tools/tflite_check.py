@@ -41,6 +41,7 @@ OPTIONS = {
     "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", False),
     "SVDF": ("SVDFOptions", True), "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions", True),
     "GELU": ("GeluOptions", False), "PRELU": (None, False),
+    "SQUEEZE": ("SqueezeOptions", False), "EXPAND_DIMS": ("ExpandDimsOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -49,7 +50,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SOFTMAX": (1, 1), "CONCATENATION": (1, 10000), "LOGISTIC": (1, 1), "TANH": (1, 1), "RELU": (1, 1),
          "RELU6": (1, 1), "LEAKY_RELU": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "HARD_SWISH": (1, 1),
          "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1), "RESIZE_BILINEAR": (2, 2),
-         "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24)}
+         "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
+         "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2)}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
 # LSTM's input gate (CIFG), peepholes, projection and layer norms; an SVDF's bias)
 REQUIRED = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 18, 19), "SVDF": (0, 1, 2, 4)}
@@ -58,14 +60,15 @@ WEIGHTED = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECT
             "TRANSPOSE_CONV": (2, 1, 3)}
 # op -> inputs that must be constants, and their integer types
 CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
-            "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64"))}
+            "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64")),
+            "EXPAND_DIMS": ((1,), ("INT32", "INT64"))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "PAD")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs

@@ -30,7 +30,7 @@ ROOMS = {
     "STRIDED_SLICE": "slice", "TRANSPOSE": "slice", "TRANSPOSE_CONV": "tconv", "HARD_SWISH": "act",
     "MINIMUM": "elementwise", "MAXIMUM": "elementwise", "CAST": "cast", "DIV": "elementwise",
     "RESIZE_NEAREST_NEIGHBOR": "resize", "RESIZE_BILINEAR": "resize", "PRELU": "elementwise",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf", "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape",
 }
 SUPPORTED = tuple(ROOMS)
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}

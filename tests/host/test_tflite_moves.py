@@ -1,0 +1,170 @@
+"""The data-moving builtins (issue 29) against TensorFlow Lite Micro itself: SQUEEZE and
+EXPAND_DIMS, each on int8, int16, int32 and float32 (the types TFLM's kernels take that the
+board has; its EXPAND_DIMS takes no int32), in one-op .tflite models written with TFLM's own
+schema module, run by the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack`
+and run by mpy-lazy on CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes
+allocated per integer inference) and by the host reference interpreter: every output, every
+element equal; and the fields TFLM's kernels trust, refused."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from host_tools import reference  # noqa: E402
+from host_util import Board, cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
+from test_tflite_elem import ARENA, TYPES, _opts, model  # noqa: E402
+
+import mpy_lazy  # noqa: E402
+from mpy_lazy import model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+Q = {"i8": (0.05, -7), "i16": (0.001, 0), "i32": None, "f32": None}
+OP = S.BuiltinOperator
+
+
+def _x(dt, shape, seed):
+    rng = np.random.default_rng(seed)
+    if dt == "f32":
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(TYPES[dt][1])
+    lo, hi = max(info.min, -(1 << 20)), min(info.max, 1 << 20)
+    return rng.integers(lo, hi, shape, endpoint=True).astype(TYPES[dt][1])
+
+
+def _ints(v):
+    return np.asarray(v, np.int32)
+
+
+def one(op, dt, shape, outs, consts=(), options=None, data_at=0, n_in=1):
+    """A model: `n_in` inputs of `shape` (dtype dt), constant int32 inputs `consts` placed from
+    position 0 with the data input at `data_at`, outputs of shapes `outs`."""
+    q = Q[dt]
+    tensors = [(shape, dt, q, None) for _ in range(n_in)]
+    op_inputs = list(range(n_in))
+    for c in consts:
+        tensors.append((c.shape or (1,), "i32", None, c))
+    cin = list(range(n_in, n_in + len(consts)))
+    if data_at:
+        op_inputs = cin[:data_at] + op_inputs + cin[data_at:]
+    else:
+        op_inputs = op_inputs + cin
+    first = len(tensors)
+    tensors += [(s, dt, q, None) for s in outs]
+    out_ix = list(range(first, first + len(outs)))
+    data = model(op, tensors, list(range(n_in)), out_ix, op_inputs, options)
+    xs = [_x(dt, shape, 7 + k)[0] if shape[0] == 1 and len(shape) > 1 else _x(dt, shape, 7 + k) for k in range(n_in)]
+    return data, xs
+
+
+def cases_of(dt):
+    out = {}
+    out["squeeze"] = one(OP.SQUEEZE, dt, (1, 4, 1, 6), [(1, 4, 6)], options=_opts("SqueezeOptions", squeezeDims=[2]))
+    if dt != "i32":  # (TFLM's EXPAND_DIMS takes int8, int16 and float32)
+        out["expand_dims"] = one(OP.EXPAND_DIMS, dt, (1, 5, 6), [(1, 5, 1, 6)], [_ints([-2])])
+    return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def models():
+    out = {}
+    for dt in ("i8", "i16", "i32", "f32"):
+        out.update(cases_of(dt))
+    return out
+
+
+class Case:
+    def __init__(self, name, data, xs, workdir):
+        self.name, self.xs = name, xs
+        self.src = os.path.join(workdir, name + ".tflite")
+        with open(self.src, "wb") as f:
+            f.write(data)
+        y = tflm_ref.run(self.src, [tuple(xs) if len(xs) > 1 else xs[0]], arena_size=ARENA)[0]
+        self.want = [np.asarray(v).reshape(-1) for v in (y if isinstance(y, tuple) else (y,))]
+        self.pack = os.path.join(workdir, name + ".mpyl")
+        run_cli("pack", self.src, "-o", self.pack)
+        with open(self.pack, "rb") as f:
+            self.c = mpy_lazy.open(f.read())
+        self.inputs = [np.asarray(x).reshape(-1).tolist() for x in xs]
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("tflite_moves"))
+    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump([c.inputs], f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
+    board = Board(workdir, "moves", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+NAMES = list(models())
+
+
+def expect(case, got):
+    assert len(got) == len(case.want), case.name
+    for g, w in zip(got, case.want):
+        g = np.asarray(g).reshape(-1)
+        if w.dtype.kind == "f":
+            assert np.array_equal(g.astype(np.float32), w), case.name
+        else:
+            assert g.tolist() == w.astype(np.int64).tolist(), case.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpython_matches_tflm(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(c.c)
+        m(*c.inputs)
+        expect(c, [m.tolist(i) for i in range(len(c.want))])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_micropython_matches_tflm(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert r["path"] == "viper"
+    expect(c, r["ys"][0])
+    if "f32" not in name:
+        assert r["alloc"] == [0], r["alloc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_reference_matches_tflm(cases, name):
+    c = cases[0][name]
+    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
+    expect(c, got)
+
+
+# name -> (.tflite bytes, words of the one-line refusal)
+REFUSED = {
+    "squeeze_not_one": (one(OP.SQUEEZE, "i8", (1, 4, 1, 6), [(1, 1, 6)],
+                            options=_opts("SqueezeOptions", squeezeDims=[1]))[0], ("(SQUEEZE)", "not 1")),
+    "expand_dims_shape": (one(OP.EXPAND_DIMS, "i8", (1, 5, 6), [(1, 5, 6, 1)], [_ints([1])])[0],
+                          ("(EXPAND_DIMS)", "output of shape [1, 5, 6, 1]", "[1, 1, 5, 6]")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_malformed_moves_are_refused(cli, tmp_path, name):
+    """Fields TFLM's kernels trust (output shapes, counts, axes): refused in one line naming the
+    operator and the field, no container written."""
+    data, words = REFUSED[name]
+    src, out = tmp_path / (name + ".tflite"), tmp_path / (name + ".mpyl")
+    src.write_bytes(data)
+    line = cli.fails("pack", src, "-o", out)
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
+
