@@ -1,10 +1,11 @@
-"""The data-moving builtins (issue 29) against TensorFlow Lite Micro itself: SQUEEZE and
-EXPAND_DIMS, each on int8, int16, int32 and float32 (the types TFLM's kernels take that the
-board has; its EXPAND_DIMS takes no int32), in one-op .tflite models written with TFLM's own
-schema module, run by the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack`
-and run by mpy-lazy on CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes
-allocated per integer inference) and by the host reference interpreter: every output, every
-element equal; and the fields TFLM's kernels trust, refused."""
+"""The data-moving builtins (issue 29) against TensorFlow Lite Micro itself: SQUEEZE,
+EXPAND_DIMS, SLICE, SPLIT, SPLIT_V and UNPACK (several outputs: one slice each), each on int8,
+int16, int32 and float32 (the types TFLM's kernels take that the board has; its EXPAND_DIMS
+takes no int32), in one-op .tflite models written with TFLM's own schema module, run by the
+tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
+CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
+inference) and by the host reference interpreter: every output, every element equal; and the
+fields TFLM's kernels trust, refused."""
 import json
 import os
 
@@ -66,6 +67,21 @@ def cases_of(dt):
     out["squeeze"] = one(OP.SQUEEZE, dt, (1, 4, 1, 6), [(1, 4, 6)], options=_opts("SqueezeOptions", squeezeDims=[2]))
     if dt != "i32":  # (TFLM's EXPAND_DIMS takes int8, int16 and float32)
         out["expand_dims"] = one(OP.EXPAND_DIMS, dt, (1, 5, 6), [(1, 5, 1, 6)], [_ints([-2])])
+    out["slice"] = one(OP.SLICE, dt, (1, 5, 6, 7), [(1, 3, 4, 2)], [_ints([0, 1, 2, 3]), _ints([1, 3, -1, 2])])
+    out["slice_2d"] = one(OP.SLICE, dt, (4, 9), [(2, 5)], [_ints([1, 3]), _ints([2, 5])])
+    for axis in (1, 2, 3, -1):
+        out["split%d" % axis] = one(OP.SPLIT, dt, (1, 4, 6, 6), [[1, 4, 6, 6][:axis % 4] + [2] +
+                                                                  [1, 4, 6, 6][axis % 4 + 1:]] * [0, 2, 3, 3][axis % 4],
+                                    [_ints(axis)], _opts("SplitOptions", numSplits=[0, 2, 3, 3][axis % 4]), data_at=1)
+    out["split_v"] = one(OP.SPLIT_V, dt, (1, 3, 10), [(1, 3, 2), (1, 3, 5), (1, 3, 3)], [_ints([2, -1, 3]), _ints(2)],
+                         _opts("SplitVOptions", numSplits=3))
+    out["split_v_rows"] = one(OP.SPLIT_V, dt, (1, 6, 4, 2), [(1, 1, 4, 2), (1, 5, 4, 2)], [_ints([1, 5]), _ints(1)],
+                              _opts("SplitVOptions", numSplits=2))
+    for axis, shape in ((0, (3, 4, 5)), (1, (1, 3, 4, 5)), (2, (1, 3, 4, 5)), (-1, (1, 3, 4, 5))):
+        a = axis % len(shape)
+        outs = [tuple(d for k, d in enumerate(shape) if k != a)] * shape[a]
+        out["unpack%d_%dd" % (axis, len(shape))] = one(OP.UNPACK, dt, shape, outs,
+                                                        options=_opts("UnpackOptions", num=shape[a], axis=axis))
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -147,8 +163,26 @@ def test_host_reference_matches_tflm(cases, name):
     expect(c, got)
 
 
+def _bad_q_split():
+    data, _ = one(OP.SPLIT, "i8", (1, 4, 6), [(1, 2, 6)] * 2, [_ints(1)], _opts("SplitOptions", numSplits=2),
+                  data_at=1)
+    return data
+
+
 # name -> (.tflite bytes, words of the one-line refusal)
 REFUSED = {
+    "split_uneven": (one(OP.SPLIT, "i8", (1, 5, 6), [(1, 2, 6)] * 2, [_ints(1)], _opts("SplitOptions", numSplits=2),
+                         data_at=1)[0], ("operator 0 (SPLIT)", "num_splits 2", "size 5")),
+    "split_shape": (one(OP.SPLIT, "i8", (1, 4, 6), [(1, 2, 6), (1, 2, 5)], [_ints(1)],
+                        _opts("SplitOptions", numSplits=2), data_at=1)[0], ("(SPLIT)", "[1, 2, 5]", "[1, 2, 6]")),
+    "split_axis": (one(OP.SPLIT, "i8", (1, 4, 6), [(1, 2, 6)] * 2, [_ints(3)], _opts("SplitOptions", numSplits=2),
+                       data_at=1)[0], ("(SPLIT)", "axis 3 outside")),
+    "split_v_sizes": (one(OP.SPLIT_V, "i8", (1, 3, 10), [(1, 3, 2), (1, 3, 9)], [_ints([2, 9]), _ints(2)],
+                          _opts("SplitVOptions", numSplits=2))[0], ("(SPLIT_V)", "size_splits [2, 9]")),
+    "unpack_num": (one(OP.UNPACK, "i8", (1, 3, 4), [(1, 4)] * 3, options=_opts("UnpackOptions", num=2, axis=1))[0],
+                   ("(UNPACK)", "num 2")),
+    "slice_beyond": (one(OP.SLICE, "f32", (1, 5, 6), [(1, 3, 4)], [_ints([0, 3, 0]), _ints([1, 3, 4])])[0],
+                     ("(SLICE)", "axis 1: begin 3, size 3")),
     "squeeze_not_one": (one(OP.SQUEEZE, "i8", (1, 4, 1, 6), [(1, 1, 6)],
                             options=_opts("SqueezeOptions", squeezeDims=[1]))[0], ("(SQUEEZE)", "not 1")),
     "expand_dims_shape": (one(OP.EXPAND_DIMS, "i8", (1, 5, 6), [(1, 5, 6, 1)], [_ints([1])])[0],
@@ -168,3 +202,18 @@ def test_malformed_moves_are_refused(cli, tmp_path, name):
         assert w in line, (w, line)
     assert not out.exists()
 
+
+def test_split_outputs_of_another_quantization_are_refused(cli, tmp_path):
+    """TFLM's SPLIT copies codes whatever the outputs' quantization: a model whose outputs
+    have another one is refused, not given other values."""
+    m = tflm_ref.read_model(_bad_q_split())
+    sg = m.subgraphs[0]
+    sg.tensors[sg.outputs[1]].quantization.scale = [0.1]
+    import flatbuffers
+
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    src = tmp_path / "q.tflite"
+    src.write_bytes(bytes(b.Output()))
+    line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl")
+    assert "(SPLIT)" in line and "quantized" in line, line
