@@ -133,11 +133,10 @@ def op_STRIDED_SLICE(r):
     o = r.options("StridedSliceOptions")
     _, shape, _, _, _, _ = r.tensor(r.ins[0])
     nd = len(shape)
-    if o is not None and (o.EllipsisMask() or o.NewAxisMask() or o.ShrinkAxisMask()
-                          or (o.Offset() if hasattr(o, "Offset") else 0)):
-        raise r.err("ellipsis, new-axis, shrink-axis masks and offset are not supported")
-    bm, em = (o.BeginMask(), o.EndMask()) if o is not None else (0, 0)
-    b, e, st = [], [], []
+    if o is not None and (o.EllipsisMask() or o.NewAxisMask() or (o.Offset() if hasattr(o, "Offset") else 0)):
+        raise r.err("ellipsis and new-axis masks and offset are not supported")
+    bm, em, sm = (o.BeginMask(), o.EndMask(), o.ShrinkAxisMask()) if o is not None else (0, 0, 0)
+    b, e, st, want = [], [], [], []
     for d in range(nd):
         size, s_ = int(shape[d]), int(strides[d])
         if s_ < 1:
@@ -146,20 +145,19 @@ def op_STRIDED_SLICE(r):
         hi = size if em & (1 << d) else int(end[d])
         lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
         hi = max(0, min(size, hi + size if hi < 0 else hi))
+        if sm & (1 << d):  # (TFLM: one element at begin, the axis left out of the output)
+            lo = int(begin[d]) + size if int(begin[d]) < 0 else int(begin[d])
+            if not 0 <= lo < size:
+                raise r.err("axis %d: shrink at %d outside its %d" % (d, int(begin[d]), size))
+            hi, s_ = lo + 1, 1
+        else:
+            want.append((hi - lo + s_ - 1) // s_ if hi > lo else 0)
         b.append(lo)
         e.append(hi)
         st.append(s_)
-    b0, e0, st0 = list(b), list(e), list(st)
-    if nd > 1 and int(shape[0]) == 1:  # the batch: the board's values have none
-        if (b[0], e[0]) != (0, 1):
-            raise r.err("a slice of the batch dimension")
-        b, e, st = b[1:], e[1:], st[1:]
-    if any(hi <= lo for lo, hi in zip(b, e)):
-        raise r.err("an empty slice")
-    want = [(hi - lo + s_ - 1) // s_ for lo, hi, s_ in zip(b0, e0, st0)]
     if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's Prepare compares them)
         raise r.err("output of shape %s for a slice of shape %s" % (list(r.tensor(r.outs[0])[1]), want))
-    r.emit("slice", [x], begin=tuple(b), end=tuple(e), stride=tuple(st) if any(v != 1 for v in st) else None)
+    piece(r, x, shape, r.outs[0], b, e, st)
 
 
 def op_TRANSPOSE(r):

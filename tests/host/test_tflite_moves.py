@@ -1,11 +1,12 @@
 """The data-moving builtins (issue 29) against TensorFlow Lite Micro itself: SQUEEZE,
-EXPAND_DIMS, SLICE, SPLIT, SPLIT_V and UNPACK (several outputs: one slice each), each on int8,
-int16, int32 and float32 (the types TFLM's kernels take that the board has; its EXPAND_DIMS
-takes no int32), in one-op .tflite models written with TFLM's own schema module, run by the
-tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
-CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
-inference) and by the host reference interpreter: every output, every element equal; and the
-fields TFLM's kernels trust, refused."""
+EXPAND_DIMS, SLICE, SPLIT, SPLIT_V and UNPACK (several outputs: one slice each), STRIDED_SLICE
+with its begin, end and shrink-axis masks, each on int8, int16, int32 and float32 (the types
+TFLM's kernels take that the board has; its EXPAND_DIMS takes no int32), in one-op .tflite
+models written with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py),
+packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the
+MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the host
+reference interpreter: every output, every element equal; and the fields TFLM's kernels trust,
+refused."""
 import json
 import os
 
@@ -82,6 +83,12 @@ def cases_of(dt):
         outs = [tuple(d for k, d in enumerate(shape) if k != a)] * shape[a]
         out["unpack%d_%dd" % (axis, len(shape))] = one(OP.UNPACK, dt, shape, outs,
                                                         options=_opts("UnpackOptions", num=shape[a], axis=axis))
+    ss = _opts("StridedSliceOptions", beginMask=0b0100, endMask=0b1000, shrinkAxisMask=0b0010)
+    out["strided_shrink"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 3, 3)],
+                                [_ints([0, -2, 5, 1]), _ints([1, 0, 5, 0]), _ints([1, 1, 2, 2])], ss)
+    ss = _opts("StridedSliceOptions", shrinkAxisMask=0b101)
+    out["strided_shrink_2d"] = one(OP.STRIDED_SLICE, dt, (3, 4, 9), [(2,)],
+                                   [_ints([1, 1, 2]), _ints([2, 4, 3]), _ints([1, 2, 1])], ss)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -183,6 +190,10 @@ REFUSED = {
                    ("(UNPACK)", "num 2")),
     "slice_beyond": (one(OP.SLICE, "f32", (1, 5, 6), [(1, 3, 4)], [_ints([0, 3, 0]), _ints([1, 3, 4])])[0],
                      ("(SLICE)", "axis 1: begin 3, size 3")),
+    "strided_shrink_beyond": (one(OP.STRIDED_SLICE, "i8", (1, 5, 6), [(1, 6)], [_ints([0, 5, 0]), _ints([1, 6, 6]),
+                                                                               _ints([1, 1, 1])],
+                                  _opts("StridedSliceOptions", shrinkAxisMask=0b10))[0],
+                              ("(STRIDED_SLICE)", "axis 1: shrink at 5 outside its 5")),
     "squeeze_not_one": (one(OP.SQUEEZE, "i8", (1, 4, 1, 6), [(1, 1, 6)],
                             options=_opts("SqueezeOptions", squeezeDims=[1]))[0], ("(SQUEEZE)", "not 1")),
     "expand_dims_shape": (one(OP.EXPAND_DIMS, "i8", (1, 5, 6), [(1, 5, 6, 1)], [_ints([1])])[0],
