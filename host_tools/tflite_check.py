@@ -43,7 +43,7 @@ OPTIONS = {
     "GELU": ("GeluOptions", False), "PRELU": (None, False),
     "SQUEEZE": ("SqueezeOptions", False), "EXPAND_DIMS": ("ExpandDimsOptions", False),
     "SLICE": ("SliceOptions", False), "SPLIT": ("SplitOptions", True), "SPLIT_V": ("SplitVOptions", False),
-    "UNPACK": ("UnpackOptions", True),
+    "UNPACK": ("UnpackOptions", True), "PACK": ("PackOptions", True),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -54,7 +54,7 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1), "RESIZE_BILINEAR": (2, 2),
          "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
-         "UNPACK": (1, 1)}
+         "UNPACK": (1, 1), "PACK": (1, 10000)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -74,7 +74,7 @@ STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "PAD")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "SPLIT")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -91,7 +91,7 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # and the crossings)
 NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 
 
 def check(r, ops):

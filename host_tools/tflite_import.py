@@ -30,8 +30,9 @@ ROOMS = {
     "STRIDED_SLICE": "slice", "TRANSPOSE": "slice", "TRANSPOSE_CONV": "tconv", "HARD_SWISH": "act",
     "MINIMUM": "elementwise", "MAXIMUM": "elementwise", "CAST": "cast", "DIV": "elementwise",
     "RESIZE_NEAREST_NEIGHBOR": "resize", "RESIZE_BILINEAR": "resize", "PRELU": "elementwise",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf", "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape",
-    "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice", "UNPACK": "slice",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf",
+    "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
+    "UNPACK": "slice", "PACK": "concat",
 }
 SUPPORTED = tuple(ROOMS)
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}

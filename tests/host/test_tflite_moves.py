@@ -1,12 +1,12 @@
 """The data-moving builtins (issue 29) against TensorFlow Lite Micro itself: SQUEEZE,
 EXPAND_DIMS, SLICE, SPLIT, SPLIT_V and UNPACK (several outputs: one slice each), STRIDED_SLICE
-with its begin, end and shrink-axis masks, each on int8, int16, int32 and float32 (the types
-TFLM's kernels take that the board has; its EXPAND_DIMS takes no int32), in one-op .tflite
-models written with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py),
-packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the
-MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the host
-reference interpreter: every output, every element equal; and the fields TFLM's kernels trust,
-refused."""
+with its begin, end and shrink-axis masks, PACK and CONCATENATION on every axis, each on int8,
+int16, int32 and float32 (the types TFLM's kernels take that the board has; its EXPAND_DIMS
+takes no int32), in one-op .tflite models written with TFLM's own schema module, run by the
+tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
+CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
+inference) and by the host reference interpreter: every output, every element equal; and the
+fields TFLM's kernels trust, refused."""
 import json
 import os
 
@@ -89,6 +89,16 @@ def cases_of(dt):
     ss = _opts("StridedSliceOptions", shrinkAxisMask=0b101)
     out["strided_shrink_2d"] = one(OP.STRIDED_SLICE, dt, (3, 4, 9), [(2,)],
                                    [_ints([1, 1, 2]), _ints([2, 4, 3]), _ints([1, 2, 1])], ss)
+    for axis, shape in ((0, (4, 5)), (1, (1, 4, 5)), (2, (1, 4, 5)), (-1, (1, 4, 5))):
+        a = axis % (len(shape) + 1)
+        y = tuple(shape[:a]) + (3,) + tuple(shape[a:])
+        out["pack%d_%dd" % (axis, len(shape))] = one(OP.PACK, dt, shape, [y], n_in=3,
+                                                      options=_opts("PackOptions", valuesCount=3, axis=axis))
+    for axis in (1, 2, 3, -3):
+        y = [1, 4, 5, 6]
+        y[axis % 4] *= 2
+        out["concat%d" % axis] = one(OP.CONCATENATION, dt, (1, 4, 5, 6), [y], n_in=2,
+                                     options=_opts("ConcatenationOptions", axis=axis))
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -190,6 +200,12 @@ REFUSED = {
                    ("(UNPACK)", "num 2")),
     "slice_beyond": (one(OP.SLICE, "f32", (1, 5, 6), [(1, 3, 4)], [_ints([0, 3, 0]), _ints([1, 3, 4])])[0],
                      ("(SLICE)", "axis 1: begin 3, size 3")),
+    "pack_count": (one(OP.PACK, "i8", (1, 4), [(1, 2, 4)], n_in=2, options=_opts("PackOptions", valuesCount=3,
+                                                                                   axis=1))[0],
+                   ("(PACK)", "values_count 3 for 2 inputs")),
+    "pack_shape": (one(OP.PACK, "i8", (1, 4), [(1, 3, 4)], n_in=2, options=_opts("PackOptions", valuesCount=2,
+                                                                                   axis=1))[0],
+                   ("(PACK)", "output of shape [1, 3, 4]", "[1, 2, 4]")),
     "strided_shrink_beyond": (one(OP.STRIDED_SLICE, "i8", (1, 5, 6), [(1, 6)], [_ints([0, 5, 0]), _ints([1, 6, 6]),
                                                                                _ints([1, 1, 1])],
                                   _opts("StridedSliceOptions", shrinkAxisMask=0b10))[0],
