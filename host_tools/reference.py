@@ -346,9 +346,15 @@ def concat(ins, kv, qin, tensors):
 
 def pad(ins, kv, qin, tensors):
     x = ins[0]
-    t, l, b, r = kv["pad"]
-    v = qin[0][1] if qin[0] is not None else 0
-    return np.pad(x, ((t, b), (l, r), (0, 0)), constant_values=v)
+    p = list(kv["pad"])
+    if len(p) == 4 and x.ndim == 3:  # t, l, b, r of an H, W, C value
+        p = [p[0], p[1], 0, p[2], p[3], 0]
+    widths = [(p[d], p[x.ndim + d]) for d in range(x.ndim)]
+    mode = kv.get("mode", "constant")
+    if mode != "constant":
+        return np.pad(x, widths, mode=mode)
+    v = kv.get("value", kv.get("code", qin[0][1] if qin[0] is not None else 0))
+    return np.pad(x, widths, constant_values=v)
 
 
 def softmax(ins, kv, qin, tensors):

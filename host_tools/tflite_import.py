@@ -32,7 +32,7 @@ ROOMS = {
     "RESIZE_NEAREST_NEIGHBOR": "resize", "RESIZE_BILINEAR": "resize", "PRELU": "elementwise",
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf",
     "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
-    "UNPACK": "slice", "PACK": "concat",
+    "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
 }
 SUPPORTED = tuple(ROOMS)
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}

@@ -48,8 +48,9 @@ def one(op, dt, shape, outs, consts=(), options=None, data_at=0, n_in=1):
     q = Q[dt]
     tensors = [(shape, dt, q, None) for _ in range(n_in)]
     op_inputs = list(range(n_in))
-    for c in consts:
-        tensors.append((c.shape or (1,), "i32", None, c))
+    for c in consts:  # int32 arrays, or (array, dtype, q)
+        c = c if isinstance(c, tuple) else (c, "i32", None)
+        tensors.append((c[0].shape or (1,), c[1], c[2], c[0]))
     cin = list(range(n_in, n_in + len(consts)))
     if data_at:
         op_inputs = cin[:data_at] + op_inputs + cin[data_at:]
@@ -99,6 +100,16 @@ def cases_of(dt):
         y[axis % 4] *= 2
         out["concat%d" % axis] = one(OP.CONCATENATION, dt, (1, 4, 5, 6), [y], n_in=2,
                                      options=_opts("ConcatenationOptions", axis=axis))
+    pads = _ints([[0, 0], [1, 2], [0, 1], [2, 0]])
+    out["pad_channels"] = one(OP.PAD, dt, (1, 3, 4, 5), [(1, 6, 5, 7)], [pads])
+    out["pad_2d"] = one(OP.PAD, dt, (3, 4), [(6, 5)], [_ints([[1, 2], [0, 1]])])
+    code = np.asarray([-3.25 if dt == "f32" else -100], TYPES[dt][1])
+    out["padv2"] = one(OP.PADV2, dt, (1, 3, 4, 5), [(1, 6, 5, 7)], [pads, (code, dt, Q[dt])])
+    if dt in ("i8", "f32"):  # (TFLM's MIRROR_PAD takes int8 and float32)
+        for mode in (0, 1):
+            out["mirror_pad%d" % mode] = one(OP.MIRROR_PAD, dt, (1, 3, 4, 5), [(1, 6 + mode, 5, 8 + mode)],
+                                             [_ints([[0, 0], [1, 2 + mode], [0, 1], [2, 1 + mode]])],
+                                             _opts("MirrorPadOptions", mode=mode))
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -210,6 +221,15 @@ REFUSED = {
                                                                                _ints([1, 1, 1])],
                                   _opts("StridedSliceOptions", shrinkAxisMask=0b10))[0],
                               ("(STRIDED_SLICE)", "axis 1: shrink at 5 outside its 5")),
+    "mirror_pad_wide": (one(OP.MIRROR_PAD, "i8", (1, 3, 4), [(1, 9, 4)], [_ints([[0, 0], [3, 3], [0, 0]])],
+                            _opts("MirrorPadOptions", mode=0))[0], ("(MIRROR_PAD)", "axis 0: reflect padding 3, 3 of 3")),
+    "pad_batch": (one(OP.PAD, "i8", (1, 4), [(2, 4)], [_ints([[0, 1], [0, 0]])])[0],
+                  ("(PAD)", "padding of the batch dimension")),
+    "pad_shape": (one(OP.PAD, "f32", (1, 3, 4), [(1, 3, 5)], [_ints([[0, 0], [0, 0], [1, 1]])])[0],
+                  ("(PAD)", "output of shape [1, 3, 5]", "[1, 3, 6]")),
+    "padv2_value_q": (one(OP.PADV2, "i8", (1, 3, 4), [(1, 3, 6)], [_ints([[0, 0], [0, 0], [1, 1]]),
+                                                                   (np.int8([3]), "i8", (0.5, 0))])[0],
+                      ("(PADV2)", "padding value quantized (0.5, 0)")),
     "squeeze_not_one": (one(OP.SQUEEZE, "i8", (1, 4, 1, 6), [(1, 1, 6)],
                             options=_opts("SqueezeOptions", squeezeDims=[1]))[0], ("(SQUEEZE)", "not 1")),
     "expand_dims_shape": (one(OP.EXPAND_DIMS, "i8", (1, 5, 6), [(1, 5, 6, 1)], [_ints([1])])[0],
@@ -244,3 +264,21 @@ def test_split_outputs_of_another_quantization_are_refused(cli, tmp_path):
     src.write_bytes(bytes(b.Output()))
     line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl")
     assert "(SPLIT)" in line and "quantized" in line, line
+
+
+@pytest.mark.parametrize("line, words", [
+    ("pad x=x y=y pad=1,1,1", ("pad=", "begin and an end for each of the 2 axes")),
+    ("pad x=x y=y pad=0,3,0,0 mode=reflect", ("axis 1: reflect padding 3, 0 of 3",)),
+    ("pad x=x y=y pad=0,4,0,0 mode=symmetric", ("axis 1: symmetric padding 4, 0 of 3",)),
+    ("pad x=x y=y pad=1,1,1,1 code=200", ("code=200 outside i8's -128..127",)),
+    ("pad x=x y=y pad=1,1,1,1 value=0.5", ("i8 values are padded with code=",)),
+])
+def test_pad_description_refused(line, words):
+    """The graph description's pad: each bad key refused in one line naming it."""
+    from mpy_lazy import ContainerError
+    from mpy_lazy.model import Model
+
+    with pytest.raises(ContainerError) as e:
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
