@@ -11,7 +11,7 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth")
 
 
 def run(text, tensors, *inputs, state=None):
@@ -313,6 +313,18 @@ def slice_(ins, kv, qin, tensors):
 
 def transpose(ins, kv, qin, tensors):
     return ins[0].transpose(kv["perm"])
+
+
+def depth2space(ins, kv, qin, tensors):
+    b = kv["block"]
+    h, w, c = ins[0].shape
+    return ins[0].reshape(h, w, b, b, c // (b * b)).transpose(0, 2, 1, 3, 4).reshape(h * b, w * b, c // (b * b))
+
+
+def space2depth(ins, kv, qin, tensors):
+    b = kv["block"]
+    h, w, c = ins[0].shape
+    return ins[0].reshape(h // b, b, w // b, b, c).transpose(0, 2, 1, 3, 4).reshape(h // b, w // b, b * b * c)
 
 
 def tconv(ins, kv, qin, tensors):
@@ -671,7 +683,8 @@ _STATEFUL = ("lstm", "svdf")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
-    "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
+    "sub": sub, "slice": slice_, "transpose": transpose, "depth2space": depth2space,
+    "space2depth": space2depth, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
     "lstm": lstm, "svdf": svdf,

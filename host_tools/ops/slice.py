@@ -1,5 +1,5 @@
-"""The host's half of slice, transpose: TFLite's STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK,
-TRANSPOSE (docs/OPS.md): converted from the model into the graph description, with TFLite
+"""The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from the model into the graph description, with TFLite
 Micro's Prepare parameters, for the runtime's room mpy_lazy/ops/slice.py. An op of several
 outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice per output. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
@@ -172,3 +172,30 @@ def op_TRANSPOSE(r):
     elif len(perm) == 4:
         raise r.err("a transpose that moves the batch dimension")
     r.emit("transpose", [x], perm=tuple(perm))
+
+
+def op_DEPTH_TO_SPACE(r):
+    _blocks(r, "depth2space", "DepthToSpaceOptions")
+
+
+def op_SPACE_TO_DEPTH(r):
+    _blocks(r, "space2depth", "SpaceToDepthOptions")
+
+
+def _blocks(r, op, options):
+    x = r.value(r.ins[0])
+    o = r.options(options)
+    b = o.BlockSize() if o is not None else 0
+    shape = r.tensor(r.ins[0])[1]
+    if len(shape) != 4 or shape[0] != 1:
+        raise r.err("input shape %s: the op takes 1, H, W, C" % (shape,))
+    _, h, w, c = shape
+    if b < 1 or (c % (b * b) if op == "depth2space" else h % b or w % b):
+        raise r.err("block_size %d for input shape %s" % (b, shape))
+    want = [1, h * b, w * b, c // (b * b)] if op == "depth2space" else [1, h // b, w // b, c * b * b]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's Prepare computes it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    r.emit(op, [x], block=b)

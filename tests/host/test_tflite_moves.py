@@ -110,6 +110,11 @@ def cases_of(dt):
             out["mirror_pad%d" % mode] = one(OP.MIRROR_PAD, dt, (1, 3, 4, 5), [(1, 6 + mode, 5, 8 + mode)],
                                              [_ints([[0, 0], [1, 2 + mode], [0, 1], [2, 1 + mode]])],
                                              _opts("MirrorPadOptions", mode=mode))
+    for b in (2, 3) if dt in ("i8", "f32") else ():  # (TFLM's take int8 and float32)
+        out["depth_to_space%d" % b] = one(OP.DEPTH_TO_SPACE, dt, (1, 3, 2, 2 * b * b), [(1, 3 * b, 2 * b, 2)],
+                                          options=_opts("DepthToSpaceOptions", blockSize=b))
+        out["space_to_depth%d" % b] = one(OP.SPACE_TO_DEPTH, dt, (1, 2 * b, 3 * b, 2), [(1, 2, 3, 2 * b * b)],
+                                          options=_opts("SpaceToDepthOptions", blockSize=b))
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -230,6 +235,9 @@ REFUSED = {
     "padv2_value_q": (one(OP.PADV2, "i8", (1, 3, 4), [(1, 3, 6)], [_ints([[0, 0], [0, 0], [1, 1]]),
                                                                    (np.int8([3]), "i8", (0.5, 0))])[0],
                       ("(PADV2)", "padding value quantized (0.5, 0)")),
+    "depth_to_space_block": (one(OP.DEPTH_TO_SPACE, "i8", (1, 2, 2, 6), [(1, 4, 4, 1)],
+                                 options=_opts("DepthToSpaceOptions", blockSize=2))[0],
+                             ("(DEPTH_TO_SPACE)", "block_size 2")),
     "squeeze_not_one": (one(OP.SQUEEZE, "i8", (1, 4, 1, 6), [(1, 1, 6)],
                             options=_opts("SqueezeOptions", squeezeDims=[1]))[0], ("(SQUEEZE)", "not 1")),
     "expand_dims_shape": (one(OP.EXPAND_DIMS, "i8", (1, 5, 6), [(1, 5, 6, 1)], [_ints([1])])[0],
@@ -272,13 +280,19 @@ def test_split_outputs_of_another_quantization_are_refused(cli, tmp_path):
     ("pad x=x y=y pad=0,4,0,0 mode=symmetric", ("axis 1: symmetric padding 4, 0 of 3",)),
     ("pad x=x y=y pad=1,1,1,1 code=200", ("code=200 outside i8's -128..127",)),
     ("pad x=x y=y pad=1,1,1,1 value=0.5", ("i8 values are padded with code=",)),
+    ("depth2space x=x y=y block=2", ("needs an H,W,C value", "block")),
+    ("depth2space x=x2 y=y block=2", ("6 channels: not a multiple of block x block = 4",)),
+    ("space2depth x=x2 y=y block=2", ("height 3, width 2: not multiples of block 2",)),
+    ("space2depth x=x2 y=y block=0", ("block >= 1",)),
 ])
-def test_pad_description_refused(line, words):
-    """The graph description's pad: each bad key refused in one line naming it."""
+def test_move_description_refused(line, words):
+    """The graph description's pad, depth2space and space2depth: each bad key refused in one
+    line naming it."""
     from mpy_lazy import ContainerError
     from mpy_lazy.model import Model
 
     with pytest.raises(ContainerError) as e:
-        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\ninput y=x2 shape=3,2,6 dtype=i8 q=0.1,0\n"
+              "%s q=0.1,0\noutput x=y" % line)
     for w in words:
         assert w in str(e.value), (w, str(e.value))
