@@ -50,8 +50,8 @@ def _concat(r, axis, stacked=False):
         outer *= d
     y = r.define(r.outs[0])
     views = []
-    for x in xs:
-        v = "%s.%s" % (y, x)
+    for k, x in enumerate(xs):  # (one view per input, an input given twice too)
+        v = "%s.%d" % (y, k)
         r.ir.shapes[v] = (outer, _size(r.ir.shapes[x]) // outer)
         _copy_q(r, x, v)
         r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=r.ir.shapes[v]))

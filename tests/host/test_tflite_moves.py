@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 tflm_ref = pytest.importorskip("tflm_ref")
-pytest.importorskip("flatbuffers")
+flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
@@ -64,6 +64,12 @@ def one(op, dt, shape, outs, consts=(), options=None, data_at=0, n_in=1):
     return data, xs
 
 
+def _save(m):
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def cases_of(dt):
     out = {}
     out["squeeze"] = one(OP.SQUEEZE, dt, (1, 4, 1, 6), [(1, 4, 6)], options=_opts("SqueezeOptions", squeezeDims=[2]))
@@ -95,6 +101,10 @@ def cases_of(dt):
         y = tuple(shape[:a]) + (3,) + tuple(shape[a:])
         out["pack%d_%dd" % (axis, len(shape))] = one(OP.PACK, dt, shape, [y], n_in=3,
                                                       options=_opts("PackOptions", valuesCount=3, axis=axis))
+    data, xs = one(OP.PACK, dt, (1, 4, 5), [(1, 4, 2, 5)], options=_opts("PackOptions", valuesCount=2, axis=2))
+    m = tflm_ref.read_model(data)  # the one input twice
+    m.subgraphs[0].operators[0].inputs = [0, 0]
+    out["pack_twice"] = (_save(m), xs)
     for axis in (1, 2, 3, -3):
         y = [1, 4, 5, 6]
         y[axis % 4] *= 2
@@ -264,12 +274,8 @@ def test_split_outputs_of_another_quantization_are_refused(cli, tmp_path):
     m = tflm_ref.read_model(_bad_q_split())
     sg = m.subgraphs[0]
     sg.tensors[sg.outputs[1]].quantization.scale = [0.1]
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
     src = tmp_path / "q.tflite"
-    src.write_bytes(bytes(b.Output()))
+    src.write_bytes(_save(m))
     line = cli.fails("pack", src, "-o", tmp_path / "q.mpyl")
     assert "(SPLIT)" in line and "quantized" in line, line
 
