@@ -1,8 +1,8 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from the model into the graph description, with TFLite
-Micro's Prepare parameters, for the runtime's room mpy_lazy/ops/slice.py. An op of several
-outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice per output. op_<BUILTIN>(r): r the reader
-(host_tools.tflite_import)."""
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from
+the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
+room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
+per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 from ..ir import Node
 
 
