@@ -11,7 +11,7 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth")
 
 
 def run(text, tensors, *inputs, state=None):
@@ -315,6 +315,18 @@ def transpose(ins, kv, qin, tensors):
     return ins[0].transpose(kv["perm"])
 
 
+def depth2space(ins, kv, qin, tensors):
+    b = kv["block"]
+    h, w, c = ins[0].shape
+    return ins[0].reshape(h, w, b, b, c // (b * b)).transpose(0, 2, 1, 3, 4).reshape(h * b, w * b, c // (b * b))
+
+
+def space2depth(ins, kv, qin, tensors):
+    b = kv["block"]
+    h, w, c = ins[0].shape
+    return ins[0].reshape(h // b, b, w // b, b, c).transpose(0, 2, 1, 3, 4).reshape(h // b, w // b, b * b * c)
+
+
 def tconv(ins, kv, qin, tensors):
     """Transpose convolution: input pixel (iy, ix) adds x x w[:, ky, kx, :] to output pixel
     (iy * stride + ky - pad_top, ix * stride + kx - pad_left) when inside size=oh,ow
@@ -346,9 +358,15 @@ def concat(ins, kv, qin, tensors):
 
 def pad(ins, kv, qin, tensors):
     x = ins[0]
-    t, l, b, r = kv["pad"]
-    v = qin[0][1] if qin[0] is not None else 0
-    return np.pad(x, ((t, b), (l, r), (0, 0)), constant_values=v)
+    p = list(kv["pad"])
+    if len(p) == 4 and x.ndim == 3:  # t, l, b, r of an H, W, C value
+        p = [p[0], p[1], 0, p[2], p[3], 0]
+    widths = [(p[d], p[x.ndim + d]) for d in range(x.ndim)]
+    mode = kv.get("mode", "constant")
+    if mode != "constant":
+        return np.pad(x, widths, mode=mode)
+    v = kv.get("value", kv.get("code", qin[0][1] if qin[0] is not None else 0))
+    return np.pad(x, widths, constant_values=v)
 
 
 def softmax(ins, kv, qin, tensors):
@@ -706,7 +724,8 @@ _STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
-    "sub": sub, "slice": slice_, "transpose": transpose, "tconv": tconv, "leakyrelu": leakyrelu,
+    "sub": sub, "slice": slice_, "transpose": transpose, "depth2space": depth2space,
+    "space2depth": space2depth, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
     "lstm": lstm, "gru": gru, "svdf": svdf,

@@ -41,6 +41,11 @@ OPTIONS = {
     "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", False),
     "SVDF": ("SVDFOptions", True), "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions", True),
     "GELU": ("GeluOptions", False), "PRELU": (None, False),
+    "SQUEEZE": ("SqueezeOptions", False), "EXPAND_DIMS": ("ExpandDimsOptions", False),
+    "SLICE": ("SliceOptions", False), "SPLIT": ("SplitOptions", True), "SPLIT_V": ("SplitVOptions", False),
+    "UNPACK": ("UnpackOptions", True), "PACK": ("PackOptions", True), "PADV2": ("PadV2Options", False),
+    "MIRROR_PAD": ("MirrorPadOptions", False), "DEPTH_TO_SPACE": ("DepthToSpaceOptions", True),
+    "SPACE_TO_DEPTH": ("SpaceToDepthOptions", True),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -49,7 +54,12 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SOFTMAX": (1, 1), "CONCATENATION": (1, 10000), "LOGISTIC": (1, 1), "TANH": (1, 1), "RELU": (1, 1),
          "RELU6": (1, 1), "LEAKY_RELU": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "HARD_SWISH": (1, 1),
          "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "CAST": (1, 1), "RESIZE_BILINEAR": (2, 2),
-         "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24)}
+         "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
+         "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
+         "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
+         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1)}
+# the ops of several outputs (each of the data input's type), and their data input
+SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
 # LSTM's input gate (CIFG), peepholes, projection and layer norms; an SVDF's bias)
 REQUIRED = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 18, 19), "SVDF": (0, 1, 2, 4)}
@@ -58,14 +68,17 @@ WEIGHTED = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECT
             "TRANSPOSE_CONV": (2, 1, 3)}
 # op -> inputs that must be constants, and their integer types
 CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
-            "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64"))}
+            "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64")),
+            "EXPAND_DIMS": ((1,), ("INT32", "INT64")), "SLICE": ((1, 2), ("INT32", "INT64")),
+            "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
+            "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64"))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
-IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "PAD")
+IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -82,7 +95,7 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # and the crossings)
 NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 
 
 def check(r, ops):
@@ -134,9 +147,10 @@ def check(r, ops):
             fail(where, "no output")
         if name in ARITY:
             lo, hi = ARITY[name]
-            if not lo <= len(ins) <= hi or len(outs) != 1:
-                fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and 1 output)"
-                     % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s"))
+            if not lo <= len(ins) <= hi or (len(outs) != 1 and name not in SEVERAL_OUT):
+                fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and %s)"
+                     % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s",
+                        "its outputs" if name in SEVERAL_OUT else "1 output"))
             for j in REQUIRED.get(name, range(lo)):
                 if ins[j] == -1:
                     fail(where, "input %d is absent (-1): the op needs it" % j)
@@ -250,6 +264,11 @@ def _uses(r, name, op, ins, outs, where, fail):
         return r.tensor(i)[1]
 
     y = outs[0]
+    if name in SEVERAL_OUT:  # every output has the data input's type
+        x = ins[SEVERAL_OUT[name]]
+        for j, i in enumerate(outs):
+            if typ(i) != typ(x):
+                fail(where, "output %d is %s, the input %s" % (j, typ(i), typ(x)))
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
         if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16") and name != "CAST" or  # scale
                                                    (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or

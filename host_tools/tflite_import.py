@@ -31,6 +31,9 @@ ROOMS = {
     "MINIMUM": "elementwise", "MAXIMUM": "elementwise", "CAST": "cast", "DIV": "elementwise",
     "RESIZE_NEAREST_NEIGHBOR": "resize", "RESIZE_BILINEAR": "resize", "PRELU": "elementwise",
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf",
+    "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
+    "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
+    "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice",
 }
 SUPPORTED = tuple(ROOMS)
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}

@@ -26,6 +26,7 @@ _KINDS = {
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
     "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
+    "value": "f", "code": "i", "mode": "e:constant|reflect|symmetric", "block": "i",
 }
 _KINDS["axis"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
@@ -51,9 +52,11 @@ OPS = {
     "lut": (("x", "y", "t", "q"), ()),
     "reshape": (("x", "y", "shape"), ("order", "q")),
     "concat": (("x", "y"), ("q", "axis")),
-    "pad": (("x", "y", "pad"), ("q",)),
+    "pad": (("x", "y", "pad"), ("q", "value", "code", "mode")),
     "slice": (("x", "y", "begin", "end"), ("stride", "q")),
     "transpose": (("x", "y", "perm"), ("q",)),
+    "depth2space": (("x", "y", "block"), ("q",)),
+    "space2depth": (("x", "y", "block"), ("q",)),
     "softmax": (("x", "y"), ("beta", "q", "m", "t", "dtype")),
     "lstm": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "cell", "clip", "state")),
     "gru": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "state")),

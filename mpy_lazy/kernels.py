@@ -98,6 +98,7 @@ def viper():
 _OPS = {
     "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
     "tconv": "tconv", "slice": "slice", "transpose": "slice",
+    "depth2space": "slice", "space2depth": "slice",
     "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
     "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
     "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",

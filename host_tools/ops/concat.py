@@ -1,18 +1,76 @@
-"""The host's half of concat: TFLite's CONCATENATION (docs/OPS.md): converted from the model into
-the graph description, with TFLite Micro's Prepare parameters, for the runtime's room
+"""The host's half of concat: TFLite's CONCATENATION and PACK (docs/OPS.md): converted from the
+model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's room
 mpy_lazy/ops/concat.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+from ..ir import Node
 
 
 def op_CONCATENATION(r):
-    xs = [r.value(i) for i in r.ins]
     o = r.options("ConcatenationOptions")
-    _, shape, _, _, _, _ = r.tensor(r.ins[0])
-    if not -len(shape) <= o.Axis() < len(shape) or o.Axis() % len(shape) != len(shape) - 1:
-        raise r.err("only concatenation along the last (channel) axis is supported")
     if r._act(o.FusedActivationFunction()) is not None:
         raise r.err("a fused activation on CONCATENATION is not supported")
+    shape = r.tensor(r.ins[0])[1]
+    if not -len(shape) <= o.Axis() < len(shape):
+        raise r.err("axis %d outside the inputs' %d dimensions" % (o.Axis(), len(shape)))
+    _concat(r, o.Axis() % len(shape))
+
+
+def op_PACK(r):
+    o = r.options("PackOptions")
+    shape = r.tensor(r.ins[0])[1]
+    axis = o.Axis() if o is not None else 0
+    if not -len(shape) - 1 <= axis <= len(shape):
+        raise r.err("axis %d outside -%d..%d" % (axis, len(shape) + 1, len(shape)))
+    if o is not None and o.ValuesCount() != len(r.ins):
+        raise r.err("values_count %d for %d inputs" % (o.ValuesCount(), len(r.ins)))
+    axis %= len(shape) + 1
+    for i in r.ins:
+        if list(r.tensor(i)[1]) != list(shape):
+            raise r.err("inputs of shapes %s and %s: PACK stacks one shape" % (list(shape), list(r.tensor(i)[1])))
+    want = list(shape[:axis]) + [len(r.ins)] + list(shape[axis:])
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    _concat(r, axis, stacked=True)
+
+
+def _concat(r, axis, stacked=False):
+    """The inputs joined along TFLite axis `axis` of the output: the board's concat along its
+    last axis directly; another axis as a concat of (outer, inner) views (reshapes, no copy)
+    along axis 1, reshaped to the output."""
     yq = r.qof(r.outs[0])
     for i in r.ins:
         if r.qof(i) != yq:
-            raise r.err("int8 inputs with another quantization than the output")
-    r.emit("concat", xs)
+            raise r.err("integer inputs with another quantization than the output")
+    xs = [r.value(i) for i in r.ins]
+    yshape = list(r.tensor(r.outs[0])[1])
+    if not stacked and axis == len(yshape) - 1:
+        r.emit("concat", xs)
+        return
+    outer = 1
+    for d in yshape[:axis]:
+        outer *= d
+    y = r.define(r.outs[0])
+    views = []
+    for k, x in enumerate(xs):  # (one view per input, an input given twice too)
+        v = "%s.%d" % (y, k)
+        r.ir.shapes[v] = (outer, _size(r.ir.shapes[x]) // outer)
+        _copy_q(r, x, v)
+        r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=r.ir.shapes[v]))
+        views.append(v)
+    mid = "%s.c" % y
+    r.ir.shapes[mid] = (outer, _size(r.ir.shapes[y]) // outer)
+    _copy_q(r, y, mid)
+    r.ir.nodes.append(Node("concat", views, mid, r.what, axis=1))
+    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _copy_q(r, src, dst):
+    for table in (r.ir.q, r.ir.dtypes):
+        if src in table:
+            table[dst] = table[src]

@@ -1,7 +1,129 @@
-"""The host's half of slice, transpose: TFLite's STRIDED_SLICE, TRANSPOSE (docs/OPS.md): converted
-from the model into the graph description, with TFLite Micro's Prepare parameters, for the
-runtime's room mpy_lazy/ops/slice.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+"""The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from
+the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
+room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
+per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+from ..ir import Node
 
+
+def _axis(r, i, rank):
+    """The constant axis in input i (negative from the end), checked against rank."""
+    a = r.data(i)
+    if a is None or a.size != 1:
+        raise r.err("the axis must be a constant of one element")
+    a = int(a.reshape(-1)[0])
+    if not -rank <= a < rank:
+        raise r.err("axis %d outside the input's %d dimensions" % (a, rank))
+    return a % rank
+
+
+def piece(r, x, shape, out, begin, end, stride=None):
+    """Output tensor `out` = x[begin:end:stride] (x of TFLite shape `shape`, every axis given):
+    a slice of the board's value (a leading batch 1 left out), reshaped (no copy) where the
+    output's shape is another (UNPACK's dropped axis, a leading 1)."""
+    stride = stride or [1] * len(shape)
+    if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
+        begin, end, stride = begin[1:], end[1:], stride[1:]
+    if any(hi <= lo for lo, hi in zip(begin, end)):
+        raise r.err("an empty slice")
+    y = r.define(out)
+    if x in r.ir.q and r.ir.q.get(y) != r.ir.q[x]:
+        raise r.err("output %s quantized %s, the input %s: the op moves codes, both need one" % (
+            y, r.ir.q.get(y), r.ir.q[x]))
+    natural = tuple((hi - lo + s - 1) // s for lo, hi, s in zip(begin, end, stride))
+    attrs = dict(begin=tuple(begin), end=tuple(end), stride=tuple(stride) if any(s != 1 for s in stride) else None)
+    if natural == tuple(r.ir.shapes[y]):
+        r.ir.nodes.append(Node("slice", [x], y, r.what, **{k: v for k, v in attrs.items() if v is not None}))
+        return
+    mid = "%s.s" % y
+    r.ir.shapes[mid] = natural
+    for table in (r.ir.q, r.ir.dtypes):
+        if y in table:
+            table[mid] = table[y]
+    r.ir.nodes.append(Node("slice", [x], mid, r.what, **{k: v for k, v in attrs.items() if v is not None}))
+    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
+
+
+def _split(r, x, shape, axis, sizes):
+    """One slice per output: `sizes` along `axis`, in order."""
+    if len(r.outs) != len(sizes):
+        raise r.err("%d outputs for %d pieces" % (len(r.outs), len(sizes)))
+    at = 0
+    for out, n in zip(r.outs, sizes):
+        want = list(shape)
+        want[axis] = n
+        if list(r.tensor(out)[1]) != want:  # (TFLM's kernel trusts them: refused here)
+            raise r.err("output of shape %s, the piece is %s" % (list(r.tensor(out)[1]), want))
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = at, at + n
+        piece(r, x, shape, out, begin, end)
+        at += n
+
+
+def op_SPLIT(r):
+    x = r.value(r.ins[1])
+    shape = r.tensor(r.ins[1])[1]
+    axis = _axis(r, r.ins[0], len(shape))
+    o = r.options("SplitOptions")
+    n = o.NumSplits() if o is not None else 0
+    if n < 1 or shape[axis] % n:
+        raise r.err("num_splits %d does not divide axis %d (size %d)" % (n, axis, shape[axis]))
+    _split(r, x, shape, axis, [shape[axis] // n] * n)
+
+
+def op_SPLIT_V(r):
+    x = r.value(r.ins[0])
+    shape = r.tensor(r.ins[0])[1]
+    sizes = r.data(r.ins[1])
+    if sizes is None:
+        raise r.err("size_splits must be a constant")
+    sizes = [int(v) for v in sizes.reshape(-1)]
+    axis = _axis(r, r.ins[2], len(shape))
+    if sizes.count(-1) == 1:  # (TFLM's Prepare: one size inferred from the others)
+        sizes[sizes.index(-1)] = shape[axis] - sum(v for v in sizes if v != -1)
+    if any(v < 1 for v in sizes) or sum(sizes) != shape[axis]:
+        raise r.err("size_splits %s: sizes >= 1 adding up to axis %d's %d" % (sizes, axis, shape[axis]))
+    _split(r, x, shape, axis, sizes)
+
+
+def op_UNPACK(r):
+    x = r.value(r.ins[0])
+    shape = r.tensor(r.ins[0])[1]
+    o = r.options("UnpackOptions")
+    axis = o.Axis() if o is not None else 0
+    if not -len(shape) <= axis < len(shape):
+        raise r.err("axis %d outside the input's %d dimensions" % (axis, len(shape)))
+    axis %= len(shape)
+    num = o.Num() if o is not None else 0
+    if num != shape[axis] or len(r.outs) != num:
+        raise r.err("num %d and %d outputs for axis %d of size %d" % (num, len(r.outs), axis, shape[axis]))
+    for k, out in enumerate(r.outs):
+        want = list(shape[:axis]) + list(shape[axis + 1:])
+        if list(r.tensor(out)[1]) != want:
+            raise r.err("output %d of shape %s, the piece is %s" % (k, list(r.tensor(out)[1]), want))
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = k, k + 1
+        piece(r, x, shape, out, begin, end)
+
+
+def op_SLICE(r):
+    x = r.value(r.ins[0])
+    shape = r.tensor(r.ins[0])[1]
+    begin, size = r.data(r.ins[1]), r.data(r.ins[2])
+    if begin is None or size is None or begin.size != len(shape) or size.size != len(shape):
+        raise r.err("begin and size must be constants of %d elements" % len(shape))
+    b, e = [], []
+    for d, (lo, n) in enumerate(zip(begin.reshape(-1), size.reshape(-1))):
+        lo, n = int(lo), int(n)
+        n = shape[d] - lo if n == -1 else n  # (TFLM: -1, to the end)
+        if not 0 <= lo or n < 1 or lo + n > shape[d]:
+            raise r.err("axis %d: begin %d, size %d outside its %d" % (d, lo, n, shape[d]))
+        b.append(lo)
+        e.append(lo + n)
+    if list(r.tensor(r.outs[0])[1]) != [hi - lo for lo, hi in zip(b, e)]:
+        raise r.err("output of shape %s for a slice of shape %s" % (list(r.tensor(r.outs[0])[1]),
+                                                                    [hi - lo for lo, hi in zip(b, e)]))
+    piece(r, x, shape, r.outs[0], b, e)
 
 def op_STRIDED_SLICE(r):
     x = r.value(r.ins[0])
@@ -11,11 +133,10 @@ def op_STRIDED_SLICE(r):
     o = r.options("StridedSliceOptions")
     _, shape, _, _, _, _ = r.tensor(r.ins[0])
     nd = len(shape)
-    if o is not None and (o.EllipsisMask() or o.NewAxisMask() or o.ShrinkAxisMask()
-                          or (o.Offset() if hasattr(o, "Offset") else 0)):
-        raise r.err("ellipsis, new-axis, shrink-axis masks and offset are not supported")
-    bm, em = (o.BeginMask(), o.EndMask()) if o is not None else (0, 0)
-    b, e, st = [], [], []
+    if o is not None and (o.EllipsisMask() or o.NewAxisMask() or (o.Offset() if hasattr(o, "Offset") else 0)):
+        raise r.err("ellipsis and new-axis masks and offset are not supported")
+    bm, em, sm = (o.BeginMask(), o.EndMask(), o.ShrinkAxisMask()) if o is not None else (0, 0, 0)
+    b, e, st, want = [], [], [], []
     for d in range(nd):
         size, s_ = int(shape[d]), int(strides[d])
         if s_ < 1:
@@ -24,20 +145,19 @@ def op_STRIDED_SLICE(r):
         hi = size if em & (1 << d) else int(end[d])
         lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
         hi = max(0, min(size, hi + size if hi < 0 else hi))
+        if sm & (1 << d):  # (TFLM: one element at begin, the axis left out of the output)
+            lo = int(begin[d]) + size if int(begin[d]) < 0 else int(begin[d])
+            if not 0 <= lo < size:
+                raise r.err("axis %d: shrink at %d outside its %d" % (d, int(begin[d]), size))
+            hi, s_ = lo + 1, 1
+        else:
+            want.append((hi - lo + s_ - 1) // s_ if hi > lo else 0)
         b.append(lo)
         e.append(hi)
         st.append(s_)
-    b0, e0, st0 = list(b), list(e), list(st)
-    if nd > 1 and int(shape[0]) == 1:  # the batch: the board's values have none
-        if (b[0], e[0]) != (0, 1):
-            raise r.err("a slice of the batch dimension")
-        b, e, st = b[1:], e[1:], st[1:]
-    if any(hi <= lo for lo, hi in zip(b, e)):
-        raise r.err("an empty slice")
-    want = [(hi - lo + s_ - 1) // s_ for lo, hi, s_ in zip(b0, e0, st0)]
     if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's Prepare compares them)
         raise r.err("output of shape %s for a slice of shape %s" % (list(r.tensor(r.outs[0])[1]), want))
-    r.emit("slice", [x], begin=tuple(b), end=tuple(e), stride=tuple(st) if any(v != 1 for v in st) else None)
+    piece(r, x, shape, r.outs[0], b, e, st)
 
 
 def op_TRANSPOSE(r):
@@ -52,3 +172,30 @@ def op_TRANSPOSE(r):
     elif len(perm) == 4:
         raise r.err("a transpose that moves the batch dimension")
     r.emit("transpose", [x], perm=tuple(perm))
+
+
+def op_DEPTH_TO_SPACE(r):
+    _blocks(r, "depth2space", "DepthToSpaceOptions")
+
+
+def op_SPACE_TO_DEPTH(r):
+    _blocks(r, "space2depth", "SpaceToDepthOptions")
+
+
+def _blocks(r, op, options):
+    x = r.value(r.ins[0])
+    o = r.options(options)
+    b = o.BlockSize() if o is not None else 0
+    shape = r.tensor(r.ins[0])[1]
+    if len(shape) != 4 or shape[0] != 1:
+        raise r.err("input shape %s: the op takes 1, H, W, C" % (shape,))
+    _, h, w, c = shape
+    if b < 1 or (c % (b * b) if op == "depth2space" else h % b or w % b):
+        raise r.err("block_size %d for input shape %s" % (b, shape))
+    want = [1, h * b, w * b, c // (b * b)] if op == "depth2space" else [1, h // b, w // b, c * b * b]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's Prepare computes it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    r.emit(op, [x], block=b)

@@ -1,6 +1,8 @@
-# slice (TFLite's STRIDED_SLICE with positive strides, ONNX's Slice) and transpose (a
-# permutation of the H, W, C axes: TFLite's TRANSPOSE, ONNX's Transpose): data movement only,
-# one move record of up to three nested loops, elements of any dtype (the bytes are copied).
+# slice (TFLite's STRIDED_SLICE with positive strides, ONNX's Slice), transpose (a permutation
+# of the H, W, C axes: TFLite's TRANSPOSE, ONNX's Transpose), depth2space and space2depth
+# (block=b: TFLite's DEPTH_TO_SPACE and SPACE_TO_DEPTH of an H, W, C value, the channels in
+# TFLite's order): data movement only, move records of up to three nested loops (one; b x b for
+# the block ops), elements of any dtype (the bytes are copied).
 from ..kinds import MOVE
 from . import Op as Base
 
@@ -13,7 +15,18 @@ class Op(Base):
         x = ins[0]
         nd = len(x.shape)
         self.keeps_q()
-        if name == "slice":
+        if name in ("depth2space", "space2depth"):
+            b = kv["block"]
+            if nd != 3 or not 1 <= b <= 65535:
+                raise self.fail("needs an H,W,C value and block >= 1, got %s, block %d" % (x.shape, b), "block")
+            h, w, ch = x.shape
+            if name == "depth2space" and ch % (b * b):
+                raise self.fail("%d channels: not a multiple of block x block = %d" % (ch, b * b), "block")
+            if name == "space2depth" and (h % b or w % b):
+                raise self.fail("height %d, width %d: not multiples of block %d" % (h, w, b), "block")
+            shape = [h * b, w * b, ch // (b * b)] if name == "depth2space" else [h // b, w // b, ch * b * b]
+            self.spec = b
+        elif name == "slice":
             begin, end = kv["begin"], kv["end"]
             stride = kv.get("stride", (1,) * nd)
             if not len(begin) == len(end) == len(stride) == nd:
@@ -39,6 +52,8 @@ class Op(Base):
 
         x, y = self.x[0], self.y
         es = ITEMSIZE[x.dtype]
+        if self.name in ("depth2space", "space2depth"):
+            return self._blocks(c, es)
         xs = list(x.shape)
         ys = list(y.shape)
         # element strides of each axis of x
@@ -61,3 +76,20 @@ class Op(Base):
             stride_y.insert(0, 0)
         return [c.record(MOVE, [c.off(x) + start * es, c.off(y), ys[1], ys[2], src[1], src[2], stride_y[1],
                                 stride_y[2], es, ys[0], src[0], stride_y[0]])]
+
+    def _blocks(self, c, es):
+        """Block (i, j) of every b x b block of the image: one move each, the pixels of the small
+        image (H, W of the deep one) with its C / (b x b) channels."""
+        b = self.spec
+        deep, wide = (self.x[0], self.y) if self.name == "depth2space" else (self.y, self.x[0])
+        h, w, ch = deep.shape
+        cs = ch // (b * b)  # the wide image's channels
+        ww = w * b  # its width
+        out = []
+        for i in range(b):
+            for j in range(b):
+                d = [c.off(deep) + es * (i * b + j) * cs, w * ch, ch]  # offset, plane and row strides
+                s = [c.off(wide) + es * (i * ww + j) * cs, b * ww * cs, b * cs]
+                src, dst = (d, s) if self.name == "depth2space" else (s, d)
+                out.append(c.record(MOVE, [src[0], dst[0], w, cs, src[2], 1, dst[2], 1, es, h, src[1], dst[1]]))
+        return out

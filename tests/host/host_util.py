@@ -127,7 +127,7 @@ f = open(%(image)r, 'rb'); img = f.read(); f.close()
 vfs.mount(vfs.VfsRom(img), '/rom')
 f = open(%(jobs)r); jobs = json.load(f); f.close()
 a = b = 0
-one = two = None  # every global made before measuring: a new one grows the globals dict
+one = two = three = None  # every global made before measuring: a new one grows the globals dict
 for job in jobs:
     name = job['name']
     c = m = xs = None
@@ -144,10 +144,11 @@ for job in jobs:
             if job.get('alloc'):  # (arguments named, not unpacked: m(*args) allocates a tuple)
                 one = args[0]
                 two = args[1] if len(args) > 1 else None
+                three = args[2] if len(args) > 2 else None
                 gc.collect()
                 gc.disable()
                 a = gc.mem_alloc()
-                m(one, two)  # the one call per input (a model with state counts its calls)
+                m(one, two, three)  # the one call per input (a model with state counts its calls)
                 b = gc.mem_alloc()
                 gc.enable()
                 out['alloc'].append(b - a)
