@@ -193,10 +193,7 @@ def missing_ops(src):
 
 def refusal_key(src, why):
     """A refusal without its file, operator index and the list of what mpy-lazy runs."""
-    why = why.split(" | ")[0]
-    if why.startswith(src + ": "):
-        why = why[len(src) + 2:]
-    why = re.sub(r"^error: ", "", why)
+    why = why.split(" | ")[0].split(src + ": ", 1)[-1]
     why = re.sub(r"^operator \d+ \(([^)]*)\): ", r"\1: ", why)
     why = re.sub(r" \(mpy-lazy runs .*$", "", why)
     return why[:140]
@@ -374,24 +371,24 @@ def counts(rows):
 
 def report(rows, sources):
     """The per-source table and the refusal histograms, as Markdown."""
-    out = ["| source | commit | files | distinct | TFLM runs | mpy-lazy packs | bit-exact | float32 rounding | NO / error |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| source | commit | files | distinct | TFLM runs | mpy-lazy packs | bit-exact | float32 rounding | NO / error | not run |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for src in sources:
         rs = [r for r in rows if r["root"] == src["root"]]
-        d = [r for r in rs if "dup" not in r]  # distinct within the whole survey
         ds = {r["sha256"] for r in rs}
         first = {}
         for r in rows:
             first.setdefault(r["sha256"], r)
         d = [first[h] for h in ds]
         c = counts(d)
-        out.append("| %s | %s | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d |" % (
+        out.append("| %s | %s | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
             src["name"], src.get("commit", "")[:9], len(rs), len(d), c["tflm"], c["packs"],
-            c["packs_of_tflm"], c["exact"], c["float"], c["bad"]))
+            c["packs_of_tflm"], c["exact"], c["float"], c["bad"], c["unrun"]))
     distinct = [r for r in rows if "dup" not in r]
     c = counts(distinct)
-    out.append("| **all** | | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d |" % (
-        len(rows), len(distinct), c["tflm"], c["packs"], c["packs_of_tflm"], c["exact"], c["float"], c["bad"]))
+    out.append("| **all** | | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
+        len(rows), len(distinct), c["tflm"], c["packs"], c["packs_of_tflm"], c["exact"], c["float"], c["bad"],
+        c["unrun"]))
     blocked = [r for r in distinct if r["tflm"] == "yes" and r["pack"] != "ok"]
     ops = collections.Counter(op for r in blocked for op in r["missing"])
     sole = collections.Counter(r["missing"][0] for r in blocked if len(r["missing"]) == 1)
@@ -424,7 +421,15 @@ def main(argv=None):
                     help="extract every .tflite of this repository's history (needs --extract-to)")
     ap.add_argument("--extract-to", metavar="DIR", help="where --from-git writes the files")
     ap.add_argument("--c-arrays", action="store_true", help="--from-git also reads C-array models")
+    ap.add_argument("--report", metavar="JSON", help="print the tables of an earlier --json run, nothing run")
     a = ap.parse_args(argv)
+    if a.report:
+        with open(a.report) as f:
+            saved = json.load(f)
+        for r in saved["rows"]:
+            r["refusal"] = "" if r["pack"] == "ok" else refusal_key(os.path.join(r["root"], r["source"]), r["pack"])
+        print(report(saved["rows"], saved["sources"]))
+        return 0
     if a.from_git and not a.extract_to:
         ap.error("--from-git needs --extract-to DIR")
     sources = []
