@@ -161,25 +161,40 @@ def repo_name(gitdir):
 
 
 def tflm_check(src, n, seed, timeout=600):
-    """'yes' when TFLM's interpreter allocates and invokes the model on n seeded inputs, else its
-    first error line; run in a child process."""
+    """'yes' when TFLM's interpreter allocates and invokes the model on n seeded inputs, else what
+    TFLM says (its own log lines: the kernel's message, the node; else the error); run in a child
+    process."""
     code = ("import sys, numpy as np; sys.path[:0] = [%r]; import tflm_ref\n"
-            "m = tflm_ref.read_model(%r); info = tflm_ref.tensors(m)\n"
-            "ins = [int(i) for i in m.subgraphs[0].inputs]; rng = np.random.default_rng(%d)\n"
-            "xs = [tuple(tflm_ref.sample_tensor(info[i], rng) for i in ins) for _ in range(%d)]\n"
-            "tflm_ref.run(%r, [x if len(x) > 1 else x[0] for x in xs]); print('TFLM-OK')\n"
-            % (os.path.join(ROOT, "tests"), src, seed, n, src))
+            "data = open(%r, 'rb').read()\n"
+            "try:\n"
+            "    m = tflm_ref.read_model(data); info = tflm_ref.tensors(m)\n"
+            "    ins = [int(i) for i in m.subgraphs[0].inputs]; rng = np.random.default_rng(%d)\n"
+            "    tflm_ref.interpreter(data)\n"
+            "    xs = [tuple(tflm_ref.sample_tensor(info[i], rng) for i in ins) for _ in range(%d)]\n"
+            "    tflm_ref.run(data, [x if len(x) > 1 else x[0] for x in xs]); print('TFLM-OK')\n"
+            "except RuntimeError as e:\n"
+            "    sys.stderr.write('TFLM-LOG\\n'); sys.stderr.flush()\n"  # TFLM's own words follow
+            "    it = tflm_ref._rt.Interpreter.from_bytes(data, arena_size=1 << 28)\n"
+            "    for k, z in enumerate(tflm_ref._zeros_sample(data)): it.set_input(z, k)\n"
+            "    it.invoke(); sys.stderr.write(str(e))\n"
+            % (os.path.join(ROOT, "tests"), src, seed, n))
     try:
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout (> %.0f s)" % timeout
     if "TFLM-OK" in p.stdout:
         return "yes"
-    lines = [ln.strip() for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.match(r"\w*(Error|Exception)\b", ln)]
-    why = (errors or lines or ["exit %d" % p.returncode])[-1]
     if p.returncode < 0:
-        why = "crash (signal %d)" % -p.returncode
+        return "crash (signal %d)" % -p.returncode
+    err = p.stderr.split("TFLM-LOG\n", 1)
+    logged = err[1].split("Traceback")[0] if len(err) == 2 else ""
+    logged = [ln.strip() for ln in logged.splitlines() if ln.strip()]
+    if logged:
+        why = " / ".join(logged[:2])
+    else:
+        lines = [ln.strip() for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if re.match(r"\w*(Error|Exception)\b", ln)]
+        why = (errors or lines or ["exit %d" % p.returncode])[-1]
     return why[:160]
 
 
@@ -369,6 +384,14 @@ def counts(rows):
             "unrun": sum(1 for r in packed if r["exact"] in ("", "not run", "TFLM fails"))}
 
 
+def tflm_key(row):
+    """TFLM's refusal without node numbers; a missing custom op with its name."""
+    why = re.sub(r"\(number \d+\)", "", row["tflm"]).replace("  ", " ")
+    if "op code CUSTOM" in why:
+        why += " (%s)" % ", ".join(sorted({o[7:] for o in row["ops"] if o.startswith("CUSTOM:")}))
+    return why[:160]
+
+
 def report(rows, sources):
     """The per-source table and the refusal histograms, as Markdown."""
     out = ["| source | commit | files | distinct | TFLM runs | mpy-lazy packs | bit-exact | float32 rounding | NO / error | not run |",
@@ -400,7 +423,7 @@ def report(rows, sources):
     out += ["", "First refusal of the TFLM-runnable models whose ops mpy-lazy all has:", "",
             "| refusal | models |", "|---|---|"]
     out += ["| %s | %d |" % (k.replace("|", "/"), n) for k, n in other.most_common()]
-    tflm_no = collections.Counter(re.sub(r"\d+", "N", r["tflm"])[:100] for r in distinct if r["tflm"] != "yes")
+    tflm_no = collections.Counter(tflm_key(r) for r in distinct if r["tflm"] != "yes")
     out += ["", "Why TFLM's interpreter does not run the others:", "", "| TFLM | models |", "|---|---|"]
     out += ["| %s | %d |" % (k.replace("|", "/"), n) for k, n in tflm_no.most_common()]
     return "\n".join(out)
