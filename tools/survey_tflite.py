@@ -392,10 +392,16 @@ def tflm_key(row):
     return why[:160]
 
 
+def count_new(rows, new):
+    """How many distinct models, and with --known how many of them are new."""
+    return "%d | %d" % (len(rows), sum(1 for r in rows if not r["known"])) if new else "%d" % len(rows)
+
+
 def report(rows, sources):
     """The per-source table and the refusal histograms, as Markdown."""
-    out = ["| source | commit | files | distinct | TFLM runs | mpy-lazy packs | bit-exact | float32 rounding | NO / error | not run |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    new = "known" in rows[0] if rows else False
+    out = ["| source | commit | files | distinct%s | TFLM runs | mpy-lazy packs | bit-exact | float32 rounding | NO / error | not run |" % (" | new" if new else ""),
+           "|---|---|---|---|---|---|---|---|---|---|" + "---|" * new]
     for src in sources:
         rs = [r for r in rows if r["root"] == src["root"]]
         ds = {r["sha256"] for r in rs}
@@ -404,13 +410,13 @@ def report(rows, sources):
             first.setdefault(r["sha256"], r)
         d = [first[h] for h in ds]
         c = counts(d)
-        out.append("| %s | %s | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
-            src["name"], src.get("commit", "")[:9], len(rs), len(d), c["tflm"], c["packs"],
+        out.append("| %s | %s | %d | %s | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
+            src["name"], src.get("commit", "")[:9], len(rs), count_new(d, new), c["tflm"], c["packs"],
             c["packs_of_tflm"], c["exact"], c["float"], c["bad"], c["unrun"]))
     distinct = [r for r in rows if "dup" not in r]
     c = counts(distinct)
-    out.append("| **all** | | %d | %d | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
-        len(rows), len(distinct), c["tflm"], c["packs"], c["packs_of_tflm"], c["exact"], c["float"], c["bad"],
+    out.append("| **all** | | %d | %s | %d | %d (%d of TFLM's) | %d | %d | %d | %d |" % (
+        len(rows), count_new(distinct, new), c["tflm"], c["packs"], c["packs_of_tflm"], c["exact"], c["float"], c["bad"],
         c["unrun"]))
     blocked = [r for r in distinct if r["tflm"] == "yes" and r["pack"] != "ok"]
     ops = collections.Counter(op for r in blocked for op in r["missing"])
@@ -419,14 +425,23 @@ def report(rows, sources):
             "refused; 'alone': the only op it lacks):" % len(blocked), "",
             "| op | models TFLM runs that need it | alone |", "|---|---|---|"]
     out += ["| %s | %d | %d |" % (op, n, sole[op]) for op, n in ops.most_common()]
-    other = collections.Counter(r["refusal"] for r in blocked if not r["missing"])
-    out += ["", "First refusal of the TFLM-runnable models whose ops mpy-lazy all has:", "",
+    other = collections.Counter(re.sub(r"\b\d+\b", "N", re.sub(r"\[[\d, ]*\]|\([\d, ]*\)", "S", r["refusal"]))
+                                for r in blocked if not r["missing"])
+    out += ["", "First refusal of the TFLM-runnable models whose ops mpy-lazy all has (S: a shape, N: a number):", "",
             "| refusal | models |", "|---|---|"]
     out += ["| %s | %d |" % (k.replace("|", "/"), n) for k, n in other.most_common()]
-    tflm_no = collections.Counter(tflm_key(r) for r in distinct if r["tflm"] != "yes")
+    tflm_no = collections.Counter(tflm_key(r) for r in distinct if r["tflm"] not in ("yes", ""))
     out += ["", "Why TFLM's interpreter does not run the others:", "", "| TFLM | models |", "|---|---|"]
     out += ["| %s | %d |" % (k.replace("|", "/"), n) for k, n in tflm_no.most_common()]
     return "\n".join(out)
+
+
+def known_hashes(dirs):
+    out = set()
+    for _, src in find(dirs):
+        with open(src, "rb") as f:
+            out.add(hashlib.sha256(f.read()).hexdigest())
+    return out
 
 
 def main(argv=None):
@@ -444,12 +459,17 @@ def main(argv=None):
                     help="extract every .tflite of this repository's history (needs --extract-to)")
     ap.add_argument("--extract-to", metavar="DIR", help="where --from-git writes the files")
     ap.add_argument("--c-arrays", action="store_true", help="--from-git also reads C-array models")
+    ap.add_argument("--known", action="append", default=[], metavar="DIR",
+                    help="models whose bytes are in a .tflite under DIR are counted as not new")
     ap.add_argument("--report", metavar="JSON", help="print the tables of an earlier --json run, nothing run")
     a = ap.parse_args(argv)
     if a.report:
         with open(a.report) as f:
             saved = json.load(f)
+        known = known_hashes(a.known)
         for r in saved["rows"]:
+            if a.known:
+                r["known"] = r["sha256"] in known
             r["refusal"] = "" if r["pack"] == "ok" else refusal_key(os.path.join(r["root"], r["source"]), r["pack"])
         print(report(saved["rows"], saved["sources"]))
         return 0
@@ -473,6 +493,7 @@ def main(argv=None):
         ap.error("no paths and no --from-git")
 
     files = find([s["root"] for s in sources])
+    known = known_hashes(a.known)
     seen = {}
     rows = []
     with tempfile.TemporaryDirectory() as work:
@@ -482,6 +503,8 @@ def main(argv=None):
             digest = hashlib.sha256(data).hexdigest()
             row = {"model": os.path.basename(src)[:-7], "root": base, "source": os.path.relpath(src, base),
                    "bytes": len(data), "sha256": digest}
+            if a.known:
+                row["known"] = digest in known
             if digest in seen:
                 first = seen[digest]
                 row.update({k2: first[k2] for k2 in ("ops", "missing", "tflm", "pack", "refusal", "exact", "note")})
