@@ -100,25 +100,22 @@ def extract_git(gitdir, outdir, with_c_arrays=False):
     commits += _git(gitdir, "log", "--all", "--format=%H", "--", *specs).decode().split()
     commits = [head] + list(dict.fromkeys(c for c in commits))
     blobs = {}  # blob -> (path, commit), newest commit first
-    absent = 0
     for c in commits:
         try:
-            listing = _git(gitdir, "ls-tree", "-r", "-l", c).decode("utf-8", "replace")
+            listing = _git(gitdir, "ls-tree", "-r", c).decode("utf-8", "replace")
         except subprocess.CalledProcessError:
             continue
         for line in listing.splitlines():
             meta, path = line.split("\t", 1)
-            _, kind, blob, size = meta.split()
+            _, kind, blob = meta.split()
             is_c = with_c_arrays and _C_MODEL.match(path)
             if kind != "blob" or not (path.lower().endswith(".tflite") or is_c) or blob in blobs:
                 continue
-            if size == "BAD" or size == "-":
-                absent += 1
-            blobs[blob] = (path, c, size)
+            blobs[blob] = (path, c)
     manifest = {"repo": gitdir, "head": head, "files": [], "lfs_pointers": 0, "absent": 0,
                 "not_tflite": 0}
     os.makedirs(outdir, exist_ok=True)
-    for blob, (path, commit, size) in blobs.items():
+    for blob, (path, commit) in blobs.items():
         try:
             data = _git(gitdir, "cat-file", "blob", blob)
         except subprocess.CalledProcessError:
