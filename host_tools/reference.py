@@ -62,8 +62,8 @@ def run(text, tensors, *inputs, state=None):
 def _out_dtype(op, kv, x_dtype):
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
-    if op == "quantize":
-        return "i8"
+    if op in ("quantize", "lut"):
+        return kv.get("dtype", "i8")
     if op == "dequantize":
         return "f32"
     return x_dtype
@@ -279,8 +279,11 @@ def _sigmoid(v):
 
 
 def lut(ins, kv, qin, tensors):
+    """y = t[x + 128]; a u8 input's code b reads t[b ^ 128] (its byte as int8, + 128), a u8
+    output is the table's bytes."""
     t = _t(tensors, kv["t"], np.int64)
-    return t[ins[0] + 128]
+    y = t[(ins[0] & 255) ^ 128]
+    return y & 255 if kv["dtype"] == "u8" else y
 
 
 def reshape(ins, kv, qin, tensors):

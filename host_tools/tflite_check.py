@@ -70,7 +70,11 @@ RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_S
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
 QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT16": ("INT8", "INT16", "INT32"),
-                  "INT8": ("INT8", "INT16", "INT32")}
+                  "INT8": ("INT8", "INT16", "INT32", "UINT8"), "UINT8": ("INT8",)}
+# uint8 activations: TFLM's QUANTIZE turns them into int8 and back (quantize_common.cc: a model's
+# uint8 input or output, TFLite's inference_input_type / inference_output_type=tf.uint8); the
+# board runs no other op on them
+UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
@@ -250,8 +254,11 @@ def _uses(r, name, op, ins, outs, where, fail):
         return r.tensor(i)[1]
 
     y = outs[0]
+    if name != "QUANTIZE" and any(i >= 0 and typ(i) == "UINT8" and r.data(i) is None for i in ins + outs):
+        j = [i for i in ins + outs if i >= 0 and typ(i) == "UINT8" and r.data(i) is None][0]
+        fail(where, "tensor %d is uint8: %s" % (j, UINT8))
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
-        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16") and name != "CAST" or  # scale
+        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name != "CAST" or  # scale
                                                    (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
@@ -261,7 +268,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST",):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST",) and (name, typ(y)) != ("QUANTIZE", "UINT8"):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)

@@ -21,7 +21,8 @@ SUPPORTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "M
              "TANH", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "LEAKY_RELU", "STRIDED_SLICE",
              "TRANSPOSE", "TRANSPOSE_CONV", "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV",
              "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "PRELU", "UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF")
-_INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
+_INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32", "UINT8": "u8"}  # quantized activation types
+# (uint8: a model input or output QUANTIZE turns into int8 and back, tflite_check.UINT8)
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
           "convert with full-integer quantization or float weights")
@@ -120,7 +121,8 @@ class _Reader:
             if dt != "i8":
                 self.ir.dtypes[name] = dt
         elif typ != "FLOAT32":
-            raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are)" % typ)
+            raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
+                           "and uint8 into or out of QUANTIZE)" % typ)
         return name
 
     def qof(self, i):
@@ -537,10 +539,12 @@ class _Reader:
             self.emit("quantize", [x], dtype=yd if yd != "i8" else None)
             return
         m, s = tflm.requantize_params(xq[0], yq[0])
-        if xd == yd == "i8":  # an int8 -> int8 requantization: a table
-            n = self.emit("lut", [x])
-            n.t["t"] = self.add("lut", np.array([max(-128, min(127, yq[1] + tflm.mbqm(q - xq[1], m, s)))
-                                                 for q in range(-128, 128)], dtype=np.int8))
+        if xd in ("i8", "u8") and yd in ("i8", "u8"):  # int8 -> int8, uint8 <-> int8: a table of the output's
+            lo, hi = tflm.RANGE[yd]  # bytes, indexed by the input's byte as int8 + 128 (a uint8 code b at b ^ 128)
+            codes = [i ^ 128 if xd == "u8" else i - 128 for i in range(256)]
+            ys = [max(lo, min(hi, yq[1] + tflm.mbqm(q - xq[1], m, s))) for q in codes]
+            n = self.emit("lut", [x], dtype="u8" if yd == "u8" else None)
+            n.t["t"] = self.add("lut", np.array(ys, dtype=np.int64).astype(np.uint8).view(np.int8))
             return
         self.emit("quantize", [x], dtype=yd if yd != "i8" else None, m=(m, s))
 
