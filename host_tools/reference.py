@@ -43,6 +43,10 @@ def run(text, tensors, *inputs, state=None):
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
+        if op in ("add", "sub", "mul") and "t" in kv:  # a constant second operand
+            shape = kv.get("shape", (ins[0].shape[-1],))
+            ins.append(_t(tensors, kv["t"], np.float64 if "q" not in kv else np.int64).reshape(shape))
+            qin.append(kv.get("tq"))
         kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)
@@ -182,27 +186,33 @@ def linear(ins, kv, qin, tensors):
     return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
 
 
-def _broadcast(a, b):
-    if a.shape == b.shape:
-        return a, b
-    if b.size == a.shape[-1]:
-        return a, b.reshape(-1)
-    return b, a.reshape(-1)
+def _repeated(ins, qin):
+    """(a, qa), (b, qb), swapped: the larger operand first (as given when sizes tie), the other
+    with its leading 1s dropped, so numpy repeats it over a's trailing dimensions (as the
+    kernels do)."""
+    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
+    swapped = a.size < b.size
+    if swapped:
+        (a, qa), (b, qb) = (b, qb), (a, qa)
+    shape = list(b.shape)
+    while shape and shape[0] == 1:
+        shape.pop(0)
+    return (a, qa), (b.reshape(shape), qb), swapped
 
 
 def add(ins, kv, qin, tensors, sign=1):
     """TFLM's integer add and sub: both inputs shifted left (20 bits for int8, 15 for int16),
     rescaled to a common scale, added (or subtracted), requantized."""
     if "q" not in kv:
-        a, b = _broadcast(*ins)
+        (a, _), (b, _), _ = _repeated(ins, qin)
         return _act(a + sign * b, kv)
-    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
-    if a.shape != b.shape and a.size == b.shape[-1]:
-        (a, qa), (b, qb) = (b, qb), (a, qa)
+    (a, qa), (b, qb), swapped = _repeated(ins, qin)
     m1, s1, m2, s2, m, s = kv["m"]
+    if swapped:  # (m is in the description's order of x)
+        m1, s1, m2, s2 = m2, s2, m1, s1
     shift = 15 if kv["dtype"] == "i16" else 20
     sa = rdbpot_np(srdhm_np((a - qa[1]) << shift, m1), -s1)
-    sb = rdbpot_np(srdhm_np((b.reshape(-1) if b.shape != a.shape else b) - qb[1] << shift, m2), -s2)
+    sb = rdbpot_np(srdhm_np((b - qb[1]) << shift, m2), -s2)
     y = rdbpot_np(srdhm_np(sa + sign * sb, m), -s) + kv["q"][1]
     return _clamp(y, kv)
 
@@ -213,13 +223,9 @@ def sub(ins, kv, qin, tensors):
 
 def mul(ins, kv, qin, tensors):
     if "q" not in kv:
-        a, b = _broadcast(*ins)
+        (a, _), (b, _), _ = _repeated(ins, qin)
         return _act(a * b, kv)
-    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
-    if a.shape != b.shape and a.size == b.shape[-1]:
-        (a, qa), (b, qb) = (b, qb), (a, qa)
-    if b.shape != a.shape:
-        b = b.reshape(-1)
+    (a, qa), (b, qb), _ = _repeated(ins, qin)
     y = mbqm_np((a - qa[1]) * (b - qb[1]), kv["m"][0], kv["m"][1]) + kv["q"][1]
     return _clamp(y, kv)
 

@@ -424,20 +424,29 @@ class _Reader:
             self.ir.nodes.append(Node("reshape", [n.y], y, self.what, shape=self.ir.shapes[y]))
 
     def _binary(self, op, cls):
-        xs = []
-        for i in self.ins[:2]:
-            if self.data(i) is not None:
-                raise self.err("constant operands are not supported")
-            xs.append(self.value(i))
+        a, b = self.ins[:2]
+        if self.data(a) is not None and self.data(b) is not None:
+            raise self.err("both operands are constants")
+        if self.data(a) is not None:
+            if op == "sub":
+                raise self.err("a constant first operand of SUB is not supported")
+            a, b = b, a  # (add and mul commute, in TFLM's integers too)
+        const = self.data(b)
         o = self.options(cls)
         act = self._act(o.FusedActivationFunction() if o is not None else 0)
         yq = self.qof(self.outs[0])
-        n = self.emit(op, xs)
+        if const is None:
+            n = self.emit(op, [self.value(a), self.value(b)])
+        else:
+            attrs = self._constant(b, const)
+            t = attrs.pop("t")
+            n = self.emit(op, [self.value(a)], **attrs)
+            n.t["t"] = self.add("const", t)
         if yq is None:
             n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
             return
         dt = self.dtof(self.outs[0])
-        q1, q2 = self.qof(self.ins[0]), self.qof(self.ins[1])
+        q1, q2 = self.qof(a), self.qof(b)
         if op == "mul":
             n.attrs["m"] = tflm.mul_params(q1[0], q2[0], yq[0])
         else:
@@ -445,6 +454,29 @@ class _Reader:
             params = tflm.add_params if op == "add" else tflm.sub_params
             n.attrs["m"] = params(q1[0], q2[0], yq[0], shift)
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+    def _constant(self, i, c):
+        """The attributes of a constant second operand (tensor i, values c) of add, sub or mul:
+        t (the values broadcast over the output's shape as far as they vary: the output's
+        trailing dimensions from the first one along which they vary), shape, tq. The kernel
+        repeats them over the rest."""
+        _, cshape, typ, scales, _, _ = self.tensor(i)
+        xtyp = self.tensor(self.outs[0])[2]
+        if typ != xtyp:
+            raise self.err("a %s constant with %s activations" % (typ, xtyp))
+        if len(scales) > 1:
+            raise self.err("a constant operand with %d scales (one per channel): one scale expected" % len(scales))
+        yfull = list(self.tensor(self.outs[0])[1])
+        ys = _hwc(yfull, self)
+        lead = len(yfull) - len(ys)  # (the batch dimension the board's values drop)
+        full = np.broadcast_to(c.reshape([1] * (len(yfull) - c.ndim) + list(c.shape)), yfull).reshape(ys)
+        aligned = [1] * (len(yfull) - len(cshape)) + list(cshape)
+        varies = [d - lead for d in range(len(yfull)) if aligned[d] != 1 and d >= lead]
+        k = varies[0] if varies else len(ys)
+        vals = full[(0,) * k] if k else full
+        attrs = {"shape": tuple(ys[k:]) or (1,)}
+        attrs["tq"] = "%r,%d" % self.qof(i) if typ != "FLOAT32" else None
+        return dict(attrs, t=np.ascontiguousarray(vals).reshape(attrs["shape"]))
 
     def op_ADD(self):
         self._binary("add", "AddOptions")

@@ -1876,6 +1876,19 @@ def mean(E, P, k: int):
 
 
 @micropython.viper
+def load(E, P, k: int):
+    # a constant tensor's N bytes into the arena (ops/binary.py's load record)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    d = ptr8(uint(ptr8(E.A)) + pp[2])
+    s = ptr8(uint(ptr8(E.B[pp[4]])) + pp[5])
+    n = int(pp[3])
+    i = 0
+    while i < n:
+        d[i] = s[i]
+        i += 1
+
+
+@micropython.viper
 def lut(E, P, k: int):
     a = ptr8(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)

@@ -1,10 +1,13 @@
-# add, sub and mul of two values: the same shape, or one of them per channel ((C,) or (1, 1, C))
-# broadcast over an H, W, C value (residual adds, per-channel scaling, squeeze-and-excite).
+# add, sub and mul of two values, or of a value and a constant tensor (t=, of shape=, default one
+# per channel; tq= its quantization when integer): the same shape, or the smaller one's shape the
+# trailing dimensions of the other's (leading 1s aside: one value, one per channel, (W, C) over
+# H, W, C ...), repeated over it (residual adds, per-channel scaling, squeeze-and-excite). A
+# constant is copied into the op's scratch by a load record before the op's record runs.
 # Integer add and sub follow TFLite Micro: both inputs rescaled to a common scale with 20
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
-from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, MUL, SUB, SUB16
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MUL, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -17,23 +20,42 @@ class Op(Base):
         from ..graph import clamp
 
         Base.__init__(self, name, kv, ins, n)
-        if len(ins) != 2:
-            raise self.fail("takes two inputs (x=a,b)", "x")
-        a, b = ins
+        const = "t" in kv
+        if len(ins) != (1 if const else 2):
+            raise self.fail("takes two inputs (x=a,b), or one and a constant (x=a t=tensor)", "x")
+        if not const and ("shape" in kv or "tq" in kv):
+            raise self.fail("shape= and tq= describe a constant operand (t=)", "shape" if "shape" in kv else "tq")
+        a = ins[0]
+        bshape = tuple(kv.get("shape", (a.shape[-1],))) if const else ins[1].shape
         self.swap = False
-        if a.shape != b.shape:
-            if b.size == a.shape[-1] and b.size != a.size:
-                pass
-            elif a.size == b.shape[-1] and a.size != b.size:
-                if name == "sub":
-                    raise self.fail("sub broadcasts its second input only (%s - %s)" % (a.shape, b.shape), "x")
-                self.swap = True  # kernels broadcast their second input
-            else:
-                raise self.fail("shapes %s and %s: equal, or one per channel" % (a.shape, b.shape), "x")
-        big = b if self.swap else a
+        if not _repeats(bshape, a.shape):
+            if const or not _repeats(a.shape, bshape):
+                raise self.fail("shapes %s and %s: equal, or the smaller one the trailing dimensions of the other"
+                                % (a.shape, bshape), "x")
+            if name == "sub":
+                raise self.fail("sub broadcasts its second input only (%s - %s)" % (a.shape, bshape), "x")
+            self.swap = True  # kernels broadcast their second input
+        big = ins[1] if self.swap else a
         self.act = act_code(kv)
         self.mq = kv.get("m")
         dt = self.quantized(("i8",) if name == "mul" else ("i8", "i16"))
+        self.tq = None
+        if const:
+            from ..graph import ITEMSIZE, zero_point
+
+            if dt != "f32":
+                if "tq" not in kv:
+                    raise self.fail("an integer constant operand needs tq=scale,zero_point", "tq")
+                zero_point(kv["tq"], dt, n, "tq")
+                self.tq = tuple(kv["tq"])
+            elif "tq" in kv:
+                raise self.fail("tq= is for an integer constant; the input is f32", "tq")
+            self.param("weight", "t", bshape, dt, init)
+            size = 1
+            for d in bshape:
+                size *= d
+            self.bsize = size
+            self.cwords = (size * ITEMSIZE[dt] + 3) // 4  # the constant's copy, after the kernel's scratch
         if dt != "f32":
             self.needs("m")
             want = 2 if name == "mul" else 6
@@ -45,27 +67,49 @@ class Op(Base):
                                     "m")
             self.clamp = clamp(kv, n, dt)
             self.scratch = (512 if name != "mul" else 0) + BLOCK
+        self.scratch += getattr(self, "cwords", 0)
         self.out = (big.shape, dt, kv.get("q"))
 
     def records(self, c):
-        a, b = self.x
-        if self.swap:
-            a, b = b, a
-        y = self.y
-        io = [c.off(a), c.off(b), c.off(y), a.size, b.size]
+        from ..graph import ITEMSIZE
+
+        a, y = self.x[0], self.y
+        out = []
+        if hasattr(self, "bsize"):  # the constant, copied to the end of the scratch
+            ob = c.scratch + 4 * (self.scratch - self.cwords)
+            out.append(c.record(LOAD, [ob, self.bsize * ITEMSIZE[y.dtype]] + c.ref(self.weight)))
+            io = [c.off(a), ob, c.off(y), a.size, self.bsize]
+            zb = self.tq[1] if self.tq is not None else 0
+        else:
+            a, b = self.x
+            if self.swap:
+                a, b = b, a
+            io = [c.off(a), c.off(b), c.off(y), a.size, b.size]
+            zb = b.q[1] if b.q else 0
         if y.dtype == "f32":
             kind = {"add": FADD, "sub": FSUB, "mul": FMUL}[self.name]
-            return [c.record(kind, [0, self.act, 0, 0] + io)]
+            return out + [c.record(kind, [0, self.act, 0, 0] + io)]
         mq = list(self.mq)
         if self.swap and self.name == "add":
             mq = mq[2:4] + mq[0:2] + mq[4:]
-        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], b.q[1]]
+        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], zb]
         s = c.scratch
         if self.name == "mul":
-            return [c.record(MUL, head + [s] + mq)]
+            return out + [c.record(MUL, head + [s] + mq)]
         wide = y.dtype == "i16"
         kind = (ADD16 if wide else ADD) if self.name == "add" else (SUB16 if wide else SUB)
-        return [c.record(kind, head + [s, s + 2048] + mq)]
+        return out + [c.record(kind, head + [s, s + 2048] + mq)]
+
+
+def _repeats(small, big):
+    """Whether a value of shape `small` repeats over one of shape `big` as the kernels repeat
+    their second input (every len(small) elements): its shape, leading 1s aside, is big's
+    trailing dimensions (an empty one: a single value)."""
+    i = 0
+    while i < len(small) and small[i] == 1:
+        i += 1
+    s = tuple(small[i:])
+    return len(s) <= len(big) and tuple(big[len(big) - len(s):]) == s
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
@@ -73,7 +117,7 @@ class Op(Base):
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
 KERNELS = {ADD: 'add', MUL: 'mul', FADD: 'fadd', FMUL: 'fmul', ADD16: 'add16', SUB: 'sub', SUB16: 'sub16',
-           FSUB: 'fsub'}
+           FSUB: 'fsub', LOAD: 'load'}
 
 
 def _check(r, E):
@@ -106,8 +150,22 @@ def _check(r, E):
 
 
 def check(r, E):
+    if r.kind == LOAD:
+        n = r.range(3, "shape", 1, 1 << 26)
+        r.region(2, "y", n)
+        r.tensor(4, "t", ("i8", "i16", "f32"), n)
+        return
     _check(r, E)
     r.inplace = 6
+
+
+# load record: 2 DO (bytes) 3 N (bytes) 4-5 the tensor (slot, offset): its N bytes to the arena
+
+def load(E, P, k):
+    a, s = E.a8, E.s8[P[k + 4]]
+    do, so = P[k + 2], P[k + 5]
+    for i in range(P[k + 3]):
+        a[do + i] = s[so + i]
 
 
 def add(E, P, k):

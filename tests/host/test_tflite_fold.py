@@ -23,7 +23,7 @@ from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
 TYPES = {"f32": (S.TensorType.FLOAT32, np.float32), "i8": (S.TensorType.INT8, np.int8),
-         "i32": (S.TensorType.INT32, np.int32)}
+         "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32)}
 OP = S.BuiltinOperator
 
 

@@ -941,6 +941,27 @@ def test_lut():
         run_each(build, ar.expected, "lut case %d" % case)
 
 
+def test_load():
+    """load: a tensor's N bytes (at any offset of its slot) into the arena, byte for byte."""
+    r = Lcg(61)
+    for case in range(CASES):
+        n = r.int(1, 300)
+        vals = i8s(r, n + 7)
+        skip = r.int(0, 7)  # the tensor's bytes start anywhere in the slot
+        ar = Arena(r, [n])
+        do = ar.offsets[0]
+        for i in range(n):
+            ar.expected[do + i] = vals[skip + i]
+        slot = Slot()
+        fields = [do, n, 0, slot.i8(vals) + skip]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "load", a, (slot.b,), kinds.LOAD, fields)), a
+
+        run_each(build, ar.expected, "load case %d" % case)
+
+
 def exp_table(r, dmax=None):
     """(exps, dmax): exp(-d * k) in Q0.31 (exps[0] = INT32_MAX, TFLM's One), 0 beyond dmax
     (TFLM's diff_min); or a flat table (every element equal: the largest sums)."""
