@@ -186,35 +186,34 @@ def linear(ins, kv, qin, tensors):
     return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
 
 
-def _repeated(ins, qin):
-    """(a, qa), (b, qb), swapped: the larger operand first (as given when sizes tie), the other
-    with its leading 1s dropped, so numpy repeats it over a's trailing dimensions (as the
-    kernels do)."""
-    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
-    swapped = a.size < b.size
-    if swapped:
-        (a, qa), (b, qb) = (b, qb), (a, qa)
-    shape = list(b.shape)
-    while shape and shape[0] == 1:
-        shape.pop(0)
-    return (a, qa), (b.reshape(shape), qb), swapped
+def _repeated(ins):
+    """The two operands with their leading 1s dropped (numpy then broadcasts them as the board
+    does, aligned at their last dimensions), and the output's shape."""
+    out = np.broadcast_shapes(*[x.shape for x in ins])
+
+    def trim(x):
+        shape = list(x.shape)
+        while shape and shape[0] == 1:
+            shape.pop(0)
+        return x.reshape(shape)
+
+    return trim(ins[0]), trim(ins[1]), out
 
 
 def add(ins, kv, qin, tensors, sign=1):
     """TFLM's integer add and sub: both inputs shifted left (20 bits for int8, 15 for int16),
     rescaled to a common scale, added (or subtracted), requantized."""
     if "q" not in kv:
-        (a, _), (b, _), _ = _repeated(ins, qin)
-        return _act(a + sign * b, kv)
-    (a, qa), (b, qb), swapped = _repeated(ins, qin)
+        a, b, out = _repeated(ins)
+        return _act(a + sign * b, kv).reshape(out)
+    a, b, out = _repeated(ins)
+    qa, qb = qin
     m1, s1, m2, s2, m, s = kv["m"]
-    if swapped:  # (m is in the description's order of x)
-        m1, s1, m2, s2 = m2, s2, m1, s1
     shift = 15 if kv["dtype"] == "i16" else 20
     sa = rdbpot_np(srdhm_np((a - qa[1]) << shift, m1), -s1)
     sb = rdbpot_np(srdhm_np((b - qb[1]) << shift, m2), -s2)
     y = rdbpot_np(srdhm_np(sa + sign * sb, m), -s) + kv["q"][1]
-    return _clamp(y, kv)
+    return _clamp(y, kv).reshape(out)
 
 
 def sub(ins, kv, qin, tensors):
@@ -223,11 +222,12 @@ def sub(ins, kv, qin, tensors):
 
 def mul(ins, kv, qin, tensors):
     if "q" not in kv:
-        (a, _), (b, _), _ = _repeated(ins, qin)
-        return _act(a * b, kv)
-    (a, qa), (b, qb), _ = _repeated(ins, qin)
+        a, b, out = _repeated(ins)
+        return _act(a * b, kv).reshape(out)
+    a, b, out = _repeated(ins)
+    qa, qb = qin
     y = mbqm_np((a - qa[1]) * (b - qb[1]), kv["m"][0], kv["m"][1]) + kv["q"][1]
-    return _clamp(y, kv)
+    return _clamp(y, kv).reshape(out)
 
 
 def _pool(ins, kv, reduce):

@@ -274,8 +274,8 @@ def _uses(r, name, op, ins, outs, where, fail):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
-    if name in ("ADD", "SUB", "MUL") and len(ins) == 2:  # the board repeats the smaller operand over the
-        a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # larger's trailing dimensions; a constant in any shape
+    if name in ("ADD", "SUB", "MUL") and len(ins) == 2:  # numpy's broadcasting (the board's: up to H, W, C
+        a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # after the batch); a constant over the activation
         try:
             full = list(np.broadcast_shapes(tuple(a), tuple(b2)))
         except ValueError:
@@ -292,17 +292,6 @@ def _uses(r, name, op, ins, outs, where, fail):
                      "(it may broadcast over the activation only)" % (a, b2, ys))
             if name == "SUB" and consts[0]:
                 fail(where, "a constant first operand of SUB is not supported")
-        else:
-            big, small = (a, b2) if int(np.prod(a)) >= int(np.prod(b2)) else (b2, a)
-            trail = list(small)
-            while trail and trail[0] == 1:
-                trail.pop(0)
-            if list(big) != list(ys) or (trail and list(big[len(big) - len(trail):]) != trail):
-                fail(where, "input shapes %s and %s, output %s: equal shapes, or the smaller one's the trailing "
-                     "dimensions of the other's (broadcasting both, or inner dimensions, is not supported)"
-                     % (a, b2, ys))
-            if name == "SUB" and small is a and list(a) != list(b2):
-                fail(where, "input shapes %s and %s: SUB broadcasts its second input only" % (a, b2))
     elif name in BINARY + ("PRELU",) and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:

@@ -2,12 +2,15 @@
 # per channel; tq= its quantization when integer): the same shape, or the smaller one's shape the
 # trailing dimensions of the other's (leading 1s aside: one value, one per channel, (W, C) over
 # H, W, C ...), repeated over it (residual adds, per-channel scaling, squeeze-and-excite). A
-# constant is copied into the op's scratch by a load record before the op's record runs.
+# constant is copied into the op's scratch by a load record before the op's record runs. Any
+# other broadcast of two values (numpy's: (H, 1, C) with (1, W, C), (H, W, 1) over (H, W, C))
+# is made by move records with zero strides, copying the operands that need it into the scratch
+# at the output's shape (RAM: their broadcast size, while the op runs).
 # Integer add and sub follow TFLite Micro: both inputs rescaled to a common scale with 20
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
-from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MUL, SUB, SUB16
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MOVE, MUL, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -28,14 +31,21 @@ class Op(Base):
         a = ins[0]
         bshape = tuple(kv.get("shape", (a.shape[-1],))) if const else ins[1].shape
         self.swap = False
+        self.spread = ()  # the operands (0, 1) copied out at the output's shape
+        oshape = a.shape
         if not _repeats(bshape, a.shape):
-            if const or not _repeats(a.shape, bshape):
-                raise self.fail("shapes %s and %s: equal, or the smaller one the trailing dimensions of the other"
-                                % (a.shape, bshape), "x")
-            if name == "sub":
-                raise self.fail("sub broadcasts its second input only (%s - %s)" % (a.shape, bshape), "x")
-            self.swap = True  # kernels broadcast their second input
-        big = ins[1] if self.swap else a
+            if not const and name != "sub" and _repeats(a.shape, bshape):
+                self.swap = True  # kernels broadcast their second input
+                oshape = bshape
+            elif const:
+                raise self.fail("a constant of shape %s over %s: its shape, leading 1s aside, is x's trailing "
+                                "dimensions (the packer broadcasts it that far)" % (bshape, a.shape), "shape")
+            else:
+                oshape = _broadcast(a.shape, bshape)
+                if oshape is None:
+                    raise self.fail("shapes %s and %s do not broadcast" % (a.shape, bshape), "x")
+                self.spread = tuple([i for i, s in ((0, a.shape), (1, bshape)) if s != oshape and
+                                     (i == 0 or not _repeats(s, oshape))])
         self.act = act_code(kv)
         self.mq = kv.get("m")
         dt = self.quantized(("i8",) if name == "mul" else ("i8", "i16"))
@@ -68,7 +78,15 @@ class Op(Base):
             self.clamp = clamp(kv, n, dt)
             self.scratch = (512 if name != "mul" else 0) + BLOCK
         self.scratch += getattr(self, "cwords", 0)
-        self.out = (big.shape, dt, kv.get("q"))
+        self.spread_at = self.scratch  # (words) where the spread operands begin
+        for i in self.spread:
+            from ..graph import ITEMSIZE
+
+            size = 1
+            for d in oshape:
+                size *= d
+            self.scratch += (size * ITEMSIZE[dt] + 3) // 4
+        self.out = (oshape, dt, kv.get("q"))
 
     def records(self, c):
         from ..graph import ITEMSIZE
@@ -84,7 +102,13 @@ class Op(Base):
             a, b = self.x
             if self.swap:
                 a, b = b, a
-            io = [c.off(a), c.off(b), c.off(y), a.size, b.size]
+            offs = [c.off(a), c.off(b)]
+            at = c.scratch + 4 * self.spread_at
+            for i in self.spread:  # copied out at the output's shape (zero strides repeat)
+                out.append(c.record(MOVE, _spread(self.x[i].shape, y.shape, offs[i], at, ITEMSIZE[y.dtype])))
+                offs[i] = at
+                at += ((y.size * ITEMSIZE[y.dtype] + 3) // 4) * 4
+            io = [offs[0], offs[1], c.off(y), y.size, y.size if 1 in self.spread else b.size]
             zb = b.q[1] if b.q else 0
         if y.dtype == "f32":
             kind = {"add": FADD, "sub": FSUB, "mul": FMUL}[self.name]
@@ -99,6 +123,32 @@ class Op(Base):
         wide = y.dtype == "i16"
         kind = (ADD16 if wide else ADD) if self.name == "add" else (SUB16 if wide else SUB)
         return out + [c.record(kind, head + [s, s + 2048] + mq)]
+
+
+def _broadcast(s1, s2):
+    """numpy's broadcast of shapes s1 and s2 (aligned at their last dimensions), or None."""
+    n = max(len(s1), len(s2))
+    s1 = (1,) * (n - len(s1)) + tuple(s1)
+    s2 = (1,) * (n - len(s2)) + tuple(s2)
+    out = []
+    for d1, d2 in zip(s1, s2):
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            return None
+        out.append(d1 if d2 == 1 else d2)
+    return tuple(out)
+
+
+def _spread(shape, oshape, so, do, es):
+    """The move record's fields copying a value of `shape` from byte so to do at `oshape`
+    (which it broadcasts to): a stride 0 along each dimension of 1."""
+    n = len(oshape)
+    s = (1,) * (n - len(shape)) + tuple(shape)
+    s = (1,) * (3 - n) + s
+    o = (1,) * (3 - n) + tuple(oshape)
+    pss = s[1] * s[2] if s[0] > 1 else 0
+    ss = s[2] if s[1] > 1 else 0
+    sj = 1 if s[2] > 1 else 0
+    return [so, do, o[1], o[2], ss, sj, o[2], 1, es, o[0], pss, o[1] * o[2]]
 
 
 def _repeats(small, big):

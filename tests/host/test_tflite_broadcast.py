@@ -51,13 +51,14 @@ def binary(op, dt, cshape, const_first=False, act=0, seed=0):
     return data, [values(dt, X[1:], rng)]
 
 
-def two_values(op, dt, bshape):
-    """x (1, 4, 5, 6) OP y of bshape, both model inputs."""
+def two_values(op, dt, bshape, ashape=X):
+    """x of ashape (1, 4, 5, 6) OP y of bshape, both model inputs."""
     rng = np.random.default_rng(7)
     qx, qc, qy = Q.get((dt, op), (None, None, None))
-    tensors = [(X, dt, qx, None), (bshape, dt, qc, None), (X, dt, qy, None)]
+    out = tuple(np.broadcast_shapes(ashape, bshape))
+    tensors = [(ashape, dt, qx, None), (bshape, dt, qc, None), (out, dt, qy, None)]
     data = build(tensors, [0, 1], [2], [(getattr(OP, op), [0, 1], [2], _opts(OPTIONS[op], fusedActivationFunction=0))])
-    return data, [values(dt, X[1:], rng), values(dt, bshape[1:], rng)]
+    return data, [values(dt, ashape[1:], rng), values(dt, bshape[1:], rng)]
 
 
 def models():
@@ -70,6 +71,11 @@ def models():
         out["%s_mul_first_relu" % dt] = binary("MUL", dt, (5, 6), const_first=True, act=1)
         out["%s_add_values" % dt] = two_values("ADD", dt, (1, 1, 5, 6))
         out["%s_sub_values" % dt] = two_values("SUB", dt, (1, 1, 1, 6))
+        # both broadcast, an inner dimension, the first one smaller: move records spread them
+        out["%s_mul_both" % dt] = two_values("MUL", dt, (1, 4, 1, 6), (1, 1, 5, 6))
+        out["%s_add_inner" % dt] = two_values("ADD", dt, (1, 4, 5, 1))
+        out["%s_sub_first_small" % dt] = two_values("SUB", dt, (1, 1, 5, 6), X)
+        out["%s_sub_both" % dt] = two_values("SUB", dt, (1, 4, 5, 1), (1, 1, 5, 6))
     for op in ("ADD", "SUB"):
         for k in (0, 3, 5, 8):
             out["i16_%s_c%d" % (op.lower(), k)] = binary(op, "i16", SHAPES[k], seed=k)
@@ -129,16 +135,24 @@ def test_broadcast_matches_tflm(cases, name):
     assert same(got, want), name
 
 
-@pytest.mark.parametrize("shapes, what", [
-    (((1, 4, 1, 6), (1, 1, 5, 6)), "the smaller one's the trailing dimensions"),
-    (((1, 4, 5, 1), (1, 4, 5, 6)), "the smaller one's the trailing dimensions"),
+@pytest.mark.parametrize("shapes, out, what", [
+    (((1, 4, 1, 6), (1, 1, 5, 6)), (1, 4, 5, 7), "do not broadcast to it"),
+    (((1, 4, 1, 6), (1, 1, 1, 6)), (1, 4, 5, 6), "do not broadcast to it"),
 ])
-def test_broadcasting_both_values_is_refused(cli, tmp_path, shapes, what):
-    """Two activations that both broadcast, or one along an inner dimension: refused naming the
-    op and the shapes (a constant operand broadcasts in any shape)."""
-    out = tuple(np.broadcast_shapes(*shapes))
+def test_shapes_that_do_not_broadcast_are_refused(cli, tmp_path, shapes, out, what):
+    """Inputs whose broadcast is not the output's shape: refused naming the op and the shapes."""
     tensors = [(shapes[0], "i8", (0.05, 0), None), (shapes[1], "i8", (0.05, 0), None), (out, "i8", (0.1, 0), None)]
     src = tmp_path / "b.tflite"
     src.write_bytes(build(tensors, [0, 1], [2], [(OP.ADD, [0, 1], [2], _opts("AddOptions", fusedActivationFunction=0))]))
     line = cli.fails("pack", src, "-o", tmp_path / "b.mpyl")
     assert "operator 0 (ADD)" in line and what in line, line
+
+
+def test_constant_larger_than_the_activation_is_refused(cli, tmp_path):
+    """A constant that would broadcast the activation (the output larger than it): refused."""
+    tensors = [((1, 1, 1, 6), "i8", (0.05, 0), None), (X, "i8", (0.05, 0), np.zeros(X, np.int8)),
+               (X, "i8", (0.1, 0), None)]
+    src = tmp_path / "c.tflite"
+    src.write_bytes(build(tensors, [0], [2], [(OP.MUL, [0, 1], [2], _opts("MulOptions", fusedActivationFunction=0))]))
+    line = cli.fails("pack", src, "-o", tmp_path / "c.mpyl")
+    assert "operator 0 (MUL)" in line and "the constant is larger than the activation" in line, line

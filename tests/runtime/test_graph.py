@@ -187,12 +187,13 @@ def test_dtype_rules():
 def test_binary_and_concat_shapes():
     refused([F, "add x=a y=b"], 2, "two inputs")
     refused([F, "add x=a,a,a y=b"], 2, "two inputs")
-    refused([F, "input y=v shape=3", "add x=a,v y=b"], 3, "trailing dimensions")
-    refused([F, "input y=v shape=4,2,2", "mul x=a,v y=b"], 3, "trailing dimensions")
-    refused([F, "input y=v shape=4,1,2", "mul x=a,v y=b"], 3, "trailing dimensions")
-    refused([F, "input y=v shape=4,2", "sub x=v,a y=b"], 3, "second input only")
+    refused([F, "input y=v shape=3", "add x=a,v y=b"], 3, "do not broadcast")
+    refused([F, "input y=v shape=4,2,2", "mul x=a,v y=b"], 3, "do not broadcast")
     Model("\n".join([F, "input y=v shape=4,2", "add x=v,a y=b", "output x=b"]))  # (4, 2) repeats over (4, 4, 2)
     Model("\n".join([F, "input y=v shape=1,1,1", "mul x=a,v y=b", "output x=b"]))
+    # numpy's broadcasting: move records copy the operands out at the output's shape
+    m = Model("\n".join([F, "input y=v shape=4,1,2", "input y=w shape=1,3,1", "sub x=v,w y=b", "output x=b"]))
+    assert m.outputs[0].shape == (4, 3, 2)
     # a constant operand (t=, shape=, tq= its quantization when integer)
     refused([F, "add x=a y=b t=c shape=4,1,2"], 2, "trailing dimensions")
     refused([F, "add x=a,a y=b shape=2"], 2, "shape= and tq=")
