@@ -84,9 +84,9 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
 # all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
-# TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
+# TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
 # and the crossings)
-NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
+NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM")
 
@@ -292,6 +292,11 @@ def _uses(r, name, op, ins, outs, where, fail):
                      "(it may broadcast over the activation only)" % (a, b2, ys))
             if name == "SUB" and consts[0]:
                 fail(where, "a constant first operand of SUB is not supported")
+        if name == "MUL" and typ(y) == "INT16":  # (TFLM's Prepare)
+            for j, i in enumerate(ins[:2] + [y]):
+                if any(r.tensor(i)[4]):
+                    fail(where, "%s (tensor %d) zero point %d: TFLM's int16 MUL takes zero points 0"
+                         % ("output" if j == 2 else "input %d" % j, i, r.tensor(i)[4][0]))
     elif name in BINARY + ("PRELU",) and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:

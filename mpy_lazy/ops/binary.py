@@ -10,7 +10,7 @@
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
-from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MOVE, MUL, SUB, SUB16
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MOVE, MUL, MUL16, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -48,7 +48,7 @@ class Op(Base):
                                      (i == 0 or not _repeats(s, oshape))])
         self.act = act_code(kv)
         self.mq = kv.get("m")
-        dt = self.quantized(("i8",) if name == "mul" else ("i8", "i16"))
+        dt = self.quantized(("i8", "i16"))
         self.tq = None
         if const:
             from ..graph import ITEMSIZE, zero_point
@@ -77,6 +77,9 @@ class Op(Base):
                                     "m")
             self.clamp = clamp(kv, n, dt)
             self.scratch = (512 if name != "mul" else 0) + BLOCK
+            zs = [v.q[1] for v in ins] + [kv["q"][1]] + ([kv["tq"][1]] if const else [])
+            if name == "mul" and dt == "i16" and any(zs):
+                raise self.fail("int16 mul takes zero points 0 (TFLM's 16-bit MUL), not %s" % zs, "q")
         self.scratch += getattr(self, "cwords", 0)
         self.spread_at = self.scratch  # (words) where the spread operands begin
         for i in self.spread:
@@ -119,7 +122,7 @@ class Op(Base):
         head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], zb]
         s = c.scratch
         if self.name == "mul":
-            return out + [c.record(MUL, head + [s] + mq)]
+            return out + [c.record(MUL16 if y.dtype == "i16" else MUL, head + [s] + mq)]
         wide = y.dtype == "i16"
         kind = (ADD16 if wide else ADD) if self.name == "add" else (SUB16 if wide else SUB)
         return out + [c.record(kind, head + [s, s + 2048] + mq)]
@@ -167,12 +170,13 @@ def _repeats(small, big):
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
 KERNELS = {ADD: 'add', MUL: 'mul', FADD: 'fadd', FMUL: 'fmul', ADD16: 'add16', SUB: 'sub', SUB16: 'sub16',
-           FSUB: 'fsub', LOAD: 'load'}
+           FSUB: 'fsub', LOAD: 'load', MUL16: 'mul16'}
 
 
 def _check(r, E):
     fl = r.kind in (FADD, FMUL, FSUB)
-    wide = r.kind in (ADD16, SUB16)
+    wide = r.kind in (ADD16, SUB16, MUL16)
+    mul = r.kind in (MUL, MUL16)
     n = r.range(9, "x", 1, 1 << 24)
     bc = r.range(10, "x", 1, n)
     if n % bc:
@@ -187,10 +191,14 @@ def _check(r, E):
     top = (1 << (8 * size - 1)) - 1
     r.clamp(size)
     r.range(2, "out", 1, 1)
-    block = r.range(11, "scratch", 256 if r.kind != MUL else 1, 256 if r.kind != MUL else 1 << 16)
+    block = r.range(11, "scratch", 256 if not mul else 1, 256 if not mul else 1 << 16)
+    if r.kind == MUL16:  # (TFLM's; the products then fit in int32)
+        r.range(3, "zero_point", 0, 0)
+        r.range(12, "zero_point", 0, 0)
+        r.range(13, "zero_point", 0, 0)
     r.range(12, "zero_point", -top - 1, top)
     r.range(13, "zero_point", -top - 1, top)
-    if r.kind != MUL:
+    if not mul:
         r.region(14, "scratch", 4 * 512, 4)
         r.region(15, "scratch", 4 * block, 4)
         r.mq(16, 3, "m", left=False)
@@ -280,14 +288,16 @@ def add(E, P, k):
 add16 = sub = sub16 = add  # (one kernel reads the kind)
 
 
-# mul record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
+# mul record (int8; mul16: int16, zero points 0): 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC
+# 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
 
 def mul(E, P, k):
     """y = clamp(ZY + mbqm((x1 - Z1) * (x2 - Z2), m, s)), in blocks."""
     p = rec(P, k)
-    W, a, a32 = E.W, E.a8, E.a32
-    head(W, p)
-    x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+    es = 2 if p[0] & 255 == MUL16 else 1
+    W, a, a32 = E.W, E.a16 if es == 2 else E.a8, E.a32
+    head(W, p, es)
+    x1, x2, y, n, bc, block, z1, z2 = p[6] // es, p[7] // es, p[8] // es, p[9], p[10], p[11], p[12], p[13]
     ao = p[14] // 4
     i = 0
     j = 0
@@ -302,6 +312,9 @@ def mul(E, P, k):
         W[1] = m
         requant(a32, ao, p, 15, a, W)
         i += m
+
+
+mul16 = mul  # (mul reads the kind)
 
 
 # fadd / fmul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)

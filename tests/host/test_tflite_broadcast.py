@@ -28,7 +28,7 @@ SHAPES = [(), (1,), (6,), (1, 1, 1, 6), (5, 6), (1, 4, 1, 1), (1, 1, 5, 1), (4, 
 # (x q, constant q, output q) per dtype and op
 Q = {("i8", "ADD"): ((0.05, -3), (0.02, 7), (0.08, 2)), ("i8", "SUB"): ((0.05, -3), (0.02, 7), (0.07, -5)),
      ("i8", "MUL"): ((0.05, -3), (0.02, 7), (0.03, -1)), ("i16", "ADD"): ((0.001, 0), (0.0004, 0), (0.0015, 0)),
-     ("i16", "SUB"): ((0.001, 0), (0.0004, 0), (0.0012, 0))}
+     ("i16", "SUB"): ((0.001, 0), (0.0004, 0), (0.0012, 0)), ("i16", "MUL"): ((0.001, 0), (0.0004, 0), (0.0005, 0))}
 OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}
 NP = {"i8": np.int8, "i16": np.int16, "f32": np.float32}
 
@@ -76,9 +76,11 @@ def models():
         out["%s_add_inner" % dt] = two_values("ADD", dt, (1, 4, 5, 1))
         out["%s_sub_first_small" % dt] = two_values("SUB", dt, (1, 1, 5, 6), X)
         out["%s_sub_both" % dt] = two_values("SUB", dt, (1, 4, 5, 1), (1, 1, 5, 6))
-    for op in ("ADD", "SUB"):
+    for op in ("ADD", "SUB", "MUL"):  # (TFLM's int16 MUL: zero points 0)
         for k in (0, 3, 5, 8):
             out["i16_%s_c%d" % (op.lower(), k)] = binary(op, "i16", SHAPES[k], seed=k)
+    out["i16_mul_values"] = two_values("MUL", "i16", (1, 1, 5, 6))
+    out["i16_mul_both"] = two_values("MUL", "i16", (1, 4, 1, 6), (1, 1, 5, 6))
     return out
 
 
@@ -156,3 +158,14 @@ def test_constant_larger_than_the_activation_is_refused(cli, tmp_path):
     src.write_bytes(build(tensors, [0], [2], [(OP.MUL, [0, 1], [2], _opts("MulOptions", fusedActivationFunction=0))]))
     line = cli.fails("pack", src, "-o", tmp_path / "c.mpyl")
     assert "operator 0 (MUL)" in line and "the constant is larger than the activation" in line, line
+
+
+def test_int16_mul_with_a_zero_point_is_refused_as_tflm_refuses_it(cli, tmp_path):
+    """TFLM's int16 MUL takes zero points 0 (its Prepare fails otherwise): refused naming it."""
+    tensors = [(X, "i16", (0.001, 5), None), (X, "i16", (0.001, 0), None), (X, "i16", (0.001, 0), None)]
+    src = tmp_path / "m.tflite"
+    src.write_bytes(build(tensors, [0, 1], [2], [(OP.MUL, [0, 1], [2], _opts("MulOptions", fusedActivationFunction=0))]))
+    with pytest.raises(RuntimeError):
+        tflm_ref.run(str(src), [(np.zeros(X[1:], np.int16), np.zeros(X[1:], np.int16))], arena_size=1 << 16)
+    line = cli.fails("pack", src, "-o", tmp_path / "m.mpyl")
+    assert "operator 0 (MUL): input 0 (tensor 0) zero point 5: TFLM's int16 MUL takes zero points 0" in line, line
