@@ -43,6 +43,10 @@ def run(text, tensors, *inputs, state=None):
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
+        if op in ("add", "sub", "mul") and "t" in kv:  # a constant second operand
+            shape = kv.get("shape", (ins[0].shape[-1],))
+            ins.append(_t(tensors, kv["t"], np.float64 if "q" not in kv else np.int64).reshape(shape))
+            qin.append(kv.get("tq"))
         kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)
@@ -62,8 +66,8 @@ def run(text, tensors, *inputs, state=None):
 def _out_dtype(op, kv, x_dtype):
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
-    if op == "quantize":
-        return "i8"
+    if op in ("quantize", "lut"):
+        return kv.get("dtype", "i8")
     if op == "dequantize":
         return "f32"
     return x_dtype
@@ -182,29 +186,34 @@ def linear(ins, kv, qin, tensors):
     return _requant(acc, kv, tensors, qin) if int8 else _act(acc, kv)
 
 
-def _broadcast(a, b):
-    if a.shape == b.shape:
-        return a, b
-    if b.size == a.shape[-1]:
-        return a, b.reshape(-1)
-    return b, a.reshape(-1)
+def _repeated(ins):
+    """The two operands with their leading 1s dropped (numpy then broadcasts them as the board
+    does, aligned at their last dimensions), and the output's shape."""
+    out = np.broadcast_shapes(*[x.shape for x in ins])
+
+    def trim(x):
+        shape = list(x.shape)
+        while shape and shape[0] == 1:
+            shape.pop(0)
+        return x.reshape(shape)
+
+    return trim(ins[0]), trim(ins[1]), out
 
 
 def add(ins, kv, qin, tensors, sign=1):
     """TFLM's integer add and sub: both inputs shifted left (20 bits for int8, 15 for int16),
     rescaled to a common scale, added (or subtracted), requantized."""
     if "q" not in kv:
-        a, b = _broadcast(*ins)
-        return _act(a + sign * b, kv)
-    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
-    if a.shape != b.shape and a.size == b.shape[-1]:
-        (a, qa), (b, qb) = (b, qb), (a, qa)
+        a, b, out = _repeated(ins)
+        return _act(a + sign * b, kv).reshape(out)
+    a, b, out = _repeated(ins)
+    qa, qb = qin
     m1, s1, m2, s2, m, s = kv["m"]
     shift = 15 if kv["dtype"] == "i16" else 20
     sa = rdbpot_np(srdhm_np((a - qa[1]) << shift, m1), -s1)
-    sb = rdbpot_np(srdhm_np((b.reshape(-1) if b.shape != a.shape else b) - qb[1] << shift, m2), -s2)
+    sb = rdbpot_np(srdhm_np((b - qb[1]) << shift, m2), -s2)
     y = rdbpot_np(srdhm_np(sa + sign * sb, m), -s) + kv["q"][1]
-    return _clamp(y, kv)
+    return _clamp(y, kv).reshape(out)
 
 
 def sub(ins, kv, qin, tensors):
@@ -213,15 +222,12 @@ def sub(ins, kv, qin, tensors):
 
 def mul(ins, kv, qin, tensors):
     if "q" not in kv:
-        a, b = _broadcast(*ins)
-        return _act(a * b, kv)
-    (a, qa), (b, qb) = (ins[0], qin[0]), (ins[1], qin[1])
-    if a.shape != b.shape and a.size == b.shape[-1]:
-        (a, qa), (b, qb) = (b, qb), (a, qa)
-    if b.shape != a.shape:
-        b = b.reshape(-1)
+        a, b, out = _repeated(ins)
+        return _act(a * b, kv).reshape(out)
+    a, b, out = _repeated(ins)
+    qa, qb = qin
     y = mbqm_np((a - qa[1]) * (b - qb[1]), kv["m"][0], kv["m"][1]) + kv["q"][1]
-    return _clamp(y, kv)
+    return _clamp(y, kv).reshape(out)
 
 
 def _pool(ins, kv, reduce):
@@ -279,8 +285,11 @@ def _sigmoid(v):
 
 
 def lut(ins, kv, qin, tensors):
+    """y = t[x + 128]; a u8 input's code b reads t[b ^ 128] (its byte as int8, + 128), a u8
+    output is the table's bytes."""
     t = _t(tensors, kv["t"], np.int64)
-    return t[ins[0] + 128]
+    y = t[(ins[0] & 255) ^ 128]
+    return y & 255 if kv["dtype"] == "u8" else y
 
 
 def reshape(ins, kv, qin, tensors):

@@ -83,7 +83,7 @@ def check_input(path, value, layout, k=0):
     shape, with or without a batch dimension of 1, or that shape with dimensions of 1 added or
     left out (the same values in the same order: torch's (1, 49, 10) for a Conv1d input the
     model holds as C, H, W = (49, 1, 10)). Returns (flat array in the caller's order,
-    'i8' for int8 codes into an int8 input or 'f32' for real values)."""
+    'i8' / 'u8' for int8 / uint8 codes into an input of that dtype, or 'f32' for real values)."""
     want = caller_shape(value, layout)
     from .readers import load_arrays
 
@@ -102,30 +102,35 @@ def check_input(path, value, layout, k=0):
         raise PackError("--input %s: shape %s, the model's input %d takes %s (%s), or %s with the batch "
                         "dimension%s" % (path, _shape_text(shape), k, _shape_text(want), _order(layout, value),
                                          _shape_text((1,) + want), hint))
-    if value.dtype == "i8" and a.dtype == np.int8:
-        return a.reshape(-1), "i8"
+    if value.dtype in _CODES and a.dtype == _CODES[value.dtype]:
+        return a.reshape(-1), value.dtype
     a = a.astype(np.float32).reshape(-1)
     if not np.all(np.isfinite(a)):
         raise PackError("--input %s: NaN or Inf in the input" % path)
     return a, "f32"
 
 
-def quantize(x, q):
-    """Real values -> the int8 codes the runtime makes of them (mpy_lazy/ops/quant.py to_int8:
-    the quotient rounded to float32, then half away from zero, saturated)."""
+_CODES = {"i8": np.int8, "u8": np.uint8}  # the 1-byte integer inputs and outputs (codes)
+
+
+def quantize(x, q, dtype="i8"):
+    """Real values -> the int8 (uint8) codes the runtime makes of them (mpy_lazy/ops/quant.py
+    to_int: the quotient rounded to float32, then half away from zero, saturated)."""
     r = np.clip(np.asarray(x, np.float64) / q[0], -256.0, 256.0).astype(np.float32).astype(np.float64)
     r = np.where(r >= 0, np.floor(r + 0.5), -np.floor(0.5 - r)) + q[1]
-    return np.clip(r, -128, 127).astype(np.int8)
+    info = np.iinfo(_CODES[dtype])
+    return np.clip(r, info.min, info.max).astype(_CODES[dtype])
 
 
 def random_input(value, layout):
     """A seeded random input of the right shape, and what it is (for the printout)."""
     rng = np.random.default_rng(SEED)
     shape = caller_shape(value, layout)
-    if value.dtype == "i8":
-        return (rng.integers(-128, 128, int(np.prod(shape))).astype(np.int8), "i8",
-                "random int8 codes, uniform over -128..127 (seed %d), shape %s (%s)"
-                % (SEED, _shape_text(shape), _order(layout, value)))
+    if value.dtype in _CODES:
+        info = np.iinfo(_CODES[value.dtype])
+        return (rng.integers(info.min, info.max + 1, int(np.prod(shape))).astype(info.dtype), value.dtype,
+                "random %s codes, uniform over %d..%d (seed %d), shape %s (%s)"
+                % (info.dtype, info.min, info.max, SEED, _shape_text(shape), _order(layout, value)))
     return (rng.standard_normal(int(np.prod(shape))).astype(np.float32), "f32",
             "random normal(0, 1) values (seed %d), shape %s (%s)" % (SEED, _shape_text(shape), _order(layout, value)))
 
@@ -148,7 +153,7 @@ for p, kind in {inputs!r}:
     f = open(p, "rb")
     raw = f.read()
     f.close()
-    xs.append(raw if kind == "i8" else array.array("f", raw))
+    xs.append(raw if kind in ("i8", "u8") else array.array("f", raw))
 gc.collect()
 a0 = gc.mem_alloc()
 m = model.from_container(mpy_lazy.open({path!r}))
@@ -161,7 +166,7 @@ print("KEPT", kept, mem["arena"], mem["scratch"])
 for i in range(len(m.outputs)):
     v = m.outputs[i]
     vals = m.tolist(i)
-    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype == "i8" else bytes(array.array("f", vals))
+    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype in ("i8", "u8") else bytes(array.array("f", vals))
     print("OUT", i, binascii.hexlify(b).decode())
 vals = None
 n = {repeat}
@@ -342,11 +347,11 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
         if inputs:
             x, kind = check_input(inputs[k], v, layout, k)
             what = "%s, shape %s (%s)" % (inputs[k], _shape_text(caller_shape(v, layout)), _order(layout, v))
-            if v.dtype == "i8" and kind == "f32":  # the codes the board would make (m.quantize)
-                x, kind = quantize(x, v.q), "i8"
+            if v.dtype in _CODES and kind == "f32":  # the codes the board would make (m.quantize)
+                x, kind = quantize(x, v.q, v.dtype), v.dtype
                 what += ", real values quantized with the input's q=(%.9g, %d)" % v.q
-            elif v.dtype == "i8":
-                what += ", int8 codes"
+            elif v.dtype in _CODES:
+                what += ", %s codes" % np.dtype(_CODES[v.dtype])
             xs.append((x, kind))
             said.append(what)
         else:
@@ -359,7 +364,7 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
         for k, (x, kind) in enumerate(xs):
             p = board.path("input%d.bin" % k)
             with open(p, "wb") as f:
-                f.write(np.ascontiguousarray(x, np.int8 if kind == "i8" else "<f4").tobytes())
+                f.write(np.ascontiguousarray(x, _CODES.get(kind, "<f4")).tobytes())
             files.append((p, kind))
         body = _MODEL.format(inputs=files, path="/rom/" + os.path.basename(container), repeat=repeat)
         said_progress = _Progress(progress)
@@ -395,8 +400,8 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     real = []
     for i, (v, layout) in enumerate(zip(m.outputs, m.out_layouts)):
         shape = (1,) + caller_shape(v, layout)
-        if v.dtype == "i8":
-            codes = np.frombuffer(outs[i], np.int8).astype(np.float64)
+        if v.dtype in _CODES:
+            codes = np.frombuffer(outs[i], _CODES[v.dtype]).astype(np.float64)
             y = (v.q[0] * (codes - v.q[1])).astype(np.float32)
         else:
             y = np.frombuffer(outs[i], "<f4").copy()
@@ -412,14 +417,14 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     kept, arena, scratch = facts["KEPT"]
     times = sorted(facts["TIME"])
     median = times[len(times) // 2] if len(times) % 2 else (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2
-    out("%s on the MicroPython unix port (%s)" % (container, "int8" if any(v.dtype == "i8" for v in m.outputs)
-                                                  else "float"))
+    out("%s on the MicroPython unix port (%s)" % (container, "uint8" if any(v.dtype == "u8" for v in m.outputs)
+                                                  else "int8" if any(v.dtype == "i8" for v in m.outputs) else "float"))
     for k, what in enumerate(said):
         out("input %d: %s" % (k, what))
     for i, (y, v, layout) in enumerate(real):
         out("output %d: shape %s (%s)%s: %s" % (
             i, _shape_text(y.shape[1:]), _order(layout, v) if len(v.shape) == 3 else "vector",
-            ", int8 q=(%.9g, %d), dequantized" % (v.q[0], v.q[1]) if v.dtype == "i8" else "",
+            ", %s q=(%.9g, %d), dequantized" % (np.dtype(_CODES[v.dtype]), v.q[0], v.q[1]) if v.dtype in _CODES else "",
             np.array2string(y.reshape(-1), precision=5, threshold=24, max_line_width=10 ** 6)))
     out("class %d (argmax of output 0)" % int(np.argmax(real[0][0].reshape(-1))))
     out("heap kept by the model: %d B (open to after the first inference); arena %d B%s"

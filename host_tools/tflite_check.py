@@ -40,7 +40,7 @@ OPTIONS = {
     "RESIZE_BILINEAR": ("ResizeBilinearOptions", False),
     "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", False),
     "SVDF": ("SVDFOptions", True), "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions", True),
-    "GELU": ("GeluOptions", False), "PRELU": (None, False),
+    "GELU": ("GeluOptions", False), "PRELU": (None, False), "SHAPE": ("ShapeOptions", False),
     "SQUEEZE": ("SqueezeOptions", False), "EXPAND_DIMS": ("ExpandDimsOptions", False),
     "SLICE": ("SliceOptions", False), "SPLIT": ("SplitOptions", True), "SPLIT_V": ("SplitVOptions", False),
     "UNPACK": ("UnpackOptions", True), "PACK": ("PackOptions", True), "PADV2": ("PadV2Options", False),
@@ -57,7 +57,7 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
-         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1)}
+         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -78,22 +78,26 @@ STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
 QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT16": ("INT8", "INT16", "INT32"),
-                  "INT8": ("INT8", "INT16", "INT32")}
+                  "INT8": ("INT8", "INT16", "INT32", "UINT8"), "UINT8": ("INT8",)}
+# uint8 activations: TFLM's QUANTIZE turns them into int8 and back (quantize_common.cc: a model's
+# uint8 input or output, TFLite's inference_input_type / inference_output_type=tf.uint8); the
+# board runs no other op on them
+UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
-CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST")
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE")
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
 # all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
-# TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
+# TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
 # and the crossings)
-NO_INT16 = ("MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
+NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 
@@ -269,8 +273,11 @@ def _uses(r, name, op, ins, outs, where, fail):
         for j, i in enumerate(outs):
             if typ(i) != typ(x):
                 fail(where, "output %d is %s, the input %s" % (j, typ(i), typ(x)))
+    if name != "QUANTIZE" and any(i >= 0 and typ(i) == "UINT8" and r.data(i) is None for i in ins + outs):
+        j = [i for i in ins + outs if i >= 0 and typ(i) == "UINT8" and r.data(i) is None][0]
+        fail(where, "tensor %d is uint8: %s" % (j, UINT8))
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
-        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16") and name != "CAST" or  # scale
+        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name != "CAST" or  # scale
                                                    (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
@@ -280,11 +287,34 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST",):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST",) and (name, typ(y)) != ("QUANTIZE", "UINT8"):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
-    if name in BINARY + ("PRELU",) and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
+    if name in ("ADD", "SUB", "MUL") and len(ins) == 2:  # numpy's broadcasting (the board's: up to H, W, C
+        a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # after the batch); a constant over the activation
+        try:
+            full = list(np.broadcast_shapes(tuple(a), tuple(b2)))
+        except ValueError:
+            full = None
+        consts = [r.data(i) is not None for i in ins[:2]]
+        if full != list(ys):
+            fail(where, "input shapes %s and %s, output %s: they do not broadcast to it" % (a, b2, ys))
+        if all(consts):
+            fail(where, "both inputs are constants")
+        if any(consts):
+            act = a if consts[1] else b2
+            if list(act) != list(ys):
+                fail(where, "input shapes %s and %s, output %s: the constant is larger than the activation "
+                     "(it may broadcast over the activation only)" % (a, b2, ys))
+            if name == "SUB" and consts[0]:
+                fail(where, "a constant first operand of SUB is not supported")
+        if name == "MUL" and typ(y) == "INT16":  # (TFLM's Prepare)
+            for j, i in enumerate(ins[:2] + [y]):
+                if any(r.tensor(i)[4]):
+                    fail(where, "%s (tensor %d) zero point %d: TFLM's int16 MUL takes zero points 0"
+                         % ("output" if j == 2 else "input %d" % j, i, r.tensor(i)[4][0]))
+    elif name in BINARY + ("PRELU",) and len(ins) == 2:  # shapes TFLM broadcasts as the board does: equal, or
         a, b2, ys = shape(ins[0]), shape(ins[1]), shape(y)  # one of them per channel
         try:
             full = list(np.broadcast_shapes(tuple(a), tuple(b2)))

@@ -33,9 +33,13 @@ ROOMS = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm", "SVDF": "svdf",
     "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
     "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
-    "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice",
+    "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
 }
 SUPPORTED = tuple(ROOMS)
+# computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
+# shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
+# with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
+FOLDABLE = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION")
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 
 
@@ -76,6 +80,7 @@ class _Reader:
         self.types = {v: k for k, v in vars(tfl.TensorType).items() if isinstance(v, int)}
         self.ir = Graph()
         self.count = {}
+        self.folded = {}  # tensor -> its value, computed at pack time (FOLDABLE)
 
     def err(self, msg):
         return PackError("%s: %s" % (self.what, msg))
@@ -92,7 +97,9 @@ class _Reader:
         return t, shape, self.types.get(t.Type(), str(t.Type())), scales, zps, qdim
 
     def data(self, i):
-        """A constant tensor's values (None for an activation)."""
+        """A constant tensor's values (None for an activation); a folded op's output too."""
+        if i in self.folded:
+            return self.folded[i]
         t, shape, typ, _, _, _ = self.tensor(i)
         b = self.model.Buffers(t.Buffer())
         if b is None or b.DataLength() == 0:
@@ -132,7 +139,8 @@ class _Reader:
             if dt != "i8":
                 self.ir.dtypes[name] = dt
         elif typ != "FLOAT32":
-            raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are)" % typ)
+            raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
+                           "and uint8 into or out of QUANTIZE)" % typ)
         return name
 
     def qof(self, i):
@@ -189,6 +197,8 @@ class _Reader:
             self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
             self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
             try:
+                if name in FOLDABLE and self._fold(name):
+                    continue
                 with np.errstate(all="ignore"):  # (a ratio of hostile scales overflows float32 to inf:
                     converter(name)(self)  # refused below in one line, without numpy's warning)
             except (PackError, MemoryError, KeyboardInterrupt):
@@ -213,6 +223,66 @@ class _Reader:
         n = Node(op, xs, y, self.what, **{k: v for k, v in attrs.items() if v is not None})
         self.ir.nodes.append(n)
         return n
+
+    def _fold(self, name):
+        """Compute a FOLDABLE op here when it can be (SHAPE always; the others when every input is
+        a constant or folded, and the output an int32/int64 without quantization): its output is
+        then a constant for the ops after it (TFLM computes it at every invoke, from the same
+        static shapes). False: the op runs on the board (host_tools/ops), or its op_ refuses it."""
+        _, yshape, ytyp, yscales, _, _ = self.tensor(self.outs[0])
+        if ytyp not in ("INT32", "INT64") or yscales:
+            if name == "SHAPE":
+                raise self.err("an output of type %s: only int32/int64 shapes are computed (at pack time)" % ytyp)
+            return False
+        if name == "SHAPE":
+            v = np.array(self.tensor(self.ins[0])[1], np.int64)
+        else:
+            xs = [self.data(i) for i in self.ins]
+            if any(x is None for x in xs) or any(x.dtype.kind not in "iu" for x in xs):
+                return False
+            if name == "PACK":
+                o = self.options("PackOptions")
+                if o.ValuesCount() != len(xs):
+                    raise self.err("values_count %d for %d inputs" % (o.ValuesCount(), len(xs)))
+                axis = o.Axis() + len(xs[0].shape) + 1 if o.Axis() < 0 else o.Axis()
+                if not 0 <= axis <= len(xs[0].shape) or any(x.shape != xs[0].shape for x in xs):
+                    raise self.err("inputs of shapes %s packed along axis %d" % ([list(x.shape) for x in xs], o.Axis()))
+                v = np.stack(xs, axis=axis)
+            elif name == "CONCATENATION":
+                o = self.options("ConcatenationOptions")
+                if self._act(o.FusedActivationFunction()) is not None:
+                    return False
+                v = np.concatenate(xs, axis=o.Axis())
+            else:
+                v = self._fold_slice(*xs)
+        if list(v.shape) != list(yshape):
+            raise self.err("computes a value of shape %s, its output tensor is %s" % (list(v.shape), list(yshape)))
+        self.folded[self.outs[0]] = v.astype(np.int32 if ytyp == "INT32" else np.int64)
+        return True
+
+    def _fold_slice(self, x, begin, end, strides):
+        """TFLite's STRIDED_SLICE of a constant (positive strides; begin, end and shrink-axis
+        masks; TFLM's StartForAxis / StopForAxis clamping)."""
+        o = self.options("StridedSliceOptions")
+        bm, em, sm = (o.BeginMask(), o.EndMask(), o.ShrinkAxisMask()) if o is not None else (0, 0, 0)
+        if o is not None and (o.EllipsisMask() or o.NewAxisMask() or (o.Offset() if hasattr(o, "Offset") else 0)):
+            raise self.err("ellipsis and new-axis masks and offset are not supported")
+        if not len(begin) == len(end) == len(strides) == x.ndim:
+            raise self.err("begin, end and strides of %d, %d, %d values for %d dimensions"
+                           % (len(begin), len(end), len(strides), x.ndim))
+        index = []
+        for d in range(x.ndim):
+            size, s_ = x.shape[d], int(strides[d])
+            if s_ < 1:
+                raise self.err("negative or zero strides are not supported")
+            lo = 0 if bm & (1 << d) else int(begin[d])
+            lo = max(0, min(size, lo + size if lo < 0 else lo))
+            if sm & (1 << d):
+                index.append(lo)
+                continue
+            hi = size if em & (1 << d) else int(end[d])
+            index.append(slice(lo, max(0, min(size, hi + size if hi < 0 else hi)), s_))
+        return np.asarray(x[tuple(index)])
 
     def _padding(self, padding, h, w, kh, kw, sh, sw, dh, dw):
         """TFLM's ComputePaddingHeightWidth: (top, left, bottom, right), output (oh, ow)."""

@@ -159,7 +159,7 @@ def input_radius(integer_bits, left_shift, total_bits=31):
 
 # --- per-op parameters (what TFLM's Prepare computes) --------------------------------------
 
-RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (INT32_MIN, INT32_MAX)}
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (INT32_MIN, INT32_MAX), "u8": (0, 255)}
 
 
 def activation_range(act, scale, zp, dtype="i8"):

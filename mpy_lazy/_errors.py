@@ -20,8 +20,11 @@ def missing(path, err):
 
 
 def out_of_range(i, j, val, hi):
-    """The ValueError of an int given to an integer input of range -hi - 1..hi (it would wrap:
-    300 read as 44 by an int8 input)."""
+    """The ValueError of an int given to an integer input of range -hi - 1..hi, or 0..255 for
+    hi 255 (it would wrap: 300 read as 44 by an int8 input)."""
+    if hi == 255:
+        return ValueError("input %d: %d (item %d) is outside uint8's 0..255: give uint8 codes, or real values as "
+                          "floats (quantized with the input's scale)" % (i, val, j))
     bits = {127: 8, 32767: 16}.get(hi, 32)
     return ValueError("input %d: %d (item %d) is outside int%d's %d..%d: give int%d codes, or real values as "
                       "floats (quantized with the input's scale)" % (i, val, j, bits, -hi - 1, hi, bits))

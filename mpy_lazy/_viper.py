@@ -1769,6 +1769,44 @@ def mul(E, P, k: int):
 
 
 @micropython.viper
+def mul16(E, P, k: int):
+    # int16 mul (kind mul16, zero points 0; see ops/binary.py's mul): x1 x2 requantized to int16
+    arena = uint(ptr8(E.A))
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    accb = arena + pp[14]
+    acc = ptr32(accb)
+    rq_head(W, rec)
+    x1 = ptr16(arena + pp[6])
+    x2 = ptr16(arena + pp[7])
+    y = int(pp[8]) >> 1
+    n = int(pp[9])
+    bc = int(pp[10])
+    block = int(pp[11])
+    i = 0
+    j = 0
+    while i < n:
+        m = block
+        if n - i < block:
+            m = n - i
+        q = 0
+        while q < m:
+            acc[q] = ((x1[i + q] ^ 0x8000) - 0x8000) * ((x2[j] ^ 0x8000) - 0x8000)
+            j += 1
+            if j == bc:
+                j = 0
+            q += 1
+        wk[0] = y + i
+        wk[1] = m
+        wk[2] = 1
+        wk[6] = 2
+        requant(accb, rec + 60, arena, W)
+        i += m
+
+
+@micropython.viper
 def _pool(E, P, k: int, is_max: int):
     a = ptr8(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
@@ -1873,6 +1911,19 @@ def mean(E, P, k: int):
     wk[0] = pp[7]
     wk[1] = c
     requant(accb, rec + 48, arena, W)
+
+
+@micropython.viper
+def load(E, P, k: int):
+    # a constant tensor's N bytes into the arena (ops/binary.py's load record)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    d = ptr8(uint(ptr8(E.A)) + pp[2])
+    s = ptr8(uint(ptr8(E.B[pp[4]])) + pp[5])
+    n = int(pp[3])
+    i = 0
+    while i < n:
+        d[i] = s[i]
+        i += 1
 
 
 @micropython.viper

@@ -8,8 +8,8 @@
 # the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
 from .container import ContainerError
 
-ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4}
-RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647)}
+ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1}
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255)}
 
 MAX_DIM = 65535  # one dimension of a value
 MAX_SIZE = 1 << 24  # elements of one value
@@ -21,8 +21,8 @@ _FLOAT_ACT = "e:none|relu|relu6|finite"
 _KINDS = {
     "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
-    "q": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
-    "dtype": "e:f32|i8|i16|i32", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
+    "q": "q", "tq": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
+    "dtype": "e:f32|i8|i16|i32|u8", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
     "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
@@ -37,9 +37,9 @@ OPS = {
     "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl")),
     "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp", "acc")),
     "tconv": (("x", "y", "w", "out", "k", "size"), ("b", "stride", "pad", "act", "q", "m", "clamp", "acc")),
-    "add": (("x", "y"), ("act", "q", "m", "clamp")),
-    "sub": (("x", "y"), ("act", "q", "m", "clamp")),
-    "mul": (("x", "y"), ("act", "q", "m", "clamp")),
+    "add": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
+    "sub": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
+    "mul": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
     "maxpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
     "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
     "mean": (("x", "y"), ("q", "m")),
@@ -49,7 +49,7 @@ OPS = {
     "leakyrelu": (("x", "y", "alpha"), ("q", "m")),
     "sigmoid": (("x", "y"), ()),
     "tanh": (("x", "y"), ()),
-    "lut": (("x", "y", "t", "q"), ()),
+    "lut": (("x", "y", "t", "q"), ("dtype",)),
     "reshape": (("x", "y", "shape"), ("order", "q")),
     "concat": (("x", "y"), ("q", "axis")),
     "pad": (("x", "y", "pad"), ("q", "value", "code", "mode")),
@@ -224,7 +224,8 @@ def parse(text):
 
 class Value:
     """An activation: shape (N,) or (H, W, C), dtype 'f32', or an integer dtype ('i8', 'i16',
-    'i32') with q = (scale, zero point). The planner sets `offset` (bytes into the arena);
+    'i32'; 'u8', a model's uint8 input or output, which only lut reads and writes) with q = (scale,
+    zero point). The planner sets `offset` (bytes into the arena);
     `alias` is the value whose buffer it shares (a reshape, an in-place op). Six attributes,
     no more (the lifetimes live in the model until it is planned)."""
 

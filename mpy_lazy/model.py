@@ -27,7 +27,7 @@ from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: m
 from . import program as _program
 
 _PARAMS = ("bias", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
-_DTYPE_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
+_DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
 
 
 class Model(Module):
@@ -71,6 +71,9 @@ class Model(Module):
                     ins.append(values[name])
                 o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
+                if op != "lut" and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
+                    raise fail(n, "%s: u8 values (a model's uint8 input or output) are read and written by "
+                                  "lut only" % op, "x")
                 v = o.y = Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
                 _forget(o, ("out", "kv"))  # what the op needs it keeps as attributes

@@ -233,7 +233,7 @@ class Program:
         chw = P[e + IO_LAYOUT] == 1
         c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
         hw = n // c
-        es = 1 if dt == 3 else (2 if dt == 5 else 0)  # int8, int16 codes: copied byte by byte
+        es = 1 if dt in (3, 4) else (2 if dt == 5 else 0)  # int8, uint8, int16 codes: copied byte by byte
         if es and ((x is self._seen and es == self._seen_es) or (es == 1 and isinstance(x, _BYTES))
                    or _itemsize(x) == es):
             if isinstance(x, array.array):
@@ -259,7 +259,8 @@ class Program:
                 put(x, dst, W)
             return
         dst = self.input if i == 0 else self._in[i]
-        hi = 127 if dt == 3 else (32767 if dt == 5 else 2147483647)
+        hi = 127 if dt == 3 else (32767 if dt == 5 else (255 if dt == 4 else 2147483647))
+        lo = 0 if dt == 4 else -hi - 1
         for j in range(n):
             val = x[j]
             if dt != 1:
@@ -267,7 +268,7 @@ class Program:
                     from .ops.quant import to_int  # floats into an integer input (they allocate anyway)
 
                     val = to_int(val, bits_f32(P[e + IO_SCALE]), P[e + IO_ZP], dt)
-                elif val > hi or val < -hi - 1:  # the arena's item would wrap: 300 read as 44
+                elif val > hi or val < lo:  # the arena's item would wrap: 300 read as 44
                     from ._errors import out_of_range
 
                     raise out_of_range(i, j, val, hi)
@@ -326,7 +327,7 @@ class Program:
         return best
 
 
-_DT = {1: "f32", 3: "i8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
+_DT = {1: "f32", 3: "i8", 4: "u8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
 WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
 Program.W = WORK_AREA
 

@@ -279,7 +279,7 @@ def run(model, inputs, arena_size=None):
 
 def sample_inputs(model, n=4, seed=0):
     """n seeded samples (without the batch dimension) for a single-input model: int8 models get
-    uniform int8 over [-128, 127], int16 (16x8) models uniform int16, float32 models standard
+    uniform int8 over [-128, 127] (uint8 inputs over [0, 255]), int16 (16x8) models uniform int16, float32 models standard
     normal float32."""
     m = read_model(model)
     if len(m.subgraphs[0].inputs) != 1:
@@ -289,6 +289,8 @@ def sample_inputs(model, n=4, seed=0):
     rng = np.random.default_rng(seed)
     if t.dtype == np.int8:
         return rng.integers(-128, 128, size=shape, dtype=np.int16).astype(np.int8)
+    if t.dtype == np.uint8:
+        return rng.integers(0, 256, size=shape, dtype=np.int16).astype(np.uint8)
     if t.dtype == np.int16:
         return rng.integers(-32768, 32768, size=shape, dtype=np.int32).astype(np.int16)
     if t.dtype == np.float32:

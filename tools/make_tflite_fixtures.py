@@ -25,6 +25,11 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
                                      MLPerf Tiny reference architectures (DS-CNN, MobileNetV1
                                      0.25, ResNet-8, FC autoencoder), seeded weights and BN stats
   ops_int8, ops_float_io             one small graph with every op of mpy-lazy's list
+  ops_uint8_io                       the same graph, int8 inside, uint8 input and output
+                                     (QUANTIZE uint8 -> int8 and int8 -> uint8)
+  ops_dynamic_batch_int8             the same graph converted with Keras's dynamic batch: each
+                                     Flatten a SHAPE, STRIDED_SLICE, PACK, RESHAPE (folded at pack
+                                     time)
   unsupported_op                     a tiny int8 graph with an op outside that list
   elem_int8, elem_f32               HARD_SWISH, MAXIMUM with a scalar, MINIMUM, PRELU (alpha per
                                      channel and per element), DIV
@@ -109,6 +114,8 @@ FIXTURES = {
     "ad_int8": ("ad", "int8"),
     "ops_int8": ("ops", "int8"),
     "ops_float_io": ("ops", "float_io"),
+    "ops_uint8_io": ("ops", "uint8_io"),
+    "ops_dynamic_batch_int8": ("ops", "int8_dynamic_batch"),
     "unsupported_op": ("unsupported", "int8"),
     "calib_f32": ("calib", "f32"),
     "calib_int8": ("calib", "int8"),
@@ -297,9 +304,12 @@ def verify(outdir, names, full, digits=None):
         mode = FIXTURES[name][1]
         if mode not in ("f32", "dynamic"):
             info = tflm_ref.tensors(data)
+            outputs = [int(i) for i in tflm_ref.read_model(data).subgraphs[0].outputs]
             for o in ops:
-                if o.name == "DEQUANTIZE" and mode == "float_io":
-                    continue
+                if o.name == "DEQUANTIZE" and mode == "float_io" or \
+                        o.name == "QUANTIZE" and mode == "uint8_io" and o.outputs[0] in outputs or \
+                        o.name in ("SHAPE", "STRIDED_SLICE", "PACK") and mode.endswith("_dynamic_batch"):
+                    continue  # (a dynamic batch's shape arithmetic: int32)
                 bad = [info[t].type for t in o.outputs if info[t].type != "INT8"]
                 if bad:
                     status, ok = "%s #%d outputs %s" % (o.name, o.index, "/".join(bad)), False
@@ -776,7 +786,9 @@ def inner(args):
                                         else inputs, clone_function=lambda layer: layer)
 
     def convert(model, rep, mode):
-        conv = tf.lite.TFLiteConverter.from_keras_model(static_batch(model))
+        dynamic = mode.endswith("_dynamic_batch")  # (as a Keras model is usually converted: Flatten
+        mode = mode.removesuffix("_dynamic_batch")  # becomes SHAPE, STRIDED_SLICE, PACK, RESHAPE)
+        conv = tf.lite.TFLiteConverter.from_keras_model(model if dynamic else static_batch(model))
         if mode == "dynamic":  # weights only: float activations, int8 weights (hybrid ops)
             conv.optimizations = [tf.lite.Optimize.DEFAULT]
         elif mode != "f32":
@@ -786,6 +798,9 @@ def inner(args):
             if mode == "int8":
                 conv.inference_input_type = tf.int8
                 conv.inference_output_type = tf.int8
+            elif mode == "uint8_io":  # int8 inside, a uint8 input and output (QUANTIZE at each end)
+                conv.inference_input_type = tf.uint8
+                conv.inference_output_type = tf.uint8
         return conv.convert()
 
     say("  TensorFlow %s, Keras %s, numpy %s" % (tf.__version__, keras.__version__,

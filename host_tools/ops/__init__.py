@@ -8,7 +8,8 @@ _padding, _act, _check_shifts). tflite_import.ROOMS maps each supported builtin 
 Below: what the ops share with the reader."""
 import numpy as np
 
-INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32"}  # quantized activation types
+INT = {"INT8": "i8", "INT16": "i16", "INT32": "i32", "UINT8": "u8"}  # quantized activation types
+# (uint8: a model input or output QUANTIZE turns into int8 and back, tflite_check.UINT8)
 HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does not run these either; "
           "convert with full-integer quantization or float weights")
 

@@ -2,24 +2,36 @@
 (docs/OPS.md): converted from the model into the graph description, with TFLite Micro's Prepare
 parameters, for the runtime's room mpy_lazy/ops/binary.py. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
+import numpy as np
+
 from .. import tflm
+from ..tflite_import import _hwc
 
 
 def _binary(r, op, cls):
-    xs = []
-    for i in r.ins[:2]:
-        if r.data(i) is not None:
-            raise r.err("constant operands are not supported")
-        xs.append(r.value(i))
+    a, b = r.ins[:2]
+    if r.data(a) is not None and r.data(b) is not None:
+        raise r.err("both operands are constants")
+    if r.data(a) is not None:
+        if op == "sub":
+            raise r.err("a constant first operand of SUB is not supported")
+        a, b = b, a  # (add and mul commute, in TFLM's integers too)
+    const = r.data(b)
     o = r.options(cls)
     act = r._act(o.FusedActivationFunction() if o is not None else 0)
     yq = r.qof(r.outs[0])
-    n = r.emit(op, xs)
+    if const is None:
+        n = r.emit(op, [r.value(a), r.value(b)])
+    else:
+        attrs = _constant(r, b, const)
+        t = attrs.pop("t")
+        n = r.emit(op, [r.value(a)], **attrs)
+        n.t["t"] = r.add("const", t)
     if yq is None:
         n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
         return
     dt = r.dtof(r.outs[0])
-    q1, q2 = r.qof(r.ins[0]), r.qof(r.ins[1])
+    q1, q2 = r.qof(a), r.qof(b)
     if op == "mul":
         n.attrs["m"] = tflm.mul_params(q1[0], q2[0], yq[0])
     else:
@@ -27,6 +39,30 @@ def _binary(r, op, cls):
         params = tflm.add_params if op == "add" else tflm.sub_params
         n.attrs["m"] = params(q1[0], q2[0], yq[0], shift)
     n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+
+def _constant(r, i, c):
+    """The attributes of a constant second operand (tensor i, values c) of add, sub or mul:
+    t (the values broadcast over the output's shape as far as they vary: the output's
+    trailing dimensions from the first one along which they vary), shape, tq. The kernel
+    repeats them over the rest."""
+    _, cshape, typ, scales, _, _ = r.tensor(i)
+    xtyp = r.tensor(r.outs[0])[2]
+    if typ != xtyp:
+        raise r.err("a %s constant with %s activations" % (typ, xtyp))
+    if len(scales) > 1:
+        raise r.err("a constant operand with %d scales (one per channel): one scale expected" % len(scales))
+    yfull = list(r.tensor(r.outs[0])[1])
+    ys = _hwc(yfull, r)
+    lead = len(yfull) - len(ys)  # (the batch dimension the board's values drop)
+    full = np.broadcast_to(c.reshape([1] * (len(yfull) - c.ndim) + list(c.shape)), yfull).reshape(ys)
+    aligned = [1] * (len(yfull) - len(cshape)) + list(cshape)
+    varies = [d - lead for d in range(len(yfull)) if aligned[d] != 1 and d >= lead]
+    k = varies[0] if varies else len(ys)
+    vals = full[(0,) * k] if k else full
+    attrs = {"shape": tuple(ys[k:]) or (1,)}
+    attrs["tq"] = "%r,%d" % r.qof(i) if typ != "FLOAT32" else None
+    return dict(attrs, t=np.ascontiguousarray(vals).reshape(attrs["shape"]))
 
 
 def op_ADD(r):

@@ -17,10 +17,12 @@ def op_QUANTIZE(r):
         r.emit("quantize", [x], dtype=yd if yd != "i8" else None)
         return
     m, s = tflm.requantize_params(xq[0], yq[0])
-    if xd == yd == "i8":  # an int8 -> int8 requantization: a table
-        n = r.emit("lut", [x])
-        n.t["t"] = r.add("lut", np.array([max(-128, min(127, yq[1] + tflm.mbqm(q - xq[1], m, s)))
-                                             for q in range(-128, 128)], dtype=np.int8))
+    if xd in ("i8", "u8") and yd in ("i8", "u8"):  # int8 -> int8, uint8 <-> int8: a table of the output's
+        lo, hi = tflm.RANGE[yd]  # bytes, indexed by the input's byte as int8 + 128 (a uint8 code b at b ^ 128)
+        codes = [i ^ 128 if xd == "u8" else i - 128 for i in range(256)]
+        ys = [max(lo, min(hi, yq[1] + tflm.mbqm(q - xq[1], m, s))) for q in codes]
+        n = r.emit("lut", [x], dtype="u8" if yd == "u8" else None)
+        n.t["t"] = r.add("lut", np.array(ys, dtype=np.int64).astype(np.uint8).view(np.int8))
         return
     r.emit("quantize", [x], dtype=yd if yd != "i8" else None, m=(m, s))
 

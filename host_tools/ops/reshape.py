@@ -1,6 +1,7 @@
-"""The host's half of reshape: TFLite's RESHAPE (docs/OPS.md): converted from the model into the
-graph description, with TFLite Micro's Prepare parameters, for the runtime's room
-mpy_lazy/ops/reshape.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+"""The host's half of reshape: TFLite's RESHAPE, SQUEEZE, EXPAND_DIMS (and SHAPE, always computed
+at pack time) (docs/OPS.md): converted from the model into the graph description, with TFLite
+Micro's Prepare parameters, for the runtime's room mpy_lazy/ops/reshape.py. op_<BUILTIN>(r): r
+the reader (host_tools.tflite_import)."""
 
 
 def op_RESHAPE(r):
@@ -9,6 +10,10 @@ def op_RESHAPE(r):
     n.attrs["shape"] = r.ir.shapes[n.y]
     if r.qof(r.outs[0]) != r.qof(r.ins[0]):
         raise r.err("int8 RESHAPE with different input and output quantization")
+
+
+def op_SHAPE(r):  # (always computed at pack time: tflite_import._fold)
+    raise r.err("not computed")
 
 
 def op_SQUEEZE(r):

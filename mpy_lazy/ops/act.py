@@ -3,7 +3,9 @@
 # int8: lut, a 256-entry table made at pack time by running TFLite Micro's own integer
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
-# table lookup and bit-exact by construction. All may run in place.
+# table lookup and bit-exact by construction. It also reads and writes u8 values (a model's
+# uint8 input or output: TFLM's uint8 <-> int8 QUANTIZE), as bytes: the table is indexed by
+# the input byte read as int8, plus 128, and holds the output's bytes. All may run in place.
 import math
 
 from .._arith import bits_f32, f32_bits, rec
@@ -20,9 +22,14 @@ class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
+        dt = x.dtype
         if name == "lut":
-            if x.dtype != "i8":
-                raise self.fail("lut takes an i8 value", "x")
+            from ..graph import zero_point
+
+            dt = kv.get("dtype", "i8")
+            if x.dtype not in ("i8", "u8") or dt not in ("i8", "u8"):
+                raise self.fail("lut maps an i8 or u8 value to an i8 or u8 one", "dtype" if "dtype" in kv else "x")
+            zero_point(kv["q"], dt, n)
             self.param("table", "t", (256,), "i8", init)
         elif name == "leakyrelu" and x.dtype == "i16":
             # TFLM's int16 LEAKY_RELU: m=m_identity,s_identity,m_alpha,s_alpha (m_alpha < 0 for
@@ -45,7 +52,7 @@ class Op(Base):
             else:
                 self.arg = (kv.get("alpha", 0.0), 0.0)
             self.fn = 9 if name == "gelu" and kv.get("approx") == "tanh" else _FN[name]
-        self.out = (x.shape, x.dtype, kv.get("q"))
+        self.out = (x.shape, dt, kv.get("q"))
 
     def records(self, c):
         x, y = self.x[0], self.y
@@ -93,7 +100,7 @@ def check(r, E):
         r.inplace = 3
 
 
-# lut record: 6 XO 7 YO 8 N 9 10 table (256 int8, indexed by x + 128)
+# lut record: 6 XO 7 YO 8 N 9 10 table (256 bytes, indexed by x + 128, x the input byte as int8)
 
 def lut(E, P, k):
     p = rec(P, k)

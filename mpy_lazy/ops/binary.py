@@ -1,10 +1,16 @@
-# add, sub and mul of two values: the same shape, or one of them per channel ((C,) or (1, 1, C))
-# broadcast over an H, W, C value (residual adds, per-channel scaling, squeeze-and-excite).
+# add, sub and mul of two values, or of a value and a constant tensor (t=, of shape=, default one
+# per channel; tq= its quantization when integer): the same shape, or the smaller one's shape the
+# trailing dimensions of the other's (leading 1s aside: one value, one per channel, (W, C) over
+# H, W, C ...), repeated over it (residual adds, per-channel scaling, squeeze-and-excite). A
+# constant is copied into the op's scratch by a load record before the op's record runs. Any
+# other broadcast of two values (numpy's: (H, 1, C) with (1, W, C), (H, W, 1) over (H, W, C))
+# is made by move records with zero strides, copying the operands that need it into the scratch
+# at the output's shape (RAM: their broadcast size, while the op runs).
 # Integer add and sub follow TFLite Micro: both inputs rescaled to a common scale with 20
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
-from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, MUL, SUB, SUB16
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MOVE, MUL, MUL16, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -17,23 +23,49 @@ class Op(Base):
         from ..graph import clamp
 
         Base.__init__(self, name, kv, ins, n)
-        if len(ins) != 2:
-            raise self.fail("takes two inputs (x=a,b)", "x")
-        a, b = ins
+        const = "t" in kv
+        if len(ins) != (1 if const else 2):
+            raise self.fail("takes two inputs (x=a,b), or one and a constant (x=a t=tensor)", "x")
+        if not const and ("shape" in kv or "tq" in kv):
+            raise self.fail("shape= and tq= describe a constant operand (t=)", "shape" if "shape" in kv else "tq")
+        a = ins[0]
+        bshape = tuple(kv.get("shape", (a.shape[-1],))) if const else ins[1].shape
         self.swap = False
-        if a.shape != b.shape:
-            if b.size == a.shape[-1] and b.size != a.size:
-                pass
-            elif a.size == b.shape[-1] and a.size != b.size:
-                if name == "sub":
-                    raise self.fail("sub broadcasts its second input only (%s - %s)" % (a.shape, b.shape), "x")
+        self.spread = ()  # the operands (0, 1) copied out at the output's shape
+        oshape = a.shape
+        if not _repeats(bshape, a.shape):
+            if not const and name != "sub" and _repeats(a.shape, bshape):
                 self.swap = True  # kernels broadcast their second input
+                oshape = bshape
+            elif const:
+                raise self.fail("a constant of shape %s over %s: its shape, leading 1s aside, is x's trailing "
+                                "dimensions (the packer broadcasts it that far)" % (bshape, a.shape), "shape")
             else:
-                raise self.fail("shapes %s and %s: equal, or one per channel" % (a.shape, b.shape), "x")
-        big = b if self.swap else a
+                oshape = _broadcast(a.shape, bshape)
+                if oshape is None:
+                    raise self.fail("shapes %s and %s do not broadcast" % (a.shape, bshape), "x")
+                self.spread = tuple([i for i, s in ((0, a.shape), (1, bshape)) if s != oshape and
+                                     (i == 0 or not _repeats(s, oshape))])
         self.act = act_code(kv)
         self.mq = kv.get("m")
-        dt = self.quantized(("i8",) if name == "mul" else ("i8", "i16"))
+        dt = self.quantized(("i8", "i16"))
+        self.tq = None
+        if const:
+            from ..graph import ITEMSIZE, zero_point
+
+            if dt != "f32":
+                if "tq" not in kv:
+                    raise self.fail("an integer constant operand needs tq=scale,zero_point", "tq")
+                zero_point(kv["tq"], dt, n, "tq")
+                self.tq = tuple(kv["tq"])
+            elif "tq" in kv:
+                raise self.fail("tq= is for an integer constant; the input is f32", "tq")
+            self.param("weight", "t", bshape, dt, init)
+            size = 1
+            for d in bshape:
+                size *= d
+            self.bsize = size
+            self.cwords = (size * ITEMSIZE[dt] + 3) // 4  # the constant's copy, after the kernel's scratch
         if dt != "f32":
             self.needs("m")
             want = 2 if name == "mul" else 6
@@ -45,27 +77,92 @@ class Op(Base):
                                     "m")
             self.clamp = clamp(kv, n, dt)
             self.scratch = (512 if name != "mul" else 0) + BLOCK
-        self.out = (big.shape, dt, kv.get("q"))
+            zs = [v.q[1] for v in ins] + [kv["q"][1]] + ([kv["tq"][1]] if const else [])
+            if name == "mul" and dt == "i16" and any(zs):
+                raise self.fail("int16 mul takes zero points 0 (TFLM's 16-bit MUL), not %s" % zs, "q")
+        self.scratch += getattr(self, "cwords", 0)
+        self.spread_at = self.scratch  # (words) where the spread operands begin
+        for i in self.spread:
+            from ..graph import ITEMSIZE
+
+            size = 1
+            for d in oshape:
+                size *= d
+            self.scratch += (size * ITEMSIZE[dt] + 3) // 4
+        self.out = (oshape, dt, kv.get("q"))
 
     def records(self, c):
-        a, b = self.x
-        if self.swap:
-            a, b = b, a
-        y = self.y
-        io = [c.off(a), c.off(b), c.off(y), a.size, b.size]
+        from ..graph import ITEMSIZE
+
+        a, y = self.x[0], self.y
+        out = []
+        if hasattr(self, "bsize"):  # the constant, copied to the end of the scratch
+            ob = c.scratch + 4 * (self.scratch - self.cwords)
+            out.append(c.record(LOAD, [ob, self.bsize * ITEMSIZE[y.dtype]] + c.ref(self.weight)))
+            io = [c.off(a), ob, c.off(y), a.size, self.bsize]
+            zb = self.tq[1] if self.tq is not None else 0
+        else:
+            a, b = self.x
+            if self.swap:
+                a, b = b, a
+            offs = [c.off(a), c.off(b)]
+            at = c.scratch + 4 * self.spread_at
+            for i in self.spread:  # copied out at the output's shape (zero strides repeat)
+                out.append(c.record(MOVE, _spread(self.x[i].shape, y.shape, offs[i], at, ITEMSIZE[y.dtype])))
+                offs[i] = at
+                at += ((y.size * ITEMSIZE[y.dtype] + 3) // 4) * 4
+            io = [offs[0], offs[1], c.off(y), y.size, y.size if 1 in self.spread else b.size]
+            zb = b.q[1] if b.q else 0
         if y.dtype == "f32":
             kind = {"add": FADD, "sub": FSUB, "mul": FMUL}[self.name]
-            return [c.record(kind, [0, self.act, 0, 0] + io)]
+            return out + [c.record(kind, [0, self.act, 0, 0] + io)]
         mq = list(self.mq)
         if self.swap and self.name == "add":
             mq = mq[2:4] + mq[0:2] + mq[4:]
-        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], b.q[1]]
+        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], zb]
         s = c.scratch
         if self.name == "mul":
-            return [c.record(MUL, head + [s] + mq)]
+            return out + [c.record(MUL16 if y.dtype == "i16" else MUL, head + [s] + mq)]
         wide = y.dtype == "i16"
         kind = (ADD16 if wide else ADD) if self.name == "add" else (SUB16 if wide else SUB)
-        return [c.record(kind, head + [s, s + 2048] + mq)]
+        return out + [c.record(kind, head + [s, s + 2048] + mq)]
+
+
+def _broadcast(s1, s2):
+    """numpy's broadcast of shapes s1 and s2 (aligned at their last dimensions), or None."""
+    n = max(len(s1), len(s2))
+    s1 = (1,) * (n - len(s1)) + tuple(s1)
+    s2 = (1,) * (n - len(s2)) + tuple(s2)
+    out = []
+    for d1, d2 in zip(s1, s2):
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            return None
+        out.append(d1 if d2 == 1 else d2)
+    return tuple(out)
+
+
+def _spread(shape, oshape, so, do, es):
+    """The move record's fields copying a value of `shape` from byte so to do at `oshape`
+    (which it broadcasts to): a stride 0 along each dimension of 1."""
+    n = len(oshape)
+    s = (1,) * (n - len(shape)) + tuple(shape)
+    s = (1,) * (3 - n) + s
+    o = (1,) * (3 - n) + tuple(oshape)
+    pss = s[1] * s[2] if s[0] > 1 else 0
+    ss = s[2] if s[1] > 1 else 0
+    sj = 1 if s[2] > 1 else 0
+    return [so, do, o[1], o[2], ss, sj, o[2], 1, es, o[0], pss, o[1] * o[2]]
+
+
+def _repeats(small, big):
+    """Whether a value of shape `small` repeats over one of shape `big` as the kernels repeat
+    their second input (every len(small) elements): its shape, leading 1s aside, is big's
+    trailing dimensions (an empty one: a single value)."""
+    i = 0
+    while i < len(small) and small[i] == 1:
+        i += 1
+    s = tuple(small[i:])
+    return len(s) <= len(big) and tuple(big[len(big) - len(s):]) == s
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
@@ -73,12 +170,13 @@ class Op(Base):
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
 KERNELS = {ADD: 'add', MUL: 'mul', FADD: 'fadd', FMUL: 'fmul', ADD16: 'add16', SUB: 'sub', SUB16: 'sub16',
-           FSUB: 'fsub'}
+           FSUB: 'fsub', LOAD: 'load', MUL16: 'mul16'}
 
 
 def _check(r, E):
     fl = r.kind in (FADD, FMUL, FSUB)
-    wide = r.kind in (ADD16, SUB16)
+    wide = r.kind in (ADD16, SUB16, MUL16)
+    mul = r.kind in (MUL, MUL16)
     n = r.range(9, "x", 1, 1 << 24)
     bc = r.range(10, "x", 1, n)
     if n % bc:
@@ -93,10 +191,14 @@ def _check(r, E):
     top = (1 << (8 * size - 1)) - 1
     r.clamp(size)
     r.range(2, "out", 1, 1)
-    block = r.range(11, "scratch", 256 if r.kind != MUL else 1, 256 if r.kind != MUL else 1 << 16)
+    block = r.range(11, "scratch", 256 if not mul else 1, 256 if not mul else 1 << 16)
+    if r.kind == MUL16:  # (TFLM's; the products then fit in int32)
+        r.range(3, "zero_point", 0, 0)
+        r.range(12, "zero_point", 0, 0)
+        r.range(13, "zero_point", 0, 0)
     r.range(12, "zero_point", -top - 1, top)
     r.range(13, "zero_point", -top - 1, top)
-    if r.kind != MUL:
+    if not mul:
         r.region(14, "scratch", 4 * 512, 4)
         r.region(15, "scratch", 4 * block, 4)
         r.mq(16, 3, "m", left=False)
@@ -106,8 +208,22 @@ def _check(r, E):
 
 
 def check(r, E):
+    if r.kind == LOAD:
+        n = r.range(3, "shape", 1, 1 << 26)
+        r.region(2, "y", n)
+        r.tensor(4, "t", ("i8", "i16", "f32"), n)
+        return
     _check(r, E)
     r.inplace = 6
+
+
+# load record: 2 DO (bytes) 3 N (bytes) 4-5 the tensor (slot, offset): its N bytes to the arena
+
+def load(E, P, k):
+    a, s = E.a8, E.s8[P[k + 4]]
+    do, so = P[k + 2], P[k + 5]
+    for i in range(P[k + 3]):
+        a[do + i] = s[so + i]
 
 
 def add(E, P, k):
@@ -172,14 +288,16 @@ def add(E, P, k):
 add16 = sub = sub16 = add  # (one kernel reads the kind)
 
 
-# mul record: 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
+# mul record (int8; mul16: int16, zero points 0): 2 OC (1) 3 ZY 4 LO 5 HI 6 X1 7 X2 8 YO 9 N 10 BC
+# 11 BLOCK 12 Z1 13 Z2 14 ACC 15 M 16 S
 
 def mul(E, P, k):
     """y = clamp(ZY + mbqm((x1 - Z1) * (x2 - Z2), m, s)), in blocks."""
     p = rec(P, k)
-    W, a, a32 = E.W, E.a8, E.a32
-    head(W, p)
-    x1, x2, y, n, bc, block, z1, z2 = p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13]
+    es = 2 if p[0] & 255 == MUL16 else 1
+    W, a, a32 = E.W, E.a16 if es == 2 else E.a8, E.a32
+    head(W, p, es)
+    x1, x2, y, n, bc, block, z1, z2 = p[6] // es, p[7] // es, p[8] // es, p[9], p[10], p[11], p[12], p[13]
     ao = p[14] // 4
     i = 0
     j = 0
@@ -194,6 +312,9 @@ def mul(E, P, k):
         W[1] = m
         requant(a32, ao, p, 15, a, W)
         i += m
+
+
+mul16 = mul  # (mul reads the kind)
 
 
 # fadd / fmul record (f32): 3 ACT 6 X1 7 X2 8 YO 9 N 10 BC (x2 repeats every BC elements)

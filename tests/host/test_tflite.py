@@ -55,21 +55,22 @@ def flat(y):
 
 
 def same(got, want):
-    """int8: every element equal; float: allclose, tight (float32 accumulation order only)."""
+    """int8 (uint8): every element equal; float: allclose, tight (float32 accumulation order only)."""
     want = flat(want)
     got = np.asarray(got).reshape(-1)
-    if want.dtype == np.int8:
+    if want.dtype.kind in "iu":
         return got.astype(np.int64).tolist() == want.astype(np.int64).tolist()
     return got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5 * np.max(np.abs(want)))
 
 
 # --------------------------------------------------------------------------- one-op models
 
-def one_op(op, in_q, out_q, n=256, options=None):
-    """A .tflite with one int8 operator over a (1, n) tensor, written with TFLM's schema module."""
-    def tensor(name, q):
+def one_op(op, in_q, out_q, n=256, options=None, types=("INT8", "INT8")):
+    """A .tflite with one operator over a (1, n) tensor of `types` (input, output: int8 by
+    default), written with TFLM's schema module."""
+    def tensor(name, q, typ):
         t = S.TensorT()
-        t.shape, t.type, t.buffer, t.name = [1, n], S.TensorType.INT8, 0, name
+        t.shape, t.type, t.buffer, t.name = [1, n], getattr(S.TensorType, typ), 0, name
         qp = S.QuantizationParametersT()
         qp.scale, qp.zeroPoint = [float(q[0])], [int(q[1])]
         t.quantization = qp
@@ -81,7 +82,7 @@ def one_op(op, in_q, out_q, n=256, options=None):
     code.builtinCode, code.deprecatedBuiltinCode, code.version = op, min(op, 127), 1
     m.operatorCodes = [code]
     sg = S.SubGraphT()
-    sg.tensors = [tensor("x", in_q), tensor("y", out_q)]
+    sg.tensors = [tensor("x", in_q, types[0]), tensor("y", out_q, types[1])]
     sg.inputs, sg.outputs = [0], [1]
     o = S.OperatorT()
     o.opcodeIndex, o.inputs, o.outputs = 0, [0], [1]
@@ -99,6 +100,11 @@ def one_op(op, in_q, out_q, n=256, options=None):
 SCALES = [(0.04417487, -128), (0.1, 0), (0.01, 20), (0.5, -5), (0.0078125, 0), (0.003, -100),
           (2.0, 10), (0.0235637, -25)]
 CODES = np.arange(-128, 128, dtype=np.int8)
+UCODES = np.arange(256, dtype=np.uint8)
+# uint8 <-> int8 QUANTIZE (a model's uint8 input or output): (uint8 side, int8 side); the first
+# two are what the converter writes (one scale, zero points 128 apart: TFLM's XOR 0x80 path)
+U8_Q = [((0.0078125, 128), (0.0078125, 0)), ((1 / 255, 0), (1 / 255, -128)), ((0.02, 100), (0.031, -7)),
+        ((0.5, 255), (0.011, 127)), ((0.003, 3), (0.9, -128))]
 
 
 def _leaky(alpha):
@@ -128,6 +134,9 @@ def one_op_models():
         rows = [CODES] + [rng.integers(-128, 128, 256, dtype=np.int16).astype(np.int8) for _ in range(2)]
         out["softmax%d" % i] = (one_op(S.BuiltinOperator.SOFTMAX, (s, z), (1 / 256, -128), options=_softmax()),
                                 rows)
+    for i, (qu, qi) in enumerate(U8_Q):
+        out["quantize_u8_i8_%d" % i] = (one_op(S.BuiltinOperator.QUANTIZE, qu, qi, types=("UINT8", "INT8")), [UCODES])
+        out["quantize_i8_u8_%d" % i] = (one_op(S.BuiltinOperator.QUANTIZE, qi, qu, types=("INT8", "UINT8")), [CODES])
     return out
 
 
@@ -146,7 +155,7 @@ class Case:
             self.data = f.read()
         self.c = mpy_lazy.open(self.data)
         self.text = self.c.meta["graph"]
-        self.int8_in = xs.dtype == np.int8
+        self.int8_in = xs.dtype in (np.int8, np.uint8)  # integer codes in (int8, or uint8)
 
     def inputs(self):
         return [x.reshape(-1).astype(np.int64 if self.int8_in else np.float64).tolist() for x in self.xs]
@@ -671,7 +680,7 @@ def test_op_support_is_checked_before_tensors(cli, tmp_path):
     assert "operator 3 (SQUARED_DIFFERENCE)" in line and "late_op.tflite" in line, line
 
 
-@pytest.mark.parametrize("op", ["LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH", "MUL"])
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH"])
 def test_int16_op_the_board_lacks_is_refused_naming_it(cli, tmp_path, op):
     """An op mpy-lazy runs on float32 and int8 only, given int16 (16x8) activations (TFLM runs
     them but HARD_SWISH): one line naming the operator, its type and int16, not the board's
@@ -680,8 +689,6 @@ def test_int16_op_the_board_lacks_is_refused_naming_it(cli, tmp_path, op):
     sg = m.subgraphs[0]
     for t in sg.tensors:
         t.type = S.TensorType.INT16
-    if op == "MUL":  # x * x
-        sg.operators[0].inputs = [0, 0]
     path = _save_model(m, tmp_path / ("i16_%s.tflite" % op))
     line = cli.fails("pack", path, "-o", tmp_path / "i16.mpyl")
     assert "operator 0 (%s): int16 activations (16x8) are not supported for %s" % (op, op) in line, line
@@ -809,8 +816,9 @@ ONE_OP = list(one_op_models())
 
 @pytest.mark.parametrize("name", ONE_OP)
 def test_one_op_model_matches_tflm(tfl, name):
-    """The importer's tables (LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, int8 QUANTIZE) and TFLM's
-    int8 softmax (softmax_table) on every input code, CPython pure and the board."""
+    """The importer's tables (LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, int8 QUANTIZE, uint8 <->
+    int8 QUANTIZE) and TFLM's int8 softmax (softmax_table) on every input code, CPython pure and
+    the board."""
     case = tfl[0][name]
     assert [op for _, op, _ in mgraph.parse(case.text) if op not in ("input", "output")] == \
         ["softmax" if name.startswith("softmax") else "lut"]
@@ -820,6 +828,10 @@ def test_one_op_model_matches_tflm(tfl, name):
             m(x)
             assert same(m.tolist(), want), name
     r = tfl[1].get(os.path.basename(case.pack))
+    assert r["path"] == "viper"
     for got, want in zip(r["ys"], case.want):
         assert same(got, want), name
     assert r["alloc"] == [0] * len(case.want)
+    tensors = tensors_of(case.c)
+    for x, want in zip(case.inputs(), case.want):
+        assert same(reference.run(case.text, tensors, x)[0], want), name

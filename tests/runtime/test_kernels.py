@@ -810,6 +810,38 @@ def test_mul():
         run_each(build, ar.expected, "mul case %d %s" % (case, p))
 
 
+def test_mul16():
+    """TFLM's int16 mul (zero points 0): x1 x2 requantized to int16; broadcast x2, blocks."""
+    r = Lcg(32)
+    for case in range(CASES):
+        n, bc, block = binary_case(r)
+        m = multiplier(r)
+        s = shift(r, 32768 * 32768)
+        zy, lo, hi = 0, -32768, 32767
+        if r.chance(3):
+            lo, hi = r.int(-32768, 0), r.int(0, 32767)
+        edge = (-32768, 32767, -1, 0, 1)
+        x1 = [r.pick(edge) if r.chance(4) else r.int(-32768, 32767) for _ in range(n)]
+        x2 = [r.pick(edge) if r.chance(4) else r.int(-32768, 32767) for _ in range(bc)]
+        ar = Arena(r, [2 * n, 2 * bc, 2 * n], (block,), aligns=(2, 2, 2))
+        o1, o2, yo = ar.offsets
+        for i in range(n):
+            ar.put(o1 + 2 * i, i16_bytes(x1[i]))
+        for i in range(bc):
+            ar.put(o2 + 2 * i, i16_bytes(x2[i]))
+        for i in range(n):
+            ar.expected[yo + 2 * i], ar.expected[yo + 2 * i + 1] = i16_bytes(
+                ref_requant(x1[i] * x2[i % bc], m, s, zy, lo, hi))
+        p = [1, zy, lo, hi, o1, o2, yo, n, bc, block, 0, 0]
+        fields = p + ar.scratch + [m, s]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "mul16", a, (), kinds.MUL16, fields)), a
+
+        run_each(build, ar.expected, "mul16 case %d %s" % (case, p))
+
+
 # --- pooling, mean ------------------------------------------------------------------------------
 
 def pool_case(r):
@@ -939,6 +971,27 @@ def test_lut():
             return (lambda: run_record(mod, "lut", a, (slot.b,), kinds.LUT, fields)), a
 
         run_each(build, ar.expected, "lut case %d" % case)
+
+
+def test_load():
+    """load: a tensor's N bytes (at any offset of its slot) into the arena, byte for byte."""
+    r = Lcg(61)
+    for case in range(CASES):
+        n = r.int(1, 300)
+        vals = i8s(r, n + 7)
+        skip = r.int(0, 7)  # the tensor's bytes start anywhere in the slot
+        ar = Arena(r, [n])
+        do = ar.offsets[0]
+        for i in range(n):
+            ar.expected[do + i] = vals[skip + i]
+        slot = Slot()
+        fields = [do, n, 0, slot.i8(vals) + skip]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "load", a, (slot.b,), kinds.LOAD, fields)), a
+
+        run_each(build, ar.expected, "load case %d" % case)
 
 
 def exp_table(r, dmax=None):

@@ -1384,3 +1384,68 @@ def test_int8_forward_pass_allocates_nothing_on_viper():
                     assert n <= 16 * outputs + 4096, n
         finally:
             kernels.use()
+
+
+U8_TEXT = ("input y=a shape=%s dtype=u8 q=0.5,128%s\nlut x=a y=b t=t1 q=0.25,-3\n"
+           "lut x=b y=c t=t2 q=0.125,200 dtype=u8\noutput x=c%s")
+
+
+def test_uint8_input_and_output():
+    """A u8 input (bytes 0..255: bytes, bytearray, array('B'), a list, or floats quantized with
+    its q into 0..255) and a u8 output (tolist 0..255, dequantize, predict), through lut: the
+    table read at the input byte as int8 + 128, the output the table's bytes; every kernel
+    path, 0 B allocated per inference on the integer path of a board."""
+    import array
+
+    r = Lcg(41)
+    t1 = array.array("b", [r.int(-128, 127) for _ in range(256)])
+    t2 = array.array("b", [r.int(-128, 127) for _ in range(256)])
+    x = list(range(256))
+    want = [t2[t1[b ^ 128] + 128] & 255 for b in x]
+    for layout, shape in (("", "256"), (" layout=chw", "4,8,8")):
+        text = U8_TEXT % (shape, layout, layout)
+        m = owned(text, {"t1": t1, "t2": t2})
+        assert m.inputs[0].dtype == m.outputs[0].dtype == "u8" and m.outputs[0].q == (0.125, 200)
+        try:
+            for path in kernels.available():
+                kernels.use(path)
+                for given in (x, bytes(x), bytearray(x), array.array("B", x)):
+                    m(given)
+                    assert m.tolist() == want, (path, layout, type(given))
+                assert m.dequantize() == [0.125 * (q - 200) for q in want]
+                assert m.predict(x) == want.index(max(want))
+                for bad in (256, -1):
+                    e = raises(ValueError, m, [0] * 255 + [bad])
+                    assert "input 0: %d (item 255) is outside uint8's 0..255" % bad in str(e), str(e)
+                m([-1000.0, 0.0, 0.24, 0.26, 63.5, 63.75, 1000.0] + [0.0] * 249)  # round(f / 0.5) + 128
+                assert m.tolist()[:7] == [want[b] for b in (0, 128, 128, 129, 255, 255, 255)], path
+        finally:
+            kernels.use()
+    m = owned(U8_TEXT % ("256", "", ""), {"t1": t1, "t2": t2})
+    if IS_MICROPYTHON and kernels.path() != "pure":
+        xb = bytes(x)
+        m(xb)
+        gc.collect()
+        gc.disable()
+        a = gc.mem_alloc()
+        m(xb)
+        b = gc.mem_alloc()
+        gc.enable()
+        assert b - a == 0, b - a
+
+
+def test_uint8_values_only_in_lut():
+    """u8 values (a model's uint8 input or output) are read and written by lut only: any other
+    op taking or making one is refused naming the op; a u8 zero point is 0..255, an i8 one
+    -128..127."""
+    for text, what in (
+            ("input y=a shape=4 dtype=u8 q=1.0,0\nreshape x=a y=b shape=2,2\noutput x=b", "reshape: u8 values"),
+            ("input y=a shape=4\nquantize x=a y=b q=1.0,0 dtype=u8\noutput x=b", "quantize: u8 values"),
+            ("input y=a shape=4 dtype=u8 q=1.0,0\nlut x=a y=b t=t q=1.0,0\nsoftmax x=b y=c q=0.00390625,-128 t=s "
+             "dtype=u8\noutput x=c", "softmax"),
+            ("input y=a shape=4\nlut x=a y=b t=t q=1.0,0\noutput x=b", "lut maps an i8 or u8 value"),
+            ("input y=a shape=4 dtype=u8 q=1.0,256\noutput x=a", "zero point"),
+            ("input y=a shape=4 dtype=i8 q=1.0,0\nlut x=a y=b t=t q=1.0,200\noutput x=b", "zero point")):
+        e = raises(ContainerError, Model, text)
+        assert what in str(e), (text, str(e))
+    Model("input y=a shape=4 dtype=i8 q=1.0,0\nlut x=a y=b t=t q=1.0,200 dtype=u8\noutput x=b")
