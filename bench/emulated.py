@@ -8,8 +8,9 @@ boot per model) and TFLite Micro's C++ for the Pico (firmware/tflm_pico, bench/t
 CMSIS-NN, -O3, core 0), both timed between the same two marks (stores to 0x4005800C that the
 rp2040js runners record: one m(x) against one Invoke()), the outputs compared byte for byte;
 one table of cycles, their ratio, RAM (TFLM's arena_used_bytes() against the heap mpy-lazy keeps
-after its first inference, gc.mem_alloc deltas, and its arena), bytes allocated per inference and
-flash (firmware + model on each side). TFLM_PICO_UF2 names the
+after its first inference, gc.mem_alloc deltas, and its arena, measured after a warm-up build of the
+same model; and apart, the import heap: what that warm-up left from a fresh boot, the runtime and the
+model's rooms), bytes allocated per inference and flash (firmware + model on each side). TFLM_PICO_UF2 names the
 TFLM firmware (`make tflm-pico`: bench/tflm_pico_build.py, firmware/tflm_pico/NOTES.md); without it
 the peer's columns are skipped. VWW, ResNet-8 and the anomaly detector come from MLPERF_TINY_DIR
 (a mlcommons/tiny checkout; KWS's file is in tests/golden/thirdparty), person_detect from
