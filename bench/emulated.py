@@ -8,8 +8,9 @@ boot per model) and TFLite Micro's C++ for the Pico (firmware/tflm_pico, bench/t
 CMSIS-NN, -O3, core 0), both timed between the same two marks (stores to 0x4005800C that the
 rp2040js runners record: one m(x) against one Invoke()), the outputs compared byte for byte;
 one table of cycles, their ratio, RAM (TFLM's arena_used_bytes() against the heap mpy-lazy keeps
-after its first inference, gc.mem_alloc deltas, and its arena), bytes allocated per inference and
-flash (firmware + model on each side). TFLM_PICO_UF2 names the
+after its first inference, gc.mem_alloc deltas, and its arena, measured after a warm-up build of the
+same model; and apart, the import heap: what that warm-up left from a fresh boot, the runtime and the
+model's rooms), bytes allocated per inference and flash (firmware + model on each side). TFLM_PICO_UF2 names the
 TFLM firmware (`make tflm-pico`: bench/tflm_pico_build.py, firmware/tflm_pico/NOTES.md); without it
 the peer's columns are skipped. VWW, ResNet-8 and the anomaly detector come from MLPERF_TINY_DIR
 (a mlcommons/tiny checkout; KWS's file is in tests/golden/thirdparty), person_detect from
@@ -315,9 +316,26 @@ def ram_table(ram, macs):
 
 PEER_BOARD = r'''
 import gc, machine
-import mpy_lazy
-from mpy_lazy import model, kernels
+B0 = 0
+def warm(name):
+    # a fresh boot: the runtime and the rooms (ops modules) this model's kinds need are imported
+    # by a warm-up build and inference of the same model, then dropped; what stays (modules,
+    # classes, the kernels table, names interned by the first build) is the import heap, counted
+    # apart from the model's own heap. Its own script: the REPL between scripts overwrites the C
+    # stack, so no stale word keeps the dropped model reachable while the model is measured.
+    global B0
+    gc.collect()
+    B0 = gc.mem_alloc()
+    import mpy_lazy
+    from mpy_lazy import model, kernels
+    m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+    kernels.use('thumb')
+    m(open('/rom/%s.in' % name, 'rb').read())
 def peer(name):
+    import mpy_lazy
+    from mpy_lazy import model, kernels
+    gc.collect()
+    imported = gc.mem_alloc() - B0
     x = open('/rom/%s.in' % name, 'rb').read()
     gc.collect()
     a0 = gc.mem_alloc()  # the model's RAM: open, from_container and the first inference
@@ -331,7 +349,7 @@ def peer(name):
     m(x)
     machine.mem32[0x4005800C] = 4
     a2 = gc.mem_alloc()
-    print('PEER', repr((name, m.macs(), kept, m.memory()['arena'], a2 - a1, bytes(m.output).hex())))
+    print('PEER', repr((name, m.macs(), kept, m.memory()['arena'], a2 - a1, bytes(m.output).hex(), imported)))
     del m
     gc.collect()
 '''
@@ -368,20 +386,22 @@ def run_peer(uf2, tflm_uf2, timeout):
             image = os.path.join(tmp, name + ".romfs")
             with open(image, "wb") as f:
                 f.write(build_image([(name + ".mpyl", container), (name + ".in", x.tobytes())])[0])
-            script = os.path.join(tmp, name + ".py")
-            with open(script, "w") as f:
-                f.write("peer(%r)\n" % name)
-            rc, results, err = pico.run([board, script], image, timeout)
+            scripts = []
+            for step in ("warm", "peer"):  # one script each (PEER_BOARD's warm)
+                scripts.append(os.path.join(tmp, "%s_%s.py" % (step, name)))
+                with open(scripts[-1], "w") as f:
+                    f.write("%s(%r)\n" % (step, name))
+            rc, results, err = pico.run([board] + scripts, image, timeout)
             if rc:
                 raise SystemExit("bench-emulated: rp2040js exit %d on %s: %s" % (rc, name, err.strip()[-600:]))
             r = [r for r in results if "script" in r][-1]
             if r.get("err"):
                 raise SystemExit("bench-emulated: board error on %s: %s" % (name, r["err"][-600:]))
             line = [ln for ln in r["out"].splitlines() if ln.startswith("PEER ")][0]
-            _, macs, kept, arena, alloc, out = eval(line[5:])
+            _, macs, kept, arena, alloc, out, imported = eval(line[5:])
             marks = r.get("marks", {})
             rows.append(dict(name=name, macs=macs, kept=kept, arena=arena, alloc=alloc, out=bytes.fromhex(out),
-                             cycles=marks["4"] - marks["3"], container=len(container)))
+                             imported=imported, cycles=marks["4"] - marks["3"], container=len(container)))
         firmware = rp2_run.LAYOUT.uf2_end(uf2)
         why = None if tflm_uf2 and os.path.exists(tflm_uf2) else (
             "TFLM_PICO_UF2 is not set" if not tflm_uf2 else "TFLM_PICO_UF2=%s does not exist" % tflm_uf2)
@@ -406,18 +426,18 @@ def peer_table(rows, skipped, why):
     print("emulated Pico (rp2040js, 125 MHz): one inference between the same two marks, same .tflite, same input")
     if why:
         print("(TFLM columns skipped: %s; build the TFLM firmware with make tflm-pico: docs/FIRMWARE.md)" % why)
-    print("%-45s %9s %12s %12s %6s %9s %11s %15s %6s %17s %17s" % (
-        "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)",
+    print("%-45s %9s %12s %12s %6s %9s %11s %15s %7s %6s %17s %17s" % (
+        "model", "MACs", "TFLM cycles", "mpy-lazy", "ratio", "outputs", "TFLM arena", "heap (arena)", "import",
         "B/inf", "TFLM flash", "mpy-lazy flash"))
     missed = []
     for r in rows:
         t = r.get("tflm")
         same = r["out"] == r["wheel"] and (t is None or t["output"] == r["out"])
         ratio = r["cycles"] / t["cycles"] if t else None
-        print("%-45s %9d %12s %12d %6s %9s %11s %15s %6d %17s %17s" % (
+        print("%-45s %9d %12s %12d %6s %9s %11s %15s %7d %6d %17s %17s" % (
             tflm_pico.label(r["name"]), r["macs"], t["cycles"] if t else "-", r["cycles"], "%.2f" % ratio if t else "-",
             "identical" if same else "DIFFER", t["arena_used"] if t else "-", "%d (%d)" % (r["kept"], r["arena"]),
-            r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",
+            r["imported"], r["alloc"], "%d+%d" % (t["flash_firmware"], t["model_bytes"]) if t else "-",
             "%d+%d" % (r["firmware"], r["container"])))
         if "tflm_error" in r:
             print("  TFLM: %s" % r["tflm_error"])
@@ -426,6 +446,9 @@ def peer_table(rows, skipped, why):
                           (r["alloc"] != 0, "allocates per inference")):
             if bad:
                 missed.append("%s: %s" % (r["name"], what))
+    print("heap: what the model keeps after its first inference (open, from_container, m(x)), measured after a")
+    print("warm-up build of the same model, dropped; import: what that warm-up left from a fresh boot (the runtime,")
+    print("the model's rooms, the kernels table, names interned by a first build): the model's code, not its RAM")
     print("flash: firmware + model (TFLM: the UF2's extent, one firmware for every model, and the .tflite,")
     print("read in place; mpy-lazy: the MicroPython firmware with the runtime frozen in, and the container)")
     for name, reason in skipped:
