@@ -126,7 +126,7 @@ class Model(Module):
             lr = life[id(r)]
             if (op.name == "reshape" and op.alias) or (
                     op.inplace and lr[1] == i and r not in self.inputs and x.dtype == y.dtype
-                    and x.size == y.size):
+                    and x.size == y.size and not any(v.root() is r for v in op.x[1:])):  # (x * x: x is both)
                 y.alias = r
                 ly = life[id(y)]
                 if ly[1] > lr[1]:

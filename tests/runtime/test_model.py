@@ -790,6 +790,23 @@ output x=s"""
     assert m.tolist(1) == [2 * max(0.0, a) for a in [(i - 5) * 0.5 for i in range(12)]]
 
 
+
+def test_no_in_place_over_an_input_read_twice():
+    """x * x (a square: YOLOv5's and SSD's detection heads): the value dies at the mul, but it
+    is both inputs, so the output may not take its buffer (the check refuses an output over the
+    record's second input)."""
+    text = """input y=x shape=2,3
+relu x=x y=r
+mul x=r,r y=s
+output x=s"""
+    m = owned(text, {})
+    v = dict((x.name, x) for x in m.values)
+    assert v["s"].alias is None
+    check_plan(m)
+    xs = [[(i - 2) * 0.5 for i in range(6)]]
+    m(xs[0])
+    assert m.tolist() == [max(0.0, a) ** 2 for a in xs[0]]
+
 CHAIN = """input y=x shape=8,8,4 dtype=i8 q=0.05,0
 conv2d x=x y=a w=w1 m=m1 out=4 k=1 q=0.05,0
 maxpool x=a y=b k=1 q=0.05,0
