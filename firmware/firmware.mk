@@ -54,6 +54,7 @@ firmware-help:
 	@echo "  BUILD_DIR     build output, default $(CURDIR)/build (now: $(BUILD_DIR))"
 	@echo "emulator variables (make emulate-test / emulate-demo and tests/test_firmware_*.py; default: BUILD_DIR's builds):"
 	@echo "  MPY_LAZY_RP2_UF2       the Pico firmware for rp2040js (BUILD_DIR/rp2/firmware.uf2); needs node + npm"
+	@echo "  MPY_LAZY_STOCK_RP2_UF2 upstream's stock RPI_PICO firmware (BUILD_DIR/rp2-stock/firmware.uf2): tests/test_stock_rp2.py"
 	@echo "  MICROPY_QEMU_FIRMWARE  a qemu board's firmware.elf (BUILD_DIR/qemu-<BOARD>/firmware.elf),"
 	@echo "  MICROPY_QEMU_BOARD     with its board: MPS2_AN385 (default) or MICROBIT; needs qemu-system-arm"
 	@echo "  MPY_LAZY_REQUIRE_EMULATORS=1  a missing firmware or emulator fails the tests (emulate-test sets it)"

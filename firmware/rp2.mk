@@ -6,6 +6,9 @@
 #   make deploy MODEL=model.mpyl [PORT=/dev/ttyACM0]       (any board with a ROMFS partition)
 #   make emulate-test-rp2 [MPY_LAZY_RP2_UF2=...]           (rp2040js; needs node and npm): the runtime
 #                         tests on the emulated Pico, and the real mpremote against it over a pty
+#   make firmware BOARD=RPI_PICO MPY_DIR=... PICOTOOL_DIR=...  upstream's stock Pico firmware, in
+#                         BUILD_DIR/rp2-stock; make emulate-test-stock-rp2 [MPY_LAZY_STOCK_RP2_UF2=...]
+#                         installs the runtime on it with mpremote mip and runs KWS (tests/test_stock_rp2.py)
 #
 # MPY_DIR must be a MicroPython v1.28.0 checkout (not the v1.29-preview one of the qemu boards:
 # its ports/rp2 wants pico-sdk 2.3.0) with lib/pico-sdk, lib/tinyusb, lib/mbedtls and
@@ -22,9 +25,19 @@ EMULATE_TESTS += emulate-test-rp2
 MODEL_ROMFS := build/weights.romfs
 PORT ?= auto
 
-.PHONY: firmware-$(RP2_BOARD) flash-$(RP2_BOARD) deploy emulate-test-rp2 check-rp2-deps
+# Upstream's own RPI_PICO (no ulab, nothing of ours frozen, no ROMFS partition): what a stock
+# Pico runs; tests/test_stock_rp2.py installs the runtime on it as the README says.
+RP2_STOCK_BUILD = $(BUILD_DIR)/rp2-stock
+RP2_STOCK_UF2 = $(RP2_STOCK_BUILD)/firmware.uf2
+FIRMWARE_BOARDS += RPI_PICO
+EMULATE_TESTS += emulate-test-stock-rp2
 
-check-rp2-deps: check-mpy-dir check-ulab-dir check-mpy-lib-dir
+.PHONY: firmware-$(RP2_BOARD) firmware-RPI_PICO flash-$(RP2_BOARD) deploy emulate-test-rp2 emulate-test-stock-rp2 \
+	check-rp2-deps check-rp2-sdk
+
+check-rp2-deps: check-ulab-dir check-mpy-lib-dir check-rp2-sdk
+
+check-rp2-sdk: check-mpy-dir
 	@command -v arm-none-eabi-gcc >/dev/null || { echo "arm-none-eabi-gcc not found: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi cmake"; exit 1; }
 	@for d in pico-sdk tinyusb mbedtls; do [ -n "$$(ls -A $(MPY_DIR)/lib/$$d 2>/dev/null)" ] || \
 		{ echo "$(MPY_DIR)/lib/$$d is empty: populate the submodule (tested: $(RP2_TESTED))"; exit 1; }; done
@@ -44,6 +57,11 @@ firmware-$(RP2_BOARD): check-rp2-deps
 		USER_C_MODULES=$(abspath $(ULAB_DIR))/code/micropython.cmake
 	python3 boards/$(RP2_BOARD)/flash_layout.py $(RP2_UF2)
 	@echo "built $(RP2_UF2) (+ firmware.elf): MPY_LAZY_RP2_UF2=$(RP2_UF2)"
+
+firmware-RPI_PICO: check-rp2-sdk
+	$(MAKE) -C $(MPY_DIR)/mpy-cross
+	picotool_DIR=$(abspath $(PICOTOOL_DIR)) $(MAKE) -C $(MPY_DIR)/ports/rp2 BOARD=RPI_PICO BUILD=$(RP2_STOCK_BUILD)
+	@echo "built $(RP2_STOCK_UF2): MPY_LAZY_STOCK_RP2_UF2=$(RP2_STOCK_UF2)"
 
 # Copy to the BOOTSEL drive when PICO_DRIVE is given, else picotool (needs a libusb build of it).
 flash-$(RP2_BOARD):
@@ -68,3 +86,7 @@ emulate-test-rp2: $(STAMP)
 	MPY_LAZY_REQUIRE_EMULATORS=1 MPY_LAZY_RP2_UF2=$${MPY_LAZY_RP2_UF2:-$(RP2_UF2)} \
 		MPY_CROSS=$${MPY_CROSS:-$(MPY_DIR)/mpy-cross/build/mpy-cross} \
 		$(PY) -m pytest -q tests/test_firmware_rp2.py tests/test_mpremote_rp2.py
+
+emulate-test-stock-rp2: $(STAMP)
+	MPY_LAZY_REQUIRE_EMULATORS=1 MPY_LAZY_STOCK_RP2_UF2=$${MPY_LAZY_STOCK_RP2_UF2:-$(RP2_STOCK_UF2)} \
+		$(PY) -m pytest -q tests/test_stock_rp2.py

@@ -9,6 +9,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNTIME_TESTS = os.path.join(ROOT, "tests", "runtime")
 
 
+def mpremote(port, *args, timeout=600):
+    """The venv's real mpremote against `port` (an emulated board's pty); its stdout, or fails."""
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect", port]
+                       + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, (args, r.stdout[-3000:], r.stderr[-3000:])
+    return r.stdout
+
+
 def emulator_unavailable(reason, module=False):
     """A missing emulator or firmware build: skip with its reason, or fail when
     MPY_LAZY_REQUIRE_EMULATORS=1 (`make emulate-test`, where a missing board is an error)."""

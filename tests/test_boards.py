@@ -149,9 +149,10 @@ def test_boards_freeze_the_runtime():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["firmware"], "BOARD is not set: one of QEMU_MPS2_AN385 QEMU_MICROBIT RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"),
+    (["firmware"], "BOARD is not set: one of QEMU_MPS2_AN385 QEMU_MICROBIT RPI_PICO_MPY_LAZY RPI_PICO ESP32_S3_MPY_LAZY"),
     (["firmware", "BOARD=NOPE"], "BOARD=NOPE is unknown"),
     (["firmware", "BOARD=QEMU_MICROBIT", "MPY_DIR="], "MPY_DIR is not set: point it at a MicroPython checkout"),
+    (["firmware", "BOARD=RPI_PICO", "MPY_DIR="], "MPY_DIR is not set: point it at a MicroPython checkout"),
     (["flash"], "BOARD is not set: one of RPI_PICO_MPY_LAZY ESP32_S3_MPY_LAZY"),
     (["flash", "BOARD=QEMU_MICROBIT"], "BOARD=QEMU_MICROBIT cannot be flashed"),
     (["deploy"], "MODEL is not set: make deploy MODEL=model.mpyl"),

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 import journeys
-from conftest import ROOT, emulator_unavailable
+from conftest import ROOT, emulator_unavailable, mpremote
 
 sys.path.insert(0, ROOT)
 from firmware import rp2_run  # noqa: E402
@@ -36,22 +36,12 @@ _reason = rp2_run.uf2_missing(UF2)
 if _reason:
     emulator_unavailable(_reason, module=True)
 
-MPREMOTE = os.path.join(os.path.dirname(sys.executable), "mpremote")
-
-
 @pytest.fixture
 def board(tmp_path):
     """A freshly booted Pico (empty flash but the firmware) on a pty; stopped after the test."""
     b = rp2_run.PicoSerial(UF2, str(tmp_path / "board"))
     yield b
     b.close()
-
-
-def mpremote(port, *args, timeout=600):
-    r = subprocess.run([MPREMOTE, "connect", port] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout)
-    assert r.returncode == 0, (args, r.stdout[-3000:], r.stderr[-3000:])
-    return r.stdout
 
 
 def _sha(data):
