@@ -47,6 +47,8 @@ def run(text, tensors, *inputs, state=None):
             shape = kv.get("shape", (ins[0].shape[-1],))
             ins.append(_t(tensors, kv["t"], np.float64 if "q" not in kv else np.int64).reshape(shape))
             qin.append(kv.get("tq"))
+            if kv.get("rev"):  # sub: t - x
+                ins, qin = ins[::-1], qin[::-1]
         kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)

@@ -307,8 +307,6 @@ def _uses(r, name, op, ins, outs, where, fail):
             if list(act) != list(ys):
                 fail(where, "input shapes %s and %s, output %s: the constant is larger than the activation "
                      "(it may broadcast over the activation only)" % (a, b2, ys))
-            if name == "SUB" and consts[0]:
-                fail(where, "a constant first operand of SUB is not supported")
         if name == "MUL" and typ(y) == "INT16":  # (TFLM's Prepare)
             for j, i in enumerate(ins[:2] + [y]):
                 if any(r.tensor(i)[4]):

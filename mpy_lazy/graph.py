@@ -29,6 +29,7 @@ _KINDS = {
     "value": "f", "code": "i", "mode": "e:constant|reflect|symmetric", "block": "i",
 }
 _KINDS["axis"] = "i"
+_KINDS["rev"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -38,7 +39,7 @@ OPS = {
     "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp", "acc")),
     "tconv": (("x", "y", "w", "out", "k", "size"), ("b", "stride", "pad", "act", "q", "m", "clamp", "acc")),
     "add": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
-    "sub": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
+    "sub": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq", "rev")),
     "mul": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
     "maxpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
     "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),

@@ -12,9 +12,8 @@ def _binary(r, op, cls):
     a, b = r.ins[:2]
     if r.data(a) is not None and r.data(b) is not None:
         raise r.err("both operands are constants")
+    rev = op == "sub" and r.data(a) is not None  # t - x: the constant first, at the output's shape
     if r.data(a) is not None:
-        if op == "sub":
-            raise r.err("a constant first operand of SUB is not supported")
         a, b = b, a  # (add and mul commute, in TFLM's integers too)
     const = r.data(b)
     o = r.options(cls)
@@ -23,15 +22,15 @@ def _binary(r, op, cls):
     if const is None:
         n = r.emit(op, [r.value(a), r.value(b)])
     else:
-        attrs = _constant(r, b, const)
+        attrs = _constant(r, b, const, rev)
         t = attrs.pop("t")
-        n = r.emit(op, [r.value(a)], **attrs)
+        n = r.emit(op, [r.value(a)], rev=1 if rev else None, **attrs)
         n.t["t"] = r.add("const", t)
     if yq is None:
         n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
         return
     dt = r.dtof(r.outs[0])
-    q1, q2 = r.qof(a), r.qof(b)
+    q1, q2 = (r.qof(b), r.qof(a)) if rev else (r.qof(a), r.qof(b))
     if op == "mul":
         n.attrs["m"] = tflm.mul_params(q1[0], q2[0], yq[0])
     else:
@@ -41,11 +40,11 @@ def _binary(r, op, cls):
     n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
 
 
-def _constant(r, i, c):
+def _constant(r, i, c, whole=False):
     """The attributes of a constant second operand (tensor i, values c) of add, sub or mul:
     t (the values broadcast over the output's shape as far as they vary: the output's
-    trailing dimensions from the first one along which they vary), shape, tq. The kernel
-    repeats them over the rest."""
+    trailing dimensions from the first one along which they vary; `whole`: all of it), shape,
+    tq. The kernel repeats them over the rest."""
     _, cshape, typ, scales, _, _ = r.tensor(i)
     xtyp = r.tensor(r.outs[0])[2]
     if typ != xtyp:
@@ -58,7 +57,7 @@ def _constant(r, i, c):
     full = np.broadcast_to(c.reshape([1] * (len(yfull) - c.ndim) + list(c.shape)), yfull).reshape(ys)
     aligned = [1] * (len(yfull) - len(cshape)) + list(cshape)
     varies = [d - lead for d in range(len(yfull)) if aligned[d] != 1 and d >= lead]
-    k = varies[0] if varies else len(ys)
+    k = 0 if whole else varies[0] if varies else len(ys)
     vals = full[(0,) * k] if k else full
     attrs = {"shape": tuple(ys[k:]) or (1,)}
     attrs["tq"] = "%r,%d" % r.qof(i) if typ != "FLOAT32" else None

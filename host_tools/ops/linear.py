@@ -17,8 +17,7 @@ def op_FULLY_CONNECTED(r):
     if o is not None and o.WeightsFormat() != 0:
         raise r.err("shuffled weights are not supported")
     _, oshape, _, _, _, _ = r.tensor(r.outs[0])
-    if o is not None and o.KeepNumDims() and int(np.prod(oshape[:-1])) != 1:
-        raise r.err("keep_num_dims over several rows is not supported")
+    rows = int(np.prod(oshape[:-1]))
     _, _, _, wscales, wzps, _ = r.tensor(r.ins[1])
     if any(wzps):
         raise r.err("weights with a non-zero zero point")
@@ -35,14 +34,39 @@ def op_FULLY_CONNECTED(r):
             raise r.err("bias scale differs from input x weight scale by %.3g output steps (TFLM takes "
                            "<= 0.02)" % (diff / float(np.float32(yq[0]))))
     act = r._act(o.FusedActivationFunction() if o is not None else 0)
-    n = r._weighted("linear", r.qof(r.ins[0]), w, wscales, bias, r.qof(r.outs[0]), act,
-                       dict(out=w.shape[0]))
-    if r.ir.shapes[n.y] != (w.shape[0],):  # keep_num_dims: (1, out) and the like, one row
+    out, n_in = int(w.shape[0]), int(w.shape[1])
+    if rows > 1:  # TFLM's batched FC: rows of n_in values, each through the weights; on the board
+        # a 1x1 convolution over (rows, 1, n_in), the same integers (its per-channel requantization
+        # of the per-tensor multiplier)
+        size = int(np.prod(r.ir.shapes[x]))
+        if size != rows * n_in:
+            raise r.err("input of %d values for %d rows of %d (output shape %s)" % (size, rows, n_in, list(oshape)))
+        r.x0 = _as(r, x, ".rows", (rows, 1, n_in))
+        n = r._weighted("conv2d", r.qof(r.ins[0]), w.reshape(out, 1, 1, n_in), wscales, bias, r.qof(r.outs[0]),
+                        act, dict(k=(1, 1), stride=(1, 1), out=out))
+        flat = (rows, 1, out)
+    else:
+        n = r._weighted("linear", r.qof(r.ins[0]), w, wscales, bias, r.qof(r.outs[0]), act, dict(out=out))
+        flat = (out,)
+    if r.ir.shapes[n.y] != flat:  # keep_num_dims ((1, out), (1, H, W, out)) and the rows' shape
         y = n.y
         n.y = y + ".flat"
-        r.ir.shapes[n.y] = (int(w.shape[0]),)
-        if y in r.ir.q:
-            r.ir.q[n.y] = r.ir.q[y]
-        if y in r.ir.dtypes:
-            r.ir.dtypes[n.y] = r.ir.dtypes[y]
+        _like(r, n.y, y, flat)
         r.ir.nodes.append(Node("reshape", [n.y], y, r.what, shape=r.ir.shapes[y]))
+
+
+def _like(r, v, like, shape):
+    """Declare value v of `shape` with the quantization and dtype of value `like`."""
+    r.ir.shapes[v] = shape
+    if like in r.ir.q:
+        r.ir.q[v] = r.ir.q[like]
+    if like in r.ir.dtypes:
+        r.ir.dtypes[v] = r.ir.dtypes[like]
+
+
+def _as(r, x, suffix, shape):
+    """x reshaped to `shape` (a new value)."""
+    v = x + suffix
+    _like(r, v, x, shape)
+    r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=shape))
+    return v

@@ -5,7 +5,8 @@
 # constant is copied into the op's scratch by a load record before the op's record runs. Any
 # other broadcast of two values (numpy's: (H, 1, C) with (1, W, C), (H, W, 1) over (H, W, C))
 # is made by move records with zero strides, copying the operands that need it into the scratch
-# at the output's shape (RAM: their broadcast size, while the op runs).
+# at the output's shape (RAM: their broadcast size, while the op runs). sub rev=1: y = t - x, t
+# of x's shape (TFLite's SUB of a constant first operand; the packer broadcasts it).
 # Integer add and sub follow TFLite Micro: both inputs rescaled to a common scale with 20
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
@@ -30,6 +31,13 @@ class Op(Base):
             raise self.fail("shape= and tq= describe a constant operand (t=)", "shape" if "shape" in kv else "tq")
         a = ins[0]
         bshape = tuple(kv.get("shape", (a.shape[-1],))) if const else ins[1].shape
+        self.rev = kv.get("rev", 0)  # sub: y = t - x (TFLite's SUB of a constant first operand)
+        if self.rev:
+            if name != "sub" or not const or self.rev != 1:
+                raise self.fail("rev=1 is for sub with a constant (y = t - x)", "rev")
+            if bshape != a.shape:  # (it is the kernel's first operand: it has the output's shape)
+                raise self.fail("rev=1: the constant's shape %s is x's %s" % (bshape, a.shape), "shape")
+            self.inplace = False  # (the output may not take x's buffer: x is the kernel's second input)
         self.swap = False
         self.spread = ()  # the operands (0, 1) copied out at the output's shape
         oshape = a.shape
@@ -100,7 +108,9 @@ class Op(Base):
             ob = c.scratch + 4 * (self.scratch - self.cwords)
             out.append(c.record(LOAD, [ob, self.bsize * ITEMSIZE[y.dtype]] + c.ref(self.weight)))
             io = [c.off(a), ob, c.off(y), a.size, self.bsize]
-            zb = self.tq[1] if self.tq is not None else 0
+            za, zb = a.q[1] if a.q else 0, self.tq[1] if self.tq is not None else 0
+            if self.rev:  # t - x: the constant first
+                io[0], io[1], za, zb = ob, io[0], zb, za
         else:
             a, b = self.x
             if self.swap:
@@ -112,14 +122,14 @@ class Op(Base):
                 offs[i] = at
                 at += ((y.size * ITEMSIZE[y.dtype] + 3) // 4) * 4
             io = [offs[0], offs[1], c.off(y), y.size, y.size if 1 in self.spread else b.size]
-            zb = b.q[1] if b.q else 0
+            za, zb = a.q[1] if a.q else 0, b.q[1] if b.q else 0
         if y.dtype == "f32":
             kind = {"add": FADD, "sub": FSUB, "mul": FMUL}[self.name]
             return out + [c.record(kind, [0, self.act, 0, 0] + io)]
         mq = list(self.mq)
         if self.swap and self.name == "add":
             mq = mq[2:4] + mq[0:2] + mq[4:]
-        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, a.q[1], zb]
+        head = [1, y.q[1], self.clamp[0], self.clamp[1]] + io + [BLOCK, za, zb]
         s = c.scratch
         if self.name == "mul":
             return out + [c.record(MUL16 if y.dtype == "i16" else MUL, head + [s] + mq)]

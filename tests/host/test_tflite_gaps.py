@@ -1,0 +1,133 @@
+"""The forms of TFLite ops that kept real models of the survey (docs/SURVEY.md) from packing,
+against TensorFlow Lite Micro itself, one operator at a time: one-op .tflite models written
+with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py), packed with
+`mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the MicroPython unix port
+(viper, 0 bytes allocated per integer inference) and by the host reference interpreter: every
+element equal (float32: within float32's rounding).
+
+- FULLY_CONNECTED over several rows (TFLM's batched FC: every row of the input's last
+  dimension through the weights; keep_num_dims or not): openmv's FOMO detectors;
+- SUB of a constant first operand (c - x; a scalar, per channel, or of the output's shape):
+  the YOLO heads of Infineon's and openmv's zoos, Ambiq's rnnoise."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+flatbuffers = pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from host_tools import reference  # noqa: E402
+from host_util import Board, kernel_path, tensors_of  # noqa: E402
+from test_tflite_elem import _opts, model  # noqa: E402
+from test_tflite_moves import Case, _x  # noqa: E402
+from test_thirdparty import same  # noqa: E402
+
+from mpy_lazy import model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+OP = S.BuiltinOperator
+Q = {"i8": (0.05, -7), "i16": (0.001, 0), "f32": None}
+YQ = {"i8": (0.1, 3), "i16": (0.01, 0), "f32": None}
+
+
+def _w(shape, seed, dt="i8"):
+    """Weights or a constant: int8 codes over the whole range, or normal float32."""
+    return _x("f32" if dt == "f32" else dt, shape, seed)
+
+
+def fc(dt, xshape, n_out, keep=False, bias=True, act=0):
+    """FULLY_CONNECTED of x over rows of its last dimension into n_out units."""
+    n_in = xshape[-1]
+    rows = int(np.prod(xshape[:-1]))
+    yshape = tuple(xshape[:-1]) + (n_out,) if keep else (rows, n_out)
+    wq = None if dt == "f32" else (0.02, 0)
+    tensors = [(xshape, dt, Q[dt], None), ((n_out, n_in), "f32" if dt == "f32" else "i8", wq, _w((n_out, n_in), 3, "f32" if dt == "f32" else "i8"))]
+    ins = [0, 1, -1]
+    if bias:
+        bq = None if dt == "f32" else (Q[dt][0] * wq[0], 0)
+        b = _w((n_out,), 4, "f32") if dt == "f32" else np.random.default_rng(4).integers(-3000, 3000, n_out)
+        tensors.append(((n_out,), "f32" if dt == "f32" else "i32", bq, b))
+        ins[2] = 2
+    tensors.append((yshape, dt, YQ[dt], None))
+    opts = _opts("FullyConnectedOptions", keepNumDims=keep, fusedActivationFunction=act)
+    data = model(OP.FULLY_CONNECTED, tensors, [0], [len(tensors) - 1], ins, opts)
+    x = _x(dt, xshape, 7)
+    return data, [x[0] if xshape[0] == 1 and len(xshape) > 1 else x]
+
+
+def sub_rev(dt, xshape, cshape, seed=5):
+    """c - x, c a constant of shape cshape (broadcast over x's)."""
+    cq = None if dt == "f32" else (Q[dt][0] * 1.5, 4 if dt == "i8" else 0)
+    c = _w(cshape, seed, dt)
+    tensors = [(cshape, dt, cq, c), (xshape, dt, Q[dt], None), (xshape, dt, YQ[dt], None)]
+    data = model(OP.SUB, tensors, [1], [2], [0, 1], _opts("SubOptions", fusedActivationFunction=0))
+    x = _x(dt, xshape, 7)
+    return data, [x[0] if xshape[0] == 1 and len(xshape) > 1 else x]
+
+
+def models():
+    out = {}
+    for dt in ("i8", "i16", "f32"):
+        out["fc_rows_%s" % dt] = fc(dt, (1, 3, 3, 20), 6)
+        out["fc_keep_%s" % dt] = fc(dt, (1, 3, 3, 20), 6, keep=True)
+        out["fc_2d_%s" % dt] = fc(dt, (4, 20), 6, bias=dt != "i16", act=1)
+        out["sub_rev_scalar_%s" % dt] = sub_rev(dt, (1, 4, 5, 3), (1,))
+        out["sub_rev_channels_%s" % dt] = sub_rev(dt, (1, 4, 5, 3), (3,))
+        out["sub_rev_whole_%s" % dt] = sub_rev(dt, (1, 2, 40), (1, 2, 40))
+    return out
+
+
+NAMES = list(models())
+
+
+def expect(case, got):
+    """Integers equal; float32 within float32's rounding (1e-5 of the largest output: sums in
+    another order, and the unix port sums in 64 bits)."""
+    want = [w.tolist() for w in case.want]
+    assert same([np.asarray(g).reshape(-1).tolist() for g in got], want), case.name
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("tflite_gaps"))
+    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump([c.inputs], f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
+    board = Board(workdir, "gaps", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpython_matches_tflm(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(c.c)
+        m(*c.inputs)
+        expect(c, [m.tolist(i) for i in range(len(c.want))])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_micropython_matches_tflm(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert r["path"] == "viper"
+    expect(c, r["ys"][0])
+    if "f32" not in name:
+        assert r["alloc"] == [0], r["alloc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_reference_matches_tflm(cases, name):
+    c = cases[0][name]
+    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
+    expect(c, got)
