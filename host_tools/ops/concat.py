@@ -34,8 +34,8 @@ def op_PACK(r):
 
 def _concat(r, axis, stacked=False):
     """The inputs joined along TFLite axis `axis` of the output: the board's concat along its
-    last axis directly; another axis as a concat of (outer, inner) views (reshapes, no copy)
-    along axis 1, reshaped to the output."""
+    last axis directly; another axis as a concat of (outer, along, inner) views (reshapes, no
+    copy: each dimension within the board's 65535) along axis 1, reshaped to the output."""
     yq = r.qof(r.outs[0])
     for i in r.ins:
         if r.qof(i) != yq:
@@ -45,19 +45,17 @@ def _concat(r, axis, stacked=False):
     if not stacked and axis == len(yshape) - 1:
         r.emit("concat", xs)
         return
-    outer = 1
-    for d in yshape[:axis]:
-        outer *= d
+    outer, inner = _size(yshape[:axis]), _size(yshape[axis + 1:])
     y = r.define(r.outs[0])
     views = []
     for k, x in enumerate(xs):  # (one view per input, an input given twice too)
         v = "%s.%d" % (y, k)
-        r.ir.shapes[v] = (outer, _size(r.ir.shapes[x]) // outer)
+        r.ir.shapes[v] = (outer, _size(r.ir.shapes[x]) // (outer * inner), inner)
         _copy_q(r, x, v)
         r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=r.ir.shapes[v]))
         views.append(v)
     mid = "%s.c" % y
-    r.ir.shapes[mid] = (outer, _size(r.ir.shapes[y]) // outer)
+    r.ir.shapes[mid] = (outer, _size(r.ir.shapes[y]) // (outer * inner), inner)
     _copy_q(r, y, mid)
     r.ir.nodes.append(Node("concat", views, mid, r.what, axis=1))
     r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))

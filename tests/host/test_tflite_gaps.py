@@ -8,7 +8,9 @@ element equal (float32: within float32's rounding).
 - FULLY_CONNECTED over several rows (TFLM's batched FC: every row of the input's last
   dimension through the weights; keep_num_dims or not): openmv's FOMO detectors;
 - SUB of a constant first operand (c - x; a scalar, per channel, or of the output's shape):
-  the YOLO heads of Infineon's and openmv's zoos, Ambiq's rnnoise."""
+  the YOLO heads of Infineon's and openmv's zoos, Ambiq's rnnoise;
+- CONCATENATION along an inner axis whose rows hold more than 65535 elements (the board's
+  largest dimension): the SSD head of ARM's ML-zoo."""
 import json
 import os
 
@@ -22,7 +24,7 @@ pytest.importorskip("tflite")
 from host_tools import reference  # noqa: E402
 from host_util import Board, kernel_path, tensors_of  # noqa: E402
 from test_tflite_elem import _opts, model  # noqa: E402
-from test_tflite_moves import Case, _x  # noqa: E402
+from test_tflite_moves import Case, _x, one  # noqa: E402
 from test_thirdparty import same  # noqa: E402
 
 from mpy_lazy import model as mmodel  # noqa: E402
@@ -77,6 +79,8 @@ def models():
         out["sub_rev_scalar_%s" % dt] = sub_rev(dt, (1, 4, 5, 3), (1,))
         out["sub_rev_channels_%s" % dt] = sub_rev(dt, (1, 4, 5, 3), (3,))
         out["sub_rev_whole_%s" % dt] = sub_rev(dt, (1, 2, 40), (1, 2, 40))
+        out["concat_long_%s" % dt] = one(OP.CONCATENATION, dt, (1, 330, 100), [(1, 660, 100)], n_in=2,
+                                         options=_opts("ConcatenationOptions", axis=1))
     return out
 
 
