@@ -1879,6 +1879,79 @@ def avgpool(E, P, k):
 
 
 @micropython.viper
+def _pool16(E, P, k: int, is_max: int):
+    # the int16 pool record (ops/pool.py): _pool over int16 values, XO and YO in bytes
+    a = ptr16(E.A)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    sg = 1
+    sg <<= 31
+    xo = int(pp[6]) >> 1
+    kk = int(pp[7]) >> 1
+    h = int(pp[8])
+    wd = int(pp[9])
+    c = int(pp[10])
+    oh = int(pp[11])
+    ow = int(pp[12])
+    kh = int(pp[13])
+    kw = int(pp[14])
+    sh = int(pp[15])
+    sw = int(pp[16])
+    pt = int(pp[19])
+    pl = int(pp[20])
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    oy = 0
+    while oy < oh:
+        ox = 0
+        while ox < ow:
+            ch = 0
+            while ch < c:
+                s = 0
+                if is_max:
+                    s = -32768
+                n = 0
+                ky = 0
+                while ky < kh:
+                    iy = oy * sh - pt + ky
+                    if 0 <= iy and iy < h:
+                        kx = 0
+                        while kx < kw:
+                            ix = ox * sw - pl + kx
+                            if 0 <= ix and ix < wd:
+                                v = (a[xo + (iy * wd + ix) * c + ch] ^ 0x8000) - 0x8000
+                                if is_max:
+                                    if v > s:
+                                        s = v
+                                else:
+                                    s += v
+                                    n += 1
+                            kx += 1
+                    ky += 1
+                if not is_max:
+                    if s > 0:
+                        s = (s + n // 2) // n
+                    else:
+                        s = 0 - ((n // 2 - s) // n)
+                if s < lo:
+                    s = lo
+                elif s > hi:
+                    s = hi
+                a[kk] = s
+                kk += 1
+                ch += 1
+            ox += 1
+        oy += 1
+
+
+def maxpool16(E, P, k):
+    _pool16(E, P, k, 1)
+
+
+def avgpool16(E, P, k):
+    _pool16(E, P, k, 0)
+
+
+@micropython.viper
 def mean(E, P, k: int):
     a = ptr8(E.A)
     arena = uint(a)

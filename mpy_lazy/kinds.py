@@ -25,9 +25,10 @@ CONV, DEPTHWISE, DENSE, ADD, MUL, MAXPOOL, AVGPOOL, MEAN, LUT, SOFTMAX = 1, 2, 3
 MOVE, FILL, QUANTIZE, DEQUANTIZE = 11, 12, 13, 14
 FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX = range(16, 26)
 RESCALE, ADD16, SUB, SUB16, CONV16, DW16, DENSE16, TCONV, TCONV16, FSUB = range(26, 36)
-# recurrent ops (kinds 36..41; 42, 43 reserved), elementwise ops, cast, resize, norms (44..53)
+# recurrent ops (kinds 36..41), int16 pools (42, 43), elementwise ops, cast, resize, norms (44..53)
 LSTM, FLSTM, SVDF, SOFTMAX16 = range(36, 40)
 GRU, FGRU = 40, 41
+MAXPOOL16, AVGPOOL16 = 42, 43  # (TFLM's int16 pooling)
 MINMAX, FBINARY, CAST, FCAST, DIV, RESIZE, FRESIZE, PRELU, FLAYERNORM, FGROUPNORM = range(44, 54)
 FTCONV = 54
 MUL16 = 58  # int16 mul (TFLM's 16-bit MUL, zero points 0)
@@ -41,16 +42,16 @@ DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
          "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "", "") \
+         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "maxpool", "avgpool") \
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "mul", "load")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 0, 0) \
+          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 17, 6)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
         "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
         "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
-        "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "", "") \
+        "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "pool", "pool") \
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
        "layernorm", "groupnorm") + ("tconv", "", "", "", "binary", "binary")
 # the kinds that compute on or move f32 values (a program with one gets the float views)

@@ -18,8 +18,8 @@ def _pool(r, op):
         n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)
     else:
         if yq != r.qof(r.ins[0]):
-            raise r.err("int8 pooling with different input and output quantization")
-        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
+            raise r.err("integer pooling with different input and output quantization")
+        n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], r.dtof(r.outs[0]))
 
 
 def op_AVERAGE_POOL_2D(r):

@@ -1,9 +1,9 @@
 # maxpool and avgpool over k windows with stride and (asymmetric) padding, NHWC. Padded
 # positions are skipped: the average is over the in-bounds elements (TFLite's SAME pooling,
-# ONNX's count_include_pad=0). int8: the output has the input's quantization (as TFLite
-# requires), the fused activation is clamp=.
+# ONNX's count_include_pad=0). int8 and int16: the output has the input's quantization (as
+# TFLite requires), the fused activation is clamp=.
 from .._arith import ACTS, rec
-from ..kinds import AVGPOOL, FAVGPOOL, FMAXPOOL, MAXPOOL
+from ..kinds import AVGPOOL, AVGPOOL16, FAVGPOOL, FMAXPOOL, MAXPOOL, MAXPOOL16
 from . import Op as Base, act_code, ints
 
 
@@ -34,10 +34,11 @@ class Op(Base):
             raise self.fail("window %dx%d larger than the padded input %dx%d" % (kh, kw, h, w), "k")
         # the kernels' record from word 2 ("pool record" below): C ZY LO HI XO YO H W
         # C OH OW KH KW SH SW - - PT PL (float: ACT for ZY); record() fills XO, YO
-        if self.int8():
+        dt = self.quantized(("i8", "i16"))
+        if dt != "f32":
             if tuple(kv["q"]) != tuple(x.q):
-                raise self.fail("int8 pooling keeps the input's q=%s,%d" % x.q, "q")
-            lo, hi = clamp(kv, n)
+                raise self.fail("integer pooling keeps the input's q=%s,%d" % x.q, "q")
+            lo, hi = clamp(kv, n, dt)
             self.p = ints((c, x.q[1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
         else:
             self.p = ints((c, act_code(kv), 0, 0, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
@@ -49,6 +50,8 @@ class Op(Base):
         mx = self.name == "maxpool"
         if self.y.dtype == "i8":
             return [c.record(MAXPOOL if mx else AVGPOOL, p)]
+        if self.y.dtype == "i16":
+            return [c.record(MAXPOOL16 if mx else AVGPOOL16, p)]
         return [c.record(FMAXPOOL if mx else FAVGPOOL, p)]
 
 
@@ -56,7 +59,8 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {MAXPOOL: 'maxpool', AVGPOOL: 'avgpool', FMAXPOOL: 'fmaxpool', FAVGPOOL: 'favgpool'}
+KERNELS = {MAXPOOL: 'maxpool', AVGPOOL: 'avgpool', FMAXPOOL: 'fmaxpool', FAVGPOOL: 'favgpool',
+           MAXPOOL16: 'maxpool16', AVGPOOL16: 'avgpool16'}
 
 
 def check(r, E):
@@ -68,7 +72,9 @@ def check(r, E):
         r.fail("oh", "a window lies wholly in the padding (nothing to pool)")
     if h * w * c > 1 << 24 or oh * ow * c > 1 << 24:
         r.fail("oh", "more than 2**24 elements")
-    size = 4 if fl else 1
+    size = 4 if fl else 2 if r.kind in (MAXPOOL16, AVGPOOL16) else 1
+    if r.kind == AVGPOOL16 and kh * kw > 65536:  # (TFLM sums in int32)
+        r.fail("k", "a %dx%d window: the int16 sum could overflow int32" % (kh, kw))
     r.region(6, "x", h * w * c * size, size)
     r.region(7, "y", oh * ow * c * size, size)
     r.range(2, "c", c, c)
@@ -77,12 +83,12 @@ def check(r, E):
     if fl:
         r.range(3, "act", 0, 3)
     else:
-        r.clamp()
+        r.clamp(size)
 
 
 
 # pool record: 2 C 3 ZY 4 LO 5 HI 6 XO 7 YO 8 H 9 W 10 C 11 OH 12 OW 13 KH 14 KW 15 SH 16 SW
-# (17, 18 unused) 19 PT 20 PL
+# (17, 18 unused) 19 PT 20 PL; maxpool16, avgpool16: the same over int16 values (XO, YO bytes)
 
 def maxpool(E, P, k):
     """Max over the in-bounds part of each window, clamped to [LO, HI]."""
@@ -95,16 +101,24 @@ def avgpool(E, P, k):
     _pool(E, P, k, False)
 
 
-def _pool(E, P, k, is_max):
+def maxpool16(E, P, k):
+    _pool(E, P, k, True, 2)
+
+
+def avgpool16(E, P, k):
+    _pool(E, P, k, False, 2)
+
+
+def _pool(E, P, k, is_max, es=1):
     p = rec(P, k)
-    a = E.a8
-    xo, yo, h, wd, c, oh, ow = p[6], p[7], p[8], p[9], p[10], p[11], p[12]
+    a = E.a16 if es == 2 else E.a8
+    xo, yo, h, wd, c, oh, ow = p[6] // es, p[7] // es, p[8], p[9], p[10], p[11], p[12]
     kh, kw, sh, sw, pt, pl, lo, hi = p[13], p[14], p[15], p[16], p[19], p[20], p[4], p[5]
     q = yo
     for oy in range(oh):
         for ox in range(ow):
             for ch in range(c):
-                s = -128 if is_max else 0
+                s = (-32768 if es == 2 else -128) if is_max else 0
                 n = 0
                 for ky in range(kh):
                     iy = oy * sh - pt + ky

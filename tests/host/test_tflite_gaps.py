@@ -10,7 +10,9 @@ element equal (float32: within float32's rounding).
 - SUB of a constant first operand (c - x; a scalar, per channel, or of the output's shape):
   the YOLO heads of Infineon's and openmv's zoos, Ambiq's rnnoise;
 - CONCATENATION along an inner axis whose rows hold more than 65535 elements (the board's
-  largest dimension): the SSD head of ARM's ML-zoo."""
+  largest dimension): the SSD head of ARM's ML-zoo;
+- AVERAGE_POOL_2D and MAX_POOL_2D on int16 (16x8: TFLM's integer pooling on int16 values; SAME
+  and VALID padding, a fused activation, a window over the whole input): ML-zoo's int16 DS-CNN."""
 import json
 import os
 
@@ -70,8 +72,27 @@ def sub_rev(dt, xshape, cshape, seed=5):
     return data, [x[0] if xshape[0] == 1 and len(xshape) > 1 else x]
 
 
+def pool(op, dt, padding, k, stride, act=0):
+    """AVERAGE_POOL_2D / MAX_POOL_2D of x (1, 7, 9, 3) (TFLM's int16 kernels: int8's on int16)."""
+    h, w = 7, 9
+    if padding == 0:  # SAME
+        oh, ow = -(-h // stride[0]), -(-w // stride[1])
+    else:
+        oh, ow = (h - k[0]) // stride[0] + 1, (w - k[1]) // stride[1] + 1
+    q = Q[dt]
+    tensors = [((1, h, w, 3), dt, q, None), ((1, oh, ow, 3), dt, q, None)]
+    opts = _opts("Pool2DOptions", padding=padding, strideH=stride[0], strideW=stride[1], filterHeight=k[0],
+                 filterWidth=k[1], fusedActivationFunction=act)
+    return model(op, tensors, [0], [1], [0], opts), [_x(dt, (1, h, w, 3), 9)[0]]
+
+
 def models():
     out = {}
+    for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
+        out["%s_same_i16" % name] = pool(op, "i16", 0, (3, 2), (2, 2))
+        out["%s_valid_i16" % name] = pool(op, "i16", 1, (2, 3), (1, 2))
+        out["%s_relu6_i16" % name] = pool(op, "i16", 0, (2, 2), (1, 1), act=3)
+        out["%s_full_i16" % name] = pool(op, "i16", 1, (7, 9), (1, 1))
     for dt in ("i8", "i16", "f32"):
         out["fc_rows_%s" % dt] = fc(dt, (1, 3, 3, 20), 6)
         out["fc_keep_%s" % dt] = fc(dt, (1, 3, 3, 20), 6, keep=True)

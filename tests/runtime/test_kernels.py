@@ -856,21 +856,27 @@ def pool_case(r):
             return h, w, c, oh, ow, kh, kw, sh, sw, pads
 
 
-def check_pool(seed, is_max):
+def check_pool(seed, is_max, es=1):
+    """maxpool / avgpool (es 2: maxpool16 / avgpool16, int16 values) against the formula."""
     r = Lcg(seed)
     partial = 0
+    top = 127 if es == 1 else 32767
     for case in range(CASES):
         h, w, c, oh, ow, kh, kw, sh, sw, pads = pool_case(r)
-        lo, hi = -128, 127
+        lo, hi = -top - 1, top
         if r.chance(3):
-            lo = r.int(-128, 100)
-            hi = r.int(lo, 127)
-        x = i8s(r, h * w * c)
+            lo = r.int(-top - 1, top - 27)
+            hi = r.int(lo, top)
+        x = i8s(r, h * w * c) if es == 1 else [r.pick((-32768, 32767, r.int(-32768, 32767))) for _ in range(h * w * c)]
         if r.chance(3):  # mostly negative values: negative sums to round
             x = [v if v < 0 else -v - 1 for v in x]
-        ar = Arena(r, [h * w * c, oh * ow * c])
+        ar = Arena(r, [es * h * w * c, es * oh * ow * c], aligns=(es, es))
         xo, yo = ar.offsets
-        ar.put(xo, x)
+        if es == 1:
+            ar.put(xo, x)
+        else:
+            for i in range(len(x)):
+                ar.put(xo + 2 * i, i16_bytes(x[i]))
         for oy in range(oh):
             for ox in range(ow):
                 for ch in range(c):
@@ -888,15 +894,22 @@ def check_pool(seed, is_max):
                     else:  # TFLM: (sum +- count / 2) / count, C division; count = in-bounds only
                         s, n = sum(vals), len(vals)
                         v = c_div(s + n // 2, n) if s > 0 else c_div(s - n // 2, n)
-                    ar.expected[yo + (oy * ow + ox) * c + ch] = lo if v < lo else (hi if v > hi else v)
+                    v = lo if v < lo else (hi if v > hi else v)
+                    at = (oy * ow + ox) * c + ch
+                    if es == 1:
+                        ar.expected[yo + at] = v
+                    else:
+                        ar.expected[yo + 2 * at], ar.expected[yo + 2 * at + 1] = i16_bytes(v)
         p = [c, 0, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
+        name = ("maxpool" if is_max else "avgpool") + ("16" if es == 2 else "")
+        kind = {"maxpool": kinds.MAXPOOL, "avgpool": kinds.AVGPOOL, "maxpool16": kinds.MAXPOOL16,
+                "avgpool16": kinds.AVGPOOL16}[name]
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "maxpool" if is_max else "avgpool", a, (),
-                                       kinds.MAXPOOL if is_max else kinds.AVGPOOL, p)), a
+            return (lambda: run_record(mod, name, a, (), kind, p)), a
 
-        run_each(build, ar.expected, "%s case %d %s" % ("maxpool" if is_max else "avgpool", case, p))
+        run_each(build, ar.expected, "%s case %d %s" % (name, case, p))
     assert partial > 0  # padding that leaves partial windows was reached
 
 
@@ -906,6 +919,14 @@ def test_maxpool():
 
 def test_avgpool():
     check_pool(41, False)
+
+
+def test_maxpool16():
+    check_pool(42, True, 2)
+
+
+def test_avgpool16():
+    check_pool(43, False, 2)
 
 
 def test_avgpool_rounds_half_away_from_zero():
