@@ -316,6 +316,14 @@ def leakyrelu(ins, kv, qin, tensors):
     return _clamp(y, kv)
 
 
+def abs_(ins, kv, qin, tensors):
+    """Float |x|, or TFLM's integer ABS: clamp(zo + mbqm(|x - zi|, m, s))."""
+    x = ins[0]
+    if "q" not in kv:
+        return np.abs(x)
+    return _clamp(mbqm_np(np.abs(x - qin[0][1]), *kv["m"]) + kv["q"][1], kv)
+
+
 def slice_(ins, kv, qin, tensors):
     x = ins[0]
     stride = kv.get("stride", (1,) * x.ndim)
@@ -751,4 +759,5 @@ _OPS = {
     "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
     "layernorm": layernorm,
     "groupnorm": groupnorm,
+    "abs": abs_,
 }

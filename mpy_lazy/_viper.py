@@ -1160,6 +1160,10 @@ def rescale(E, P, k: int):
     wk[5] = hi
     wk[6] = yes
     wk[7] = pp[17]
+    mag = 0
+    if int(pp[17]) == 3:  # ALT 3: |x - ZI| with the first multiplier (TFLM's int16 ABS)
+        mag = 1
+        wk[7] = 0
     y32 = ptr32(arena + pp[3])
     if yes == 4:
         wk[2] = -1  # int32 out: raw, then the zero point and the clamp below
@@ -1176,7 +1180,10 @@ def rescale(E, P, k: int):
                 v = ((x16[i + q] ^ 0x8000) - 0x8000)
             else:
                 v = int((x32[i + q] ^ sg) - sg)
-            acc[q] = v - zi  # (the store wraps to int32, as TFLM's C does)
+            v -= zi
+            if mag and v < 0:
+                v = 0 - v
+            acc[q] = v  # (the store wraps to int32, as TFLM's C does)
             q += 1
         wk[0] = y + i
         wk[1] = m

@@ -1,5 +1,5 @@
 """The host's half of elementwise activations: TFLite's LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU,
-HARD_SWISH (int8: a 256-entry table of TFLM's own integer results) (docs/OPS.md): converted from
+HARD_SWISH, ABS (int8: a 256-entry table of TFLM's own integer results) (docs/OPS.md): converted from
 the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
 room mpy_lazy/ops/act.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 import numpy as np
@@ -59,6 +59,30 @@ def op_LEAKY_RELU(r):
             out.append(max(-128, min(127, zo + v)))
         return out
     _lut(r, table, "leakyrelu", alpha=alpha)
+
+
+def _abs_multiplier(r):
+    """TFLM's ABS: (multiplier, shift) of input scale / output scale, None for equal scales
+    (then no rescaling: |x - zi| + zo)."""
+    (si, _), (so, _) = r.qof(r.ins[0]), r.qof(r.outs[0])
+    if np.float32(si) == np.float32(so):
+        return None
+    return tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+
+
+def op_ABS(r):
+    if r.dtof(r.ins[0]) == "i16":
+        if r.qof(r.ins[0])[1] or r.qof(r.outs[0])[1]:
+            raise r.err("int16 zero points %d, %d: TFLM's int16 ABS takes 0" % (r.qof(r.ins[0])[1], r.qof(r.outs[0])[1]))
+        r.emit("abs", [r.value(r.ins[0])], m=_abs_multiplier(r) or (1 << 30, 1))  # (mbqm(v, 2**30, 1) = v)
+        return
+
+    def table():
+        (_, zi), (_, zo) = r.qof(r.ins[0]), r.qof(r.outs[0])
+        ms = _abs_multiplier(r)
+        return [max(-128, min(127, zo + (abs(q - zi) if ms is None else tflm.mbqm(abs(q - zi), *ms))))
+                for q in range(-128, 128)]
+    _lut(r, table, "abs")
 
 
 def op_HARD_SWISH(r):

@@ -1,5 +1,6 @@
 # Elementwise activations. Float: relu, relu6, clip (lo, hi), leakyrelu (alpha), sigmoid, tanh,
-# hardswish, hardsigmoid (alpha, beta: ONNX's), gelu (approx=tanh: its tanh form).
+# hardswish, hardsigmoid (alpha, beta: ONNX's), gelu (approx=tanh: its tanh form), abs. int16:
+# leakyrelu and abs (m=multiplier,shift: TFLM's ABS, clamp(zo + mbqm(|x - zi|))), rescale records.
 # int8: lut, a 256-entry table made at pack time by running TFLite Micro's own integer
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
@@ -13,7 +14,7 @@ from ..kinds import FACT, LUT, RESCALE
 from . import Op as Base
 
 _FN = {"relu": 0, "relu6": 1, "clip": 2, "leakyrelu": 3, "sigmoid": 4, "tanh": 5, "hardswish": 6, "hardsigmoid": 7,
-       "gelu": 8}
+       "gelu": 8, "abs": 10}
 
 
 class Op(Base):
@@ -31,6 +32,13 @@ class Op(Base):
                 raise self.fail("lut maps an i8 or u8 value to an i8 or u8 one", "dtype" if "dtype" in kv else "x")
             zero_point(kv["q"], dt, n)
             self.param("table", "t", (256,), "i8", init)
+        elif name == "abs" and x.dtype != "f32":
+            self.quantized(("i16",))  # (an int8 one is a lut)
+            m = kv.get("m")
+            if m is None or len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                raise self.fail("an int16 abs needs m=multiplier,shift (0..2**31-1, -31..30)", "m")
+            self.mult = tuple(m) * 2
+            self.scratch = 256
         elif name == "leakyrelu" and x.dtype == "i16":
             # TFLM's int16 LEAKY_RELU: m=m_identity,s_identity,m_alpha,s_alpha (m_alpha < 0 for
             # alpha < 0); an int8 one is a lut
@@ -58,10 +66,11 @@ class Op(Base):
         x, y = self.x[0], self.y
         if self.name == "lut":
             return [c.record(LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
-        if x.dtype == "i16":  # leakyrelu
+        if x.dtype == "i16":  # leakyrelu, abs (ALT 3: the magnitude)
             m1, s1, m2, s2 = self.mult
+            alt = 3 if self.name == "abs" else 2 if m2 < 0 else 1
             return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
-                                        c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, 2 if m2 < 0 else 1])]
+                                        c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, alt])]
 
         return [c.record(FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
                                 f32_bits(self.arg[1])])]
@@ -82,7 +91,7 @@ def _check_lut(r, E):
 
 
 def _check_act(r, E):
-    fn = r.range(2, "op", 0, 9)
+    fn = r.range(2, "op", 0, 10)
     n = r.range(5, "x", 1, 1 << 24)
     r.region(3, "x", 4 * n, 4)
     r.region(4, "y", 4 * n, 4)
@@ -112,7 +121,7 @@ def lut(E, P, k):
 
 
 # fact record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7
-# hardsigmoid, 8 gelu, 9 gelu's tanh approximation) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
+# hardsigmoid, 8 gelu, 9 gelu's tanh approximation, 10 abs) 3 XO 4 YO 5 N 6 A 7 B (f32: clip's lo and
 # hi, leakyrelu's alpha, hardsigmoid's alpha and beta)
 
 def fact(E, P, k):
@@ -133,6 +142,8 @@ def fact(E, P, k):
             v = 1.0 / (1.0 + math.exp(-v)) if v >= 0.0 else math.exp(v) / (1.0 + math.exp(v))
         elif fn == 5:
             v = math.tanh(v)
+        elif fn == 10:
+            v = -v if v < 0.0 else v
         else:  # hardswish, hardsigmoid, gelu
             v = _act_more(fn, v, lo, hi)
         a[yo + i] = v

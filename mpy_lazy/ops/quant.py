@@ -123,7 +123,7 @@ def _check_rescale(r, E):
     block = r.range(12, "scratch", 1, 1 << 16)
     r.region(11, "scratch", 4 * block, 4)
     r.mq(13, 2, "m")
-    r.range(17, "alt", 0, 2)
+    r.range(17, "alt", 0, 3)
 
 
 def check(r, E):
@@ -136,8 +136,9 @@ def check(r, E):
 
 # rescale record: 2 XO 3 YO (bytes) 4 N 5 XES 6 YES (bytes per input / output element: 1, 2, 4)
 # 7 ZI 8 ZO 9 LO 10 HI 11 ACC (BLOCK int32) 12 BLOCK 13 M1 14 S1 15 M2 16 S2 17 ALT: y =
-# clamp(ZO + mbqm(x - ZI, M1, S1)), or for x - ZI < 0 with ALT, +-mbqm(x - ZI, M2, S2): TFLM's
-# integer QUANTIZE (requantize), RELU, RELU6 and LEAKY_RELU of int16 values.
+# clamp(ZO + mbqm(x - ZI, M1, S1)), or for x - ZI < 0 with ALT 1, 2, +-mbqm(x - ZI, M2, S2): TFLM's
+# integer QUANTIZE (requantize), RELU, RELU6 and LEAKY_RELU of int16 values; ALT 3: clamp(ZO +
+# mbqm(|x - ZI|, M1, S1)), TFLM's int16 ABS.
 
 def rescale(E, P, k):
     p = rec(P, k)
@@ -147,14 +148,16 @@ def rescale(E, P, k):
     dst = E.a8 if yes == 1 else (E.a16 if yes == 2 else a32)
     xo, yo, n, zi = p[2] // xes, p[3] // yes, p[4], p[7]
     ao, block = p[11] // 4, p[12]
-    W[2], W[3], W[4], W[5], W[6], W[7] = 1, p[8], p[9], p[10], yes, p[17]
+    mag = p[17] == 3
+    W[2], W[3], W[4], W[5], W[6], W[7] = 1, p[8], p[9], p[10], yes, 0 if mag else p[17]
     if yes == 4:
         W[2] = -1  # int32 out: raw, then the zero point and the clamp here
     i = 0
     while i < n:
         m = n - i if n - i < block else block
         for q in range(m):
-            a32[ao + q] = wrap32(src[xo + i + q] - zi)
+            v = src[xo + i + q] - zi
+            a32[ao + q] = wrap32(-v if mag and v < 0 else v)
         W[0] = yo + i
         W[1] = m
         requant(a32, ao, p, 13, dst, W)

@@ -12,7 +12,9 @@ element equal (float32: within float32's rounding).
 - CONCATENATION along an inner axis whose rows hold more than 65535 elements (the board's
   largest dimension): the SSD head of ARM's ML-zoo;
 - AVERAGE_POOL_2D and MAX_POOL_2D on int16 (16x8: TFLM's integer pooling on int16 values; SAME
-  and VALID padding, a fused activation, a window over the whole input): ML-zoo's int16 DS-CNN."""
+  and VALID padding, a fused activation, a window over the whole input): ML-zoo's int16 DS-CNN;
+- ABS on int8 (every code), int16 (the edges: |-32768| saturates) and float32, rescaled or
+  not (TFLM's elementwise.cc): Infineon's MobileFaceNet."""
 import json
 import os
 
@@ -86,6 +88,18 @@ def pool(op, dt, padding, k, stride, act=0):
     return model(op, tensors, [0], [1], [0], opts), [_x(dt, (1, h, w, 3), 9)[0]]
 
 
+def unary(op, dt, xq, yq, n=256):
+    """A one-input elementwise op over n values: every int8 code, or int16 / float32 values with
+    the edges."""
+    if dt == "i8":
+        x = np.arange(-128, 128).astype(np.int8)
+    else:
+        x = _x(dt, (n,), 11)
+        if dt == "i16":
+            x[:4] = (-32768, 32767, 0, -1)
+    return model(op, [((1, len(x)), dt, xq, None), ((1, len(x)), dt, yq, None)], [0], [1], [0]), [x]
+
+
 def models():
     out = {}
     for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
@@ -93,6 +107,11 @@ def models():
         out["%s_valid_i16" % name] = pool(op, "i16", 1, (2, 3), (1, 2))
         out["%s_relu6_i16" % name] = pool(op, "i16", 0, (2, 2), (1, 1), act=3)
         out["%s_full_i16" % name] = pool(op, "i16", 1, (7, 9), (1, 1))
+    out["abs_i8"] = unary(OP.ABS, "i8", (0.05, -7), (0.04, -128))
+    out["abs_same_scale_i8"] = unary(OP.ABS, "i8", (0.05, 5), (0.05, -128))
+    out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))
+    out["abs_same_scale_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.001, 0))
+    out["abs_f32"] = unary(OP.ABS, "f32", None, None)
     for dt in ("i8", "i16", "f32"):
         out["fc_rows_%s" % dt] = fc(dt, (1, 3, 3, 20), 6)
         out["fc_keep_%s" % dt] = fc(dt, (1, 3, 3, 20), 6, keep=True)
