@@ -14,6 +14,16 @@ HYBRID = ("hybrid model (float activations with int8 weights): TFLite Micro does
           "convert with full-integer quantization or float weights")
 
 
+def declare(r, v, shape, like):
+    """Declare value v of `shape` with the quantization and dtype of value `like` (a view or a
+    piece of it on the way to the op's output)."""
+    r.ir.shapes[v] = tuple(shape)
+    for table in (r.ir.q, r.ir.dtypes):
+        if like in table:
+            table[v] = table[like]
+    return v
+
+
 def check_scales(r, scales, w):
     if w.dtype == np.int8 and (not len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)):
         raise r.err("int8 weights need finite scales > 0")

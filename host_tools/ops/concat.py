@@ -2,6 +2,7 @@
 model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's room
 mpy_lazy/ops/concat.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 from ..ir import Node
+from . import declare
 
 
 def op_CONCATENATION(r):
@@ -49,14 +50,10 @@ def _concat(r, axis, stacked=False):
     y = r.define(r.outs[0])
     views = []
     for k, x in enumerate(xs):  # (one view per input, an input given twice too)
-        v = "%s.%d" % (y, k)
-        r.ir.shapes[v] = (outer, _size(r.ir.shapes[x]) // (outer * inner), inner)
-        _copy_q(r, x, v)
+        v = declare(r, "%s.%d" % (y, k), (outer, _size(r.ir.shapes[x]) // (outer * inner), inner), x)
         r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=r.ir.shapes[v]))
         views.append(v)
-    mid = "%s.c" % y
-    r.ir.shapes[mid] = (outer, _size(r.ir.shapes[y]) // (outer * inner), inner)
-    _copy_q(r, y, mid)
+    mid = declare(r, "%s.c" % y, (outer, _size(r.ir.shapes[y]) // (outer * inner), inner), y)
     r.ir.nodes.append(Node("concat", views, mid, r.what, axis=1))
     r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
 
@@ -67,8 +64,3 @@ def _size(shape):
         n *= d
     return n
 
-
-def _copy_q(r, src, dst):
-    for table in (r.ir.q, r.ir.dtypes):
-        if src in table:
-            table[dst] = table[src]

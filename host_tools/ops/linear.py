@@ -4,7 +4,7 @@ mpy_lazy/ops/linear.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)
 import numpy as np
 
 from ..ir import Node
-from . import check_scales
+from . import check_scales, declare
 
 
 def op_FULLY_CONNECTED(r):
@@ -50,23 +50,12 @@ def op_FULLY_CONNECTED(r):
         flat = (out,)
     if r.ir.shapes[n.y] != flat:  # keep_num_dims ((1, out), (1, H, W, out)) and the rows' shape
         y = n.y
-        n.y = y + ".flat"
-        _like(r, n.y, y, flat)
+        n.y = declare(r, y + ".flat", flat, y)
         r.ir.nodes.append(Node("reshape", [n.y], y, r.what, shape=r.ir.shapes[y]))
-
-
-def _like(r, v, like, shape):
-    """Declare value v of `shape` with the quantization and dtype of value `like`."""
-    r.ir.shapes[v] = shape
-    if like in r.ir.q:
-        r.ir.q[v] = r.ir.q[like]
-    if like in r.ir.dtypes:
-        r.ir.dtypes[v] = r.ir.dtypes[like]
 
 
 def _as(r, x, suffix, shape):
     """x reshaped to `shape` (a new value)."""
-    v = x + suffix
-    _like(r, v, x, shape)
+    v = declare(r, x + suffix, shape, x)
     r.ir.nodes.append(Node("reshape", [x], v, r.what, shape=shape))
     return v

@@ -1,9 +1,13 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from
-the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
-room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
-per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER (docs/OPS.md): converted
+from the model into the graph description, with TFLite Micro's Prepare parameters, for the
+runtime's room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes
+one slice per output; GATHER of constant indices, one slice per run of consecutive indices and a
+concat of them. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+import numpy as np
+
 from ..ir import Node
+from . import declare
 
 
 def _axis(r, i, rank):
@@ -199,3 +203,59 @@ def _blocks(r, op, options):
         raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
                     % (r.qof(r.outs[0]), r.qof(r.ins[0])))
     r.emit(op, [x], block=b)
+
+
+def op_GATHER(r):
+    """TFLM's GATHER of constant int32 indices: y[b, o, c, i] = x[b, o, indices[b, c], i] (b the
+    batch_dims leading axes, o the axes before `axis`, i those after)."""
+    x = r.value(r.ins[0])
+    _, shape, typ, _, _, _ = r.tensor(r.ins[0])
+    shape = list(shape)
+    if typ not in ("INT8", "FLOAT32"):
+        raise r.err("%s values: TFLM's GATHER takes float32 and int8" % typ.lower())
+    idx = r.data(r.ins[1])
+    if idx is None:
+        raise r.err("indices computed on the board are not supported (constant indices are)")
+    o = r.options("GatherOptions")
+    axis, bd = (o.Axis(), o.BatchDims()) if o is not None else (0, 0)
+    axis += len(shape) if axis < 0 else 0
+    bd += idx.ndim if bd < 0 else 0
+    if not (0 <= bd <= axis < len(shape) and bd <= idx.ndim and list(idx.shape[:bd]) == shape[:bd]):
+        raise r.err("axis %d, batch_dims %d for input shape %s and indices %s (TFLM's Prepare refuses it)"
+                    % (axis, bd, shape, list(idx.shape)))
+    if idx.size == 0 or idx.min() < 0 or idx.max() >= shape[axis]:
+        raise r.err("indices outside 0..%d (axis %d of shape %s): TFLM reads outside the input"
+                    % (shape[axis] - 1, axis, shape))
+    want = shape[:axis] + list(idx.shape[bd:]) + shape[axis + 1:]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM sets the output's shape: a model's other one misleads)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    batches = int(np.prod(shape[:bd]))
+    outer, n, inner = int(np.prod(shape[bd:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+    y = r.define(r.outs[0])
+    if x in r.ir.q and r.ir.q.get(y) != r.ir.q[x]:
+        raise r.err("output quantized %s, the input %s: GATHER moves codes, both need one" % (r.ir.q.get(y), r.ir.q[x]))
+    view = declare(r, y + ".x", (batches * outer, n, inner), x)
+    r.ir.nodes.append(Node("reshape", [x], view, r.what, shape=r.ir.shapes[view]))
+    ids = idx.reshape(batches, -1).astype(np.int64)
+    count = ids.shape[1]
+    parts = []
+    for b in range(batches):
+        pieces, k = [], 0
+        while k < count:  # a run of consecutive indices: one slice
+            e = k + 1
+            while e < count and ids[b, e] == ids[b, e - 1] + 1:
+                e += 1
+            v = declare(r, "%s.%d.%d" % (y, b, k), (outer, e - k, inner), x)
+            r.ir.nodes.append(Node("slice", [view], v, r.what, begin=(b * outer, int(ids[b, k]), 0),
+                                   end=((b + 1) * outer, int(ids[b, k]) + e - k, inner)))
+            pieces.append(v)
+            k = e
+        parts.append(pieces[0] if len(pieces) == 1 else _join(r, pieces, "%s.%d" % (y, b), (outer, count, inner), 1, x))
+    whole = parts[0] if batches == 1 else _join(r, parts, y + ".b", (batches * outer, count, inner), 0, x)
+    r.ir.nodes.append(Node("reshape", [whole], y, r.what, shape=tuple(r.ir.shapes[y])))
+
+
+def _join(r, xs, v, shape, axis, like):
+    declare(r, v, shape, like)
+    r.ir.nodes.append(Node("concat", xs, v, r.what, axis=axis))
+    return v

@@ -14,7 +14,9 @@ element equal (float32: within float32's rounding).
 - AVERAGE_POOL_2D and MAX_POOL_2D on int16 (16x8: TFLM's integer pooling on int16 values; SAME
   and VALID padding, a fused activation, a window over the whole input): ML-zoo's int16 DS-CNN;
 - ABS on int8 (every code), int16 (the edges: |-32768| saturates) and float32, rescaled or
-  not (TFLM's elementwise.cc): Infineon's MobileFaceNet."""
+  not (TFLM's elementwise.cc): Infineon's MobileFaceNet;
+- GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
+  scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
 import json
 import os
 
@@ -100,6 +102,19 @@ def unary(op, dt, xq, yq, n=256):
     return model(op, [((1, len(x)), dt, xq, None), ((1, len(x)), dt, yq, None)], [0], [1], [0]), [x]
 
 
+def gather(dt, xshape, idx, axis=0, batch_dims=0):
+    """GATHER of x by constant int32 indices."""
+    idx = np.asarray(idx, np.int32)
+    a = axis % len(xshape)
+    bd = batch_dims % idx.ndim if batch_dims < 0 else batch_dims
+    yshape = tuple(xshape[:a]) + idx.shape[bd:] + tuple(xshape[a + 1:])
+    q = Q[dt]
+    tensors = [(xshape, dt, q, None), (idx.shape, "i32", None, idx), (yshape, dt, q, None)]
+    data = model(OP.GATHER, tensors, [0], [2], [0, 1], _opts("GatherOptions", axis=axis, batchDims=batch_dims))
+    x = _x(dt, xshape, 13)
+    return data, [x[0] if xshape[0] == 1 and len(xshape) > 1 else x]
+
+
 def models():
     out = {}
     for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
@@ -112,6 +127,14 @@ def models():
     out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))
     out["abs_same_scale_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.001, 0))
     out["abs_f32"] = unary(OP.ABS, "f32", None, None)
+    shuffle = np.arange(12).reshape(2, 6).T.reshape(-1)  # (a channel shuffle: 0, 6, 1, 7, ...)
+    for dt in ("i8", "f32"):  # (TFLM's GATHER takes float32 and int8)
+        out["gather_channels_%s" % dt] = gather(dt, (1, 3, 4, 12), shuffle, axis=3)
+        out["gather_runs_%s" % dt] = gather(dt, (1, 3, 4, 12), [4, 5, 6, 0, 1, 11, 11, 2], axis=-1)
+        out["gather_rows_2d_%s" % dt] = gather(dt, (1, 5, 6), [[4, 0], [1, 1], [3, 2]], axis=1)
+        out["gather_scalar_%s" % dt] = gather(dt, (7, 3), np.int32(5), axis=0)
+        out["gather_batch_dims_%s" % dt] = gather(dt, (2, 5, 4), [[4, 0, 1], [2, 2, 3]], axis=1, batch_dims=1)
+        out["gather_batch_dims_inner_%s" % dt] = gather(dt, (2, 3, 5), [[4, 0], [1, 2]], axis=2, batch_dims=-1)
     for dt in ("i8", "i16", "f32"):
         out["fc_rows_%s" % dt] = fc(dt, (1, 3, 3, 20), 6)
         out["fc_keep_%s" % dt] = fc(dt, (1, 3, 3, 20), 6, keep=True)
