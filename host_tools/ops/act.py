@@ -6,6 +6,12 @@ import numpy as np
 
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {
+    "LOGISTIC": "int8 float32", "TANH": "int8 float32", "RELU": "int8 float32", "RELU6": "int8 float32",
+    "LEAKY_RELU": "int8 int16 float32", "HARD_SWISH": "int8 float32", "ABS": "int8 int16 float32"
+}
+
 
 def _lut(r, table, float_op, **attrs):
     x = r.value(r.ins[0])

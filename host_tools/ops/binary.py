@@ -7,6 +7,9 @@ import numpy as np
 from .. import tflm
 from ..tflite_import import _hwc
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"ADD": "int8 int16 float32", "SUB": "int8 int16 float32", "MUL": "int8 int16 float32"}
+
 
 def _binary(r, op, cls):
     a, b = r.ins[:2]

@@ -4,6 +4,9 @@ mpy_lazy/ops/concat.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)
 from ..ir import Node
 from . import declare
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"CONCATENATION": "int8 int16 int32 float32", "PACK": "int8 int16 int32 float32"}
+
 
 def op_CONCATENATION(r):
     o = r.options("ConcatenationOptions")

@@ -4,6 +4,9 @@ the runtime's room mpy_lazy/ops/conv.py. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
 from . import check_scales
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"CONV_2D": "int8 int16 float32", "DEPTHWISE_CONV_2D": "int8 int16 float32"}
+
 
 def _conv_common(r, depthwise):
     x = r.value(r.ins[0])

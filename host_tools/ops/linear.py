@@ -6,6 +6,9 @@ import numpy as np
 from ..ir import Node
 from . import check_scales, declare
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"FULLY_CONNECTED": "int8 int16 float32"}
+
 
 def op_FULLY_CONNECTED(r):
     x = r.value(r.ins[0])

@@ -6,6 +6,9 @@ import numpy as np
 from .. import tflm
 from ..ir import Node
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 float32"}
+
 
 _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "projection"),
                   (17, "projection"), (20, "layer normalization"), (21, "layer normalization"),

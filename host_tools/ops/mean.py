@@ -4,6 +4,9 @@ mpy_lazy/ops/mean.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."
 from .. import tflm
 from ..ir import Node
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"MEAN": "int8 float32"}
+
 
 def op_MEAN(r):
     x = r.value(r.ins[0])

@@ -3,6 +3,9 @@ model into the graph description, with TFLite Micro's Prepare parameters, for th
 mpy_lazy/ops/pad.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 import numpy as np
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"PAD": "int8 int16 int32 float32", "PADV2": "int8 int16 int32 float32", "MIRROR_PAD": "int8 float32"}
+
 
 def op_PAD(r):
     _pad(r)

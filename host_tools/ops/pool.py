@@ -4,6 +4,9 @@ the runtime's room mpy_lazy/ops/pool.py. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"AVERAGE_POOL_2D": "int8 int16 float32", "MAX_POOL_2D": "int8 int16 float32"}
+
 
 def _pool(r, op):
     x = r.value(r.ins[0])

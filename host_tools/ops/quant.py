@@ -6,6 +6,9 @@ import numpy as np
 
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"QUANTIZE": "int8 int16 int32 float32 uint8", "DEQUANTIZE": "int8 int16"}
+
 
 def op_QUANTIZE(r):
     x = r.value(r.ins[0])

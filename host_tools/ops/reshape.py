@@ -3,6 +3,12 @@ at pack time) (docs/OPS.md): converted from the model into the graph description
 Micro's Prepare parameters, for the runtime's room mpy_lazy/ops/reshape.py. op_<BUILTIN>(r): r
 the reader (host_tools.tflite_import)."""
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {
+    "RESHAPE": "int8 int16 int32 float32", "SQUEEZE": "int8 int16 int32 float32",
+    "EXPAND_DIMS": "int8 int16 float32", "SHAPE": "int8 int16 int32 float32"
+}
+
 
 def op_RESHAPE(r):
     x = r.value(r.ins[0])

@@ -4,6 +4,9 @@ the runtime's room mpy_lazy/ops/resize.py. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"RESIZE_NEAREST_NEIGHBOR": "int8 int16 float32", "RESIZE_BILINEAR": "int8 float32"}
+
 
 def _resize(r, bilinear, cls):
     x = r.value(r.ins[0])

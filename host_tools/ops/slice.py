@@ -9,6 +9,14 @@ import numpy as np
 from ..ir import Node
 from . import declare
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {
+    "STRIDED_SLICE": "int8 int16 int32 float32", "SLICE": "int8 int16 int32 float32",
+    "SPLIT": "int8 int16 int32 float32", "SPLIT_V": "int8 int16 int32 float32", "UNPACK": "int8 int16 int32 float32",
+    "TRANSPOSE": "int8 int16 float32", "DEPTH_TO_SPACE": "int8 float32", "SPACE_TO_DEPTH": "int8 float32",
+    "GATHER": "int8 float32"
+}
+
 
 def _axis(r, i, rank):
     """The constant axis in input i (negative from the end), checked against rank."""

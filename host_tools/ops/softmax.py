@@ -5,6 +5,9 @@ import numpy as np
 
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"SOFTMAX": "int8 float32"}
+
 
 def op_SOFTMAX(r):
     x = r.value(r.ins[0])

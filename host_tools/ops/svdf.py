@@ -5,6 +5,9 @@ import numpy as np
 
 from .. import tflm
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"SVDF": "int8"}
+
 
 def op_SVDF(r):
     """TFLM's integer SVDF (int8 input and output, int16 or int8 state and time weights)."""

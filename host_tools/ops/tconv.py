@@ -6,6 +6,9 @@ import numpy as np
 from .. import tflm
 from . import HYBRID, check_scales
 
+# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
+TYPES = {"TRANSPOSE_CONV": "int8 int16"}
+
 
 def op_TRANSPOSE_CONV(r):
     # inputs: output_shape (int32 [4]: a constant, or a model input: the output tensor's
