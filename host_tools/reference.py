@@ -396,6 +396,8 @@ def softmax(ins, kv, qin, tensors):
         z = rows * kv.get("beta", 1.0)  # softmax(beta x): from the largest beta x (beta may be < 0)
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
+    if kv["x_dtype"] == "i16":
+        return _softmax_i16(rows, kv, tensors).reshape(x.shape)
     from .tflm import one_over_one_plus_x
 
     exps = _t(tensors, kv["t"], np.int64)
@@ -410,6 +412,25 @@ def softmax(ins, kv, qin, tensors):
         scale = one_over_one_plus_x(((total << head) & 0xFFFFFFFF) - (1 << 31))
         out[r] = np.clip(rdbpot_np(srdhm_np(scale, e), 12 - head + 31 - bits) + lo, lo, hi)
     return out.reshape(x.shape)
+
+
+def _softmax_i16(rows, kv, tensors):
+    """TFLM's SoftmaxInt16: each row's differences from its largest, scaled (m) into the exp
+    table, the sum's reciprocal through the 1 / (1 + x) table, both read with interpolation."""
+    t = _t(tensors, kv["t"], np.int64)
+
+    def lookup(table, v):
+        i = 256 + (v >> 7)
+        return table[i] + (((table[i + 1] - table[i]) * (v & 127) + 64) >> 7)
+
+    out = np.zeros_like(rows)
+    for r, row in enumerate(rows):
+        e = lookup(t[:513], np.clip(mbqm_np(row - row.max(), *kv["m"]) + 32767, -32768, 32767))
+        total = int(e.sum())
+        head = 32 - total.bit_length()
+        recip = int(lookup(t[513:], int(np.clip((((total << (head - 1)) + 8192) >> 14) - 98304, -32768, 32767))))
+        out[r] = np.clip((e * recip + (1 << (30 - head))) >> (31 - head), 0, 32767)
+    return out
 
 
 def quantize(ins, kv, qin, tensors):

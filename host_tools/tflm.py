@@ -242,6 +242,45 @@ def mean_params(s_in, s_out, n):
     return m, s - shift
 
 
+def lut16(input_scale, input_zp, output_scale, output_zp, fn):
+    """TFLM's LUTPopulate<int16_t> (tensorflow/lite/kernels/internal/common.h): 513 int16
+    samples of fn over the input's range, each corrected by half the interpolation error at
+    its midpoint, in float32 arithmetic as TFLM computes it."""
+    f = np.float32
+    s_in, s_out = f(input_scale), f(output_scale)
+    lo, hi = s_in * f(-32768 - input_zp), s_in * f(32767 - input_zp)
+    out_lo, out_hi = s_out * f(-32768 - output_zp), s_out * f(32767 - output_zp)
+    step = (hi - lo) / f(512)
+    half = step / f(2)
+    inv = f(65536) / (out_hi - out_lo)
+
+    def rnd(v):
+        return f(tf_round(float(v)))
+
+    lut = []
+    for i in range(512):
+        val, mid, nxt = fn(lo + f(i) * step), fn(lo + f(i) * step + half), fn(lo + f(i + 1) * step)
+        sample = rnd(val * inv)
+        interp = rnd((nxt * inv + rnd(val * inv)) / f(2))
+        bias = rnd((interp - rnd(mid * inv)) / f(2))
+        lut.append(int(min(max(sample - bias, f(-32768)), f(32767))))
+    lut.append(int(min(max(rnd(fn(hi) * inv), f(-32768)), f(32767))))
+    return lut
+
+
+def softmax16_params(s_in, beta):
+    """TFLM's int16 softmax (softmax_common.cc): (multiplier, shift) scaling an input
+    difference to [-65535, 0] for [-10, 0], and its two 513-entry tables, exp over [-10, 0]
+    then 1 / (1 + x) over [0, 1] (Q0.15)."""
+    m = quantize_multiplier(float(np.float32(s_in)) * float(np.float32(beta)) / (10.0 / 65535.0))
+    span = np.float32(65535)
+    exp = lut16(np.float32(10.0) / span, 32767, np.float32(2.0) / span, 0,
+                lambda v: np.float32(math.exp(float(v))))  # (glibc's expf: correctly rounded)
+    recip = lut16(np.float32(1.0) / span, -32768, np.float32(2.0) / span, 0,
+                  lambda v: np.float32(1.0) / (np.float32(1.0) + v))
+    return m, exp + recip
+
+
 def softmax_table(s_in, beta=1.0):
     """exps[d] for input differences -d, d = 0..255 (Q0.31; 0 where TFLM skips the element):
     TFLM's int8 softmax with 5 integer bits for the scaled difference."""

@@ -2178,6 +2178,97 @@ softmax16 = softmax
 
 
 @micropython.viper
+def softmax_i16(E, P, k: int):
+    # TFLM's SoftmaxInt16 (ops/softmax.py's record): the differences scaled by requant() in raw
+    # mode, a block at a time into ACC, then the exp table; the sum's reciprocal by the second
+    # table. Every product fits 31 bits (Q0.15 x Q0.15).
+    a = ptr8(E.A)
+    arena = uint(a)
+    W = E.W
+    wk = ptr32(W)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    t = ptr16(uint(ptr8(E.B[pp[10]])) + pp[11])
+    xo = int(pp[6]) >> 1
+    yo = int(pp[7]) >> 1
+    n = int(pp[8])
+    rows = int(pp[9])
+    accb = arena + pp[14]
+    acc = ptr32(accb)
+    block = int(pp[15])
+    x16 = ptr16(arena)
+    sg = 1
+    sg <<= 31
+    wk[2] = -1  # raw int32 results
+    wk[3] = 0
+    wk[4] = 0
+    wk[5] = 0
+    wk[6] = 4
+    wk[7] = 0
+    r = 0
+    while r < rows:
+        top = -32768
+        i = 0
+        while i < n:
+            v = (x16[xo + i] ^ 0x8000) - 0x8000
+            if v > top:
+                top = v
+            i += 1
+        total = 0
+        i = 0
+        while i < n:
+            m = block
+            if n - i < block:
+                m = n - i
+            q = 0
+            while q < m:
+                acc[q] = ((x16[xo + i + q] ^ 0x8000) - 0x8000) - top
+                q += 1
+            wk[0] = 0
+            wk[1] = m
+            requant(accb, rec + 48, accb, W)
+            q = 0
+            while q < m:
+                d = int((acc[q] ^ sg) - sg) + 32767
+                if d < -32768:
+                    d = -32768
+                elif d > 32767:
+                    d = 32767
+                j = 256 + (d >> 7)
+                b = (t[j] ^ 0x8000) - 0x8000
+                e = b + (((((t[j + 1] ^ 0x8000) - 0x8000) - b) * (d & 127) + 64) >> 7)
+                x16[yo + i + q] = e
+                total += e
+                q += 1
+            i += m
+        head = 0
+        while head < 32 and not (total >> (31 - head)) & 1:
+            head += 1
+        d = (((total << (head - 1)) + 8192) >> 14) - 98304
+        if d < -32768:
+            d = -32768
+        elif d > 32767:
+            d = 32767
+        j = 769 + (d >> 7)  # (the second table: 513 + 256)
+        b = (t[j] ^ 0x8000) - 0x8000
+        recip = b + (((((t[j + 1] ^ 0x8000) - 0x8000) - b) * (d & 127) + 64) >> 7)
+        sh = 31 - head
+        rnd = 1 << (sh - 1)
+        i = 0
+        while i < n:
+            v = (((x16[yo + i] ^ 0x8000) - 0x8000) * recip + rnd) >> sh
+            if v < 0:
+                v = 0
+            elif v > 32767:
+                v = 32767
+            x16[yo + i] = v
+            i += 1
+        xo += n
+        yo += n
+        r += 1
+
+
+@micropython.viper
 def _rdbpot(t, e: int):
     # t[2] = rdbpot(t[2], e)
     pt = ptr32(t)

@@ -6,7 +6,7 @@ import numpy as np
 from .. import tflm
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"SOFTMAX": "int8 float32"}
+TYPES = {"SOFTMAX": "int8 int16 float32"}
 
 
 def op_SOFTMAX(r):
@@ -18,8 +18,17 @@ def op_SOFTMAX(r):
     if yq is None:
         n.attrs["beta"] = beta if beta != 1.0 else None
         return
+    if r.dtof(r.ins[0]) == "i16":  # TFLM's SoftmaxInt16: two interpolated tables
+        xq = r.qof(r.ins[0])
+        if xq[1] or yq[1] or r.dtof(r.outs[0]) != "i16" or abs(yq[0] * 32768 - 1) > 1e-3:
+            raise r.err("an int16 SOFTMAX takes zero point 0 and outputs int16 of scale 1/32768, zero point 0 "
+                        "(TFLM's Prepare)")
+        m, tables = tflm.softmax16_params(xq[0], beta)
+        n.attrs["dtype"], n.attrs["m"] = "i16", m
+        n.t["t"] = r.add("luts", np.array(tables, dtype=np.int16))
+        return
     if r.dtof(r.ins[0]) != "i8":
-        raise r.err("a SOFTMAX of %s activations is not supported (float32 and int8 are, to int8 or int16)"
+        raise r.err("a SOFTMAX of %s activations is not supported (float32, int8 and int16 are)"
                        % r.tensor(r.ins[0])[2])
     if r.dtof(r.outs[0]) == "i16":  # TFLM's int8 -> int16 softmax
         if yq[1] != -32768 or abs(yq[0] * 65536 - 1) > 1e-3:

@@ -2,11 +2,13 @@
 # with dtype=i16, an int16 output of q 1/65536, -32768, as TFLM's int8 -> int16 softmax):
 # t= is the table of exp(-d * input scale * beta) for input differences d = 0..255 in Q0.31,
 # made at pack time with TFLM's own exp_on_negative_values; the board does the rest in
-# integers (sum, reciprocal by Newton-Raphson, scaling), as TFLM does.
+# integers (sum, reciprocal by Newton-Raphson, scaling), as TFLM does. int16 (q 1/32768, 0):
+# TFLM's SoftmaxInt16, m= scaling the input difference to [-65535, 0] for [-10, 0], t= its two
+# 513-entry int16 tables (exp over [-10, 0], 1 / (1 + x) over [0, 1]), read with interpolation.
 import math
 
-from .._arith import bits_f32, f32_bits, rdbpot, rec, srdhm
-from ..kinds import FSOFTMAX, SOFTMAX, SOFTMAX16
+from .._arith import bits_f32, f32_bits, mbqm, rdbpot, rec, srdhm
+from ..kinds import FSOFTMAX, SOFTMAX, SOFTMAX16, SOFTMAX_I16
 from . import Op as Base
 
 
@@ -17,7 +19,19 @@ class Op(Base):
         self.depth = x.shape[-1]
         self.beta = kv.get("beta", 1.0)
         dt = kv.get("dtype", x.dtype)
-        if x.dtype == "i8" and dt == "i16":
+        if x.dtype == "i16":
+            q = kv.get("q")
+            if dt != "i16" or q is None or q[1] != 0 or abs(q[0] * 32768 - 1) > 1e-3:
+                raise self.fail("an int16 softmax outputs i16 of q=3.0517578125e-05,0 (1/32768)", "q")
+            if x.q[1] != 0:
+                raise self.fail("an int16 softmax input has zero point 0", "x")
+            m = kv.get("m")
+            if "t" not in kv or m is None or len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                raise self.fail("an int16 softmax needs m=multiplier,shift and t= (its two tables)", "m")
+            self.mult = tuple(m)
+            self.param("table", "t", (1026,), "i16", init)
+            self.scratch = 256
+        elif x.dtype == "i8" and dt == "i16":
             if "q" not in kv:
                 raise self.fail("an int16 softmax output needs q=", "q")
             q = kv["q"]
@@ -44,6 +58,9 @@ class Op(Base):
     def records(self, c):
         x, y = self.x[0], self.y
         rows = x.size // self.depth
+        if x.dtype == "i16":
+            return [c.record(SOFTMAX_I16, [0, 0, 0, 0, c.off(x), c.off(y), self.depth, rows] + c.ref(self.table)
+                             + list(self.mult) + [c.scratch, 256])]
         if x.dtype == "i8":
             kind = SOFTMAX if y.dtype == "i8" else SOFTMAX16
             return [c.record(kind, [0, 0, 0, 0, c.off(x), c.off(y), self.depth, rows] + c.ref(self.table))]
@@ -55,7 +72,7 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {SOFTMAX: 'softmax', FSOFTMAX: 'fsoftmax', SOFTMAX16: 'softmax16'}
+KERNELS = {SOFTMAX: 'softmax', FSOFTMAX: 'fsoftmax', SOFTMAX16: 'softmax16', SOFTMAX_I16: 'softmax_i16'}
 
 
 def _check(r, E):
@@ -79,8 +96,18 @@ def _check_f(r, E):
         r.fail("beta", "%r is not finite" % b)
 
 
+def _check16(r, E):
+    n, rows = r.range(8, "x", 1, 65535), r.range(9, "x", 1, 1 << 24)  # (the sum of n Q0.15 exps fits int32)
+    r.region(6, "x", 2 * n * rows, 2)
+    r.region(7, "y", 2 * n * rows, 2)
+    r.tensor(10, "table", ("i16",), 2052)
+    r.mq(12, 1, "m")
+    block = r.range(15, "scratch", 1, 1 << 16)
+    r.region(14, "scratch", 4 * block, 4)
+
+
 def check(r, E):
-    (_check_f if r.kind == FSOFTMAX else _check)(r, E)
+    (_check_f if r.kind == FSOFTMAX else _check16 if r.kind == SOFTMAX_I16 else _check)(r, E)
 
 
 # softmax record: 6 XO 7 YO 8 N (depth) 9 ROWS 10 11 exps (256 int32): exps[d] = TFLM's
@@ -146,6 +173,47 @@ def softmax(E, P, k):
 
 
 softmax16 = softmax  # (one kernel reads the kind)
+
+
+# int16 softmax record (kind softmax_i16): 6 XO 7 YO (bytes) 8 N (depth) 9 ROWS 10 11 tables (1026
+# int16: exp, then 1 / (1 + x)) 12 M 13 S 14 ACC (BLOCK int32) 15 BLOCK
+
+def lut16(t, t0, v):
+    """TFLM's LUTLookup(int16 v) of the 513-entry int16 table at byte t0 of t (int8 view):
+    interpolated on v's 7 low bits."""
+    i = t0 + 2 * (256 + (v >> 7))
+    base = (t[i] & 255) | t[i + 1] << 8
+    nxt = (t[i + 2] & 255) | t[i + 3] << 8
+    return base + (((nxt - base) * (v & 127) + 64) >> 7)
+
+
+def softmax_i16(E, P, k):
+    """TFLM's SoftmaxInt16: exps of the differences from the row's largest through the first
+    table (kept in the output, as TFLM keeps them), their sum's reciprocal through the second."""
+    p = rec(P, k)
+    a = E.a16
+    t, t0 = E.s8[p[10]], p[11]
+    xo, yo, n, m, s = p[6] // 2, p[7] // 2, p[8], p[12], p[13]
+    for _ in range(p[9]):
+        top = -32768
+        for i in range(n):
+            if a[xo + i] > top:
+                top = a[xo + i]
+        total = 0
+        for i in range(n):
+            d = mbqm(a[xo + i] - top, m, s) + 32767
+            e = lut16(t, t0, -32768 if d < -32768 else (32767 if d > 32767 else d))
+            a[yo + i] = e
+            total += e
+        head_ = _clz32(total)
+        v = (((total << (head_ - 1)) + (1 << 13)) >> 14) - 98304
+        recip = lut16(t, t0 + 1026, -32768 if v < -32768 else (32767 if v > 32767 else v))
+        sh = 31 - head_
+        for i in range(n):
+            v = (a[yo + i] * recip + (1 << (sh - 1))) >> sh
+            a[yo + i] = 0 if v < 0 else (32767 if v > 32767 else v)
+        xo += n
+        yo += n
 
 
 # fsoftmax record (f32): 2 XO 3 YO 4 N (depth) 5 ROWS 6 BETA (f32)

@@ -15,6 +15,8 @@ element equal (float32: within float32's rounding).
   and VALID padding, a fused activation, a window over the whole input): ML-zoo's int16 DS-CNN;
 - ABS on int8 (every code), int16 (the edges: |-32768| saturates) and float32, rescaled or
   not (TFLM's elementwise.cc): Infineon's MobileFaceNet;
+- SOFTMAX on int16 (TFLM's SoftmaxInt16: its two 513-entry interpolated tables, made at pack
+  time as TFLM's LUTPopulate makes them), short and long rows, beta: ML-zoo's int16 DS-CNN;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
   scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
 import json
@@ -115,6 +117,15 @@ def gather(dt, xshape, idx, axis=0, batch_dims=0):
     return data, [x[0] if xshape[0] == 1 and len(xshape) > 1 else x]
 
 
+def softmax16(shape, s_in, beta=1.0, seed=17):
+    """An int16 SOFTMAX (TFLM's SoftmaxInt16) over the last axis of x."""
+    tensors = [(shape, "i16", (s_in, 0), None), (shape, "i16", (1.0 / 32768, 0), None)]
+    data = model(OP.SOFTMAX, tensors, [0], [1], [0], _opts("SoftmaxOptions", beta=beta))
+    x = _x("i16", shape, seed)
+    x.reshape(-1)[:2] = (-32768, 32767)
+    return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
+
+
 def models():
     out = {}
     for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
@@ -122,6 +133,10 @@ def models():
         out["%s_valid_i16" % name] = pool(op, "i16", 1, (2, 3), (1, 2))
         out["%s_relu6_i16" % name] = pool(op, "i16", 0, (2, 2), (1, 1), act=3)
         out["%s_full_i16" % name] = pool(op, "i16", 1, (7, 9), (1, 1))
+    out["softmax_i16"] = softmax16((1, 12), 0.0005)
+    out["softmax_rows_i16"] = softmax16((1, 3, 4, 10), 0.002, beta=0.7)
+    out["softmax_long_i16"] = softmax16((1, 1001), 0.00005)  # (Coral's ImageNet classifiers' length)
+    out["softmax_flat_i16"] = softmax16((1, 2000), 1e-7)  # (every exp near 1: the largest sums)
     out["abs_i8"] = unary(OP.ABS, "i8", (0.05, -7), (0.04, -128))
     out["abs_same_scale_i8"] = unary(OP.ABS, "i8", (0.05, 5), (0.05, -128))
     out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))
