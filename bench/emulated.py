@@ -28,6 +28,10 @@ and prints cycles, cycles per MAC, and for whole models the sum of their ops' ke
 against the end-to-end cycles. The firmware must have the current runtime frozen in
 (make firmware BOARD=RPI_PICO_MPY_LAZY ...); MPY_LAZY_RP2_UF2 or --uf2 points at it.
 
+Next to the peer table, cycles per MAC by layer type (1x1 and 3x3 conv, depthwise 3x3, dense):
+one-op int8 .tflite models at the MLPerf Tiny models' layer shapes through both firmwares (LAYERS
+below; --layers: that table alone). --models kws_ref_model,... runs only those peer models.
+
 What rp2040js models and what it does not: docs/FIRMWARE.md ("Cycle counts on rp2040js")."""
 import argparse
 import os
@@ -355,11 +359,11 @@ def peer(name):
 '''
 
 
-def run_peer(uf2, tflm_uf2, timeout):
+def run_peer(uf2, tflm_uf2, timeout, only=None):
     """Both sides on the peer models (bench/tflm_pico.py's peer_models: MLPerf Tiny's own files and
     person_detect): [row dicts], [(name, why skipped)], the TFLM side's reason for being absent (or
     None). One boot per model, its container and input alone in the ROMFS image (together they
-    outgrow the partition)."""
+    outgrow the partition). only: the names to run (None: all)."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import tflm_pico
@@ -369,7 +373,7 @@ def run_peer(uf2, tflm_uf2, timeout):
 
     with tempfile.TemporaryDirectory() as tmp:
         srcs, skipped = tflm_pico.peer_models(tmp)
-        srcs = dict(srcs)
+        srcs = {name: src for name, src in srcs if only is None or name in only}
         board = os.path.join(tmp, "board.py")
         with open(board, "w") as f:
             f.write(PEER_BOARD)
@@ -457,6 +461,159 @@ def peer_table(rows, skipped, why):
           "inference): %s" % ("ok" if not missed else "MISSED: " + "; ".join(missed)))
     print()
     return missed
+
+
+# --- cycles per MAC by layer type, against TFLite Micro (issue 31) ------------------------------
+# One-op int8 .tflite models at the MLPerf Tiny models' own layer shapes, written with TFLM's
+# schema module (tests/host/test_tflite_elem.py's model/_opts), run through both firmwares:
+# TFLM's Invoke() against mpy-lazy's op (its record's kernel call) and whole m(x) (the input copy
+# included), each between two marks; the outputs compared byte for byte.
+LAYERS = (  # name, op, input HWC (dense: (1, 1, IN)), OC, kernel, stride
+    ("1x1 conv 64->64, 25x5 (KWS)", "conv", (25, 5, 64), 64, 1, 1),
+    ("1x1 conv 8->16, 48x48 (VWW)", "conv", (48, 48, 8), 16, 1, 1),
+    ("3x3 conv 16->16, 32x32 (ResNet-8)", "conv", (32, 32, 16), 16, 3, 1),
+    ("3x3 conv 3->8 s2, 96x96 (VWW)", "conv", (96, 96, 3), 8, 3, 2),
+    ("depthwise 3x3, 25x5x64 (KWS)", "depthwise", (25, 5, 64), 64, 3, 1),
+    ("depthwise 3x3, 48x48x8 (VWW)", "depthwise", (48, 48, 8), 8, 3, 1),
+    ("dense 640->128 (AD)", "dense", (1, 1, 640), 128, 1, 1),
+)
+
+
+def layer_tflite(op, hwc, oc, k, stride, seed):
+    """A one-op int8 .tflite (bytes), its input (int8 array) and MACs: seeded weights and inputs,
+    output scale set from the accumulators' spread so the outputs use the int8 range."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "host"))
+    from test_tflite_elem import S, _opts, model
+
+    rng = np.random.default_rng(seed)
+    h, w, c = hwc
+    sx, zx, sw = 0.02, -128, 0.01
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    if op == "dense":
+        wshape, taps = (oc, c), c
+        shapes, macs = [(1, c), (1, oc)], c * oc
+    else:
+        oh, ow = -(-h // stride), -(-w // stride)  # padding SAME
+        wshape = (1, k, k, c) if op == "depthwise" else (oc, k, k, c)
+        taps = k * k * (1 if op == "depthwise" else c)
+        shapes, macs = [(1, h, w, c), (1, oh, ow, oc)], oh * ow * oc * taps
+    wt = rng.integers(-127, 128, wshape).astype(np.int8)
+    bias = rng.integers(-2000, 2000, oc).astype(np.int32)
+    sy = sx * sw * np.sqrt(taps) * 147 * 73 / 40  # ~ the accumulators' spread over 40 codes
+    tensors = [(shapes[0], "i8", (sx, zx), None), (wshape, "i8", (sw, 0), wt), ((oc,), "i32", (sx * sw, 0), bias),
+               (shapes[1], "i8", (sy, -3), None)]
+    if op == "dense":
+        code, opts = S.BuiltinOperator.FULLY_CONNECTED, _opts("FullyConnectedOptions", fusedActivationFunction=0)
+        x = x.reshape(1, c)
+    elif op == "depthwise":
+        code = S.BuiltinOperator.DEPTHWISE_CONV_2D
+        opts = _opts("DepthwiseConv2DOptions", padding=S.Padding.SAME, strideW=stride, strideH=stride,
+                     depthMultiplier=1, dilationWFactor=1, dilationHFactor=1)
+    else:
+        code = S.BuiltinOperator.CONV_2D
+        opts = _opts("Conv2DOptions", padding=S.Padding.SAME, strideW=stride, strideH=stride,
+                     dilationWFactor=1, dilationHFactor=1)
+    return model(code, tensors, [0], [3], [0, 1, 2], opts), x, macs
+
+
+LAYER_BOARD = r"""
+import gc, machine
+def layer(name):
+    import mpy_lazy
+    from mpy_lazy import model, kernels, check
+    gc.collect()
+    x = open('/rom/%s.in' % name, 'rb').read()
+    m = model.from_container(mpy_lazy.open('/rom/%s.mpyl' % name))
+    kernels.use('thumb')
+    m(x)
+    K = m._K
+    kind, k = max(check.records(m.P), key=lambda r: kernels.record_macs(m.P, r[1]))
+    machine.mem32[0x4005800C] = 5
+    K[kind](m, m.P, k)
+    machine.mem32[0x4005800C] = 6
+    machine.mem32[0x4005800C] = 3
+    m(x)
+    machine.mem32[0x4005800C] = 4
+    h = 0  # the output's int8 values folded into one int (its bytes as hex would not fit the heap)
+    out = m.output
+    for j in range(m.outputs[0].size):
+        h = (h * 31 + out[j] + 128) % 1000003
+    print('LAYER', repr((name, h)))
+    del m, x
+    gc.collect()
+"""
+
+
+def _fold(y):
+    """LAYER_BOARD's digest of int8 output bytes."""
+    h = 0
+    for v in np.frombuffer(y, np.int8).tolist():
+        h = (h * 31 + v + 128) % 1000003
+    return h
+
+
+def layers(uf2, tflm_uf2, timeout):
+    """Runs LAYERS on both firmwares and prints the table (TFLM's columns need tflm_uf2)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import tflm_pico
+    from firmware import rp2_run
+    from host_tools.romfs import build_image
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files, srcs = [], {}
+        for i, (label, op, hwc, oc, k, stride) in enumerate(LAYERS):
+            name = "layer%d" % i
+            data, x, macs = layer_tflite(op, hwc, oc, k, stride, i)
+            src = os.path.join(tmp, name + ".tflite")
+            with open(src, "wb") as f:
+                f.write(data)
+            path = os.path.join(tmp, name + ".mpyl")
+            if cli.main(["pack", src, "-o", path, "-q"]):
+                raise SystemExit("bench-emulated: packing %s failed" % label)
+            with open(path, "rb") as f:
+                files += [(name + ".mpyl", f.read()), (name + ".in", x.tobytes())]
+            srcs[name] = (label, src, x, macs)
+        image = os.path.join(tmp, "layers.romfs")
+        with open(image, "wb") as f:
+            f.write(build_image(files)[0])
+        scripts = [os.path.join(tmp, "board.py")]
+        with open(scripts[0], "w") as f:
+            f.write(LAYER_BOARD)
+        for name in srcs:
+            scripts.append(os.path.join(tmp, "run_%s.py" % name))
+            with open(scripts[-1], "w") as f:
+                f.write("layer(%r)\n" % name)
+        rc, results, err = rp2_run.Pico(uf2, tmp).run(scripts, image, timeout)
+        if rc:
+            raise SystemExit("bench-emulated: rp2040js exit %d: %s" % (rc, err.strip()[-600:]))
+        for r in [r for r in results if "script" in r][1:]:  # (after board.py)
+            if r.get("err"):
+                raise SystemExit("bench-emulated: board error: %s" % r["err"][-600:])
+            line = [ln for ln in r["out"].splitlines() if ln.startswith("LAYER ")][0]
+            name, digest = eval(line[6:])
+            label, src, x, macs = srcs[name]
+            marks = r["marks"]
+            row = dict(label=label, macs=macs, op=marks["6"] - marks["5"], whole=marks["4"] - marks["3"],
+                       digest=digest)
+            if tflm_uf2 and os.path.exists(tflm_uf2):
+                t = tflm_pico.run(tflm_uf2, src, x.tobytes(), timeout=timeout)
+                row["tflm"], row["same"] = t["cycles"], _fold(t["output"]) == digest
+            rows.append(row)
+    print("Cycles per MAC by layer type on the emulated Pico (rp2040js): one-op int8 .tflite models at the MLPerf")
+    print("Tiny models' layer shapes; TFLM: Invoke() (pico-tflmicro, CMSIS-NN); mpy-lazy: the op's kernel call, and")
+    print("m(x) (+ the input copy)")
+    print("%-36s %8s %11s %7s %11s %7s %11s %7s %6s %9s" % (
+        "layer", "MACs", "TFLM cyc", "c/MAC", "op cyc", "c/MAC", "m(x) cyc", "c/MAC", "ratio", "outputs"))
+    for r in rows:
+        t = r.get("tflm")
+        print("%-36s %8d %11s %7s %11d %7.2f %11d %7.2f %6s %9s" % (
+            r["label"], r["macs"], t or "-", "%.2f" % (t / r["macs"]) if t else "-", r["op"], r["op"] / r["macs"],
+            r["whole"], r["whole"] / r["macs"], "%.2f" % (r["op"] / t) if t else "-",
+            "-" if not t else "identical" if r["same"] else "DIFFER"))
+    print("ratio: mpy-lazy's op / TFLM's Invoke()")
+    return [r["label"] for r in rows if r.get("tflm") and not r["same"]]
 
 
 # --- LSTM and 16x8 models on the emulated Pico: RAM and bytes per inference (issue 20) ----------
@@ -618,12 +775,20 @@ def main(argv=None):
     ap.add_argument("--tflm-uf2", default=os.environ.get("TFLM_PICO_UF2"),
                     help="TFLite Micro's firmware for the peer columns (firmware/tflm_pico/NOTES.md)")
     ap.add_argument("--peer", action="store_true", help="only the table against TFLite Micro")
+    ap.add_argument("--layers", action="store_true",
+                    help="only the cycles per MAC by layer type (one-op models), against TFLite Micro")
+    ap.add_argument("--models", help="comma-separated peer models to run (default: all; e.g. kws_ref_model)")
     ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args(argv)
     if not args.uf2 or not os.path.exists(args.uf2):
         print("bench-emulated: no RP2040 firmware: set MPY_LAZY_RP2_UF2 (make firmware BOARD=RPI_PICO_MPY_LAZY)")
         return 1
-    missed = peer_table(*run_peer(args.uf2, args.tflm_uf2, args.timeout))
+    if args.layers:
+        return 1 if layers(args.uf2, args.tflm_uf2, args.timeout) else 0
+    only = set(args.models.split(",")) if args.models else None
+    missed = peer_table(*run_peer(args.uf2, args.tflm_uf2, args.timeout, only))
+    missed += ["%s: outputs differ" % name for name in layers(args.uf2, args.tflm_uf2, args.timeout)]
+    print()
     if args.peer:
         return 1 if missed else 0
     with tempfile.TemporaryDirectory() as tmp:

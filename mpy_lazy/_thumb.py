@@ -312,31 +312,24 @@ def conv8(r0):
     cmp(r2, 0)
     bgt(left)
     label(product)
-    # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0) from
-    # four 16 x 16-bit products: acc = xh 2**16 + xl (xh signed), m = mh 2**16 + ml
-    data(2, 0xB283)  # uxth r3, r0: xl
-    asr(r0, r0, 16)  # xh
+    # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0), m =
+    # mh 2**16 + ml: for -2**15 <= acc < 2**15 (most outputs) from two products,
+    # (acc mh + 2**14 + (acc ml >> 16)) >> 15 (acc ml fits int32), else from four (wide)
+    asr(r3, r0, 15)
+    add(r3, 1)
+    cmp(r3, 1)
+    bhi(wide)
+    lsr(r3, r1, 16)  # mh
     data(2, 0xB28C)  # uxth r4, r1: ml
-    lsr(r1, r1, 16)  # mh
-    mov(r5, r3)
-    mul(r5, r4)  # xl ml: the low word
-    mul(r4, r0)  # xh ml
-    mul(r3, r1)  # xl mh
-    mul(r0, r1)  # xh mh: the high word
-    mov(r1, 1)
-    lsl(r1, r1, 14)
-    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
-    lsl(r1, r4, 16)
-    asr(r4, r4, 16)
-    add(r5, r5, r1)
-    adc(r0, r4)
-    lsl(r1, r3, 16)
-    lsr(r3, r3, 16)
-    add(r5, r5, r1)
-    adc(r0, r3)
-    lsl(r0, r0, 1)
-    lsr(r5, r5, 31)
-    orr(r0, r5)
+    mul(r3, r0)
+    mul(r0, r4)
+    asr(r0, r0, 16)
+    add(r0, r0, r3)
+    mov(r3, 1)
+    lsl(r3, r3, 14)
+    add(r0, r0, r3)
+    asr(r0, r0, 15)
+    label(produced)
     neg(r2, r2)  # e = -s: TFLM's RoundingDivideByPOT by 2**e, half away from zero
     beq(rounded)
     sub(r3, r2, 1)
@@ -370,6 +363,31 @@ def conv8(r0):
     data(2, 0x9004)  # str r0, [sp, #16]
     beq(blocks)
     b(block)
+    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products
+    data(2, 0xB283)  # uxth r3, r0: xl
+    asr(r0, r0, 16)  # xh
+    data(2, 0xB28C)  # uxth r4, r1: ml
+    lsr(r1, r1, 16)  # mh
+    mov(r5, r3)
+    mul(r5, r4)  # xl ml: the low word
+    mul(r4, r0)  # xh ml
+    mul(r3, r1)  # xl mh
+    mul(r0, r1)  # xh mh: the high word
+    mov(r1, 1)
+    lsl(r1, r1, 14)
+    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
+    lsl(r1, r4, 16)
+    asr(r4, r4, 16)
+    add(r5, r5, r1)
+    adc(r0, r4)
+    lsl(r1, r3, 16)
+    lsr(r3, r3, 16)
+    add(r5, r5, r1)
+    adc(r0, r3)
+    lsl(r0, r0, 1)
+    lsr(r5, r5, 31)
+    orr(r0, r5)
+    b(produced)
     label(left)  # s > 0: acc << s (wraps as TFLM's int32 product does), no rounding shift
     lsl(r0, r2)
     mov(r2, 0)
@@ -525,31 +543,24 @@ def dw4(r0):
     cmp(r2, 0)
     bgt(left)
     label(product)
-    # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0) from
-    # four 16 x 16-bit products: acc = xh 2**16 + xl (xh signed), m = mh 2**16 + ml
-    data(2, 0xB283)  # uxth r3, r0: xl
-    asr(r0, r0, 16)  # xh
+    # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0), m =
+    # mh 2**16 + ml: for -2**15 <= acc < 2**15 (most outputs) from two products,
+    # (acc mh + 2**14 + (acc ml >> 16)) >> 15 (acc ml fits int32), else from four (wide)
+    asr(r3, r0, 15)
+    add(r3, 1)
+    cmp(r3, 1)
+    bhi(wide)
+    lsr(r3, r1, 16)  # mh
     data(2, 0xB28C)  # uxth r4, r1: ml
-    lsr(r1, r1, 16)  # mh
-    mov(r5, r3)
-    mul(r5, r4)  # xl ml: the low word
-    mul(r4, r0)  # xh ml
-    mul(r3, r1)  # xl mh
-    mul(r0, r1)  # xh mh: the high word
-    mov(r1, 1)
-    lsl(r1, r1, 14)
-    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
-    lsl(r1, r4, 16)
-    asr(r4, r4, 16)
-    add(r5, r5, r1)
-    adc(r0, r4)
-    lsl(r1, r3, 16)
-    lsr(r3, r3, 16)
-    add(r5, r5, r1)
-    adc(r0, r3)
-    lsl(r0, r0, 1)
-    lsr(r5, r5, 31)
-    orr(r0, r5)
+    mul(r3, r0)
+    mul(r0, r4)
+    asr(r0, r0, 16)
+    add(r0, r0, r3)
+    mov(r3, 1)
+    lsl(r3, r3, 14)
+    add(r0, r0, r3)
+    asr(r0, r0, 15)
+    label(produced)
     neg(r2, r2)  # e = -s: TFLM's RoundingDivideByPOT by 2**e, half away from zero
     beq(rounded)
     sub(r3, r2, 1)
@@ -584,6 +595,31 @@ def dw4(r0):
     cmp(r1, r2)
     bge(groups)
     b(group)
+    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products
+    data(2, 0xB283)  # uxth r3, r0: xl
+    asr(r0, r0, 16)  # xh
+    data(2, 0xB28C)  # uxth r4, r1: ml
+    lsr(r1, r1, 16)  # mh
+    mov(r5, r3)
+    mul(r5, r4)  # xl ml: the low word
+    mul(r4, r0)  # xh ml
+    mul(r3, r1)  # xl mh
+    mul(r0, r1)  # xh mh: the high word
+    mov(r1, 1)
+    lsl(r1, r1, 14)
+    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
+    lsl(r1, r4, 16)
+    asr(r4, r4, 16)
+    add(r5, r5, r1)
+    adc(r0, r4)
+    lsl(r1, r3, 16)
+    lsr(r3, r3, 16)
+    add(r5, r5, r1)
+    adc(r0, r3)
+    lsl(r0, r0, 1)
+    lsr(r5, r5, 31)
+    orr(r0, r5)
+    b(produced)
     label(left)  # s > 0: acc << s (wraps as TFLM's int32 product does), no rounding shift
     lsl(r0, r2)
     mov(r2, 0)

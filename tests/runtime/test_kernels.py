@@ -433,12 +433,12 @@ def test_requant_channels_cycle_and_header():
 
 # --- conv / depthwise -------------------------------------------------------------------------
 
-def conv_case(r, dw):
+def conv_case(r, dw, asm=False):
     while True:
         h, w = r.int(1, 6), r.int(1, 6)
         if dw:
-            c = r.pick((1, 2, 3, 4, 4, 8, 12))  # (4 n channels, multiplier 1: the assembler's dw4)
-            mult = r.pick((1, 1, 2, 3))
+            c = r.pick((4, 8, 12) if asm else (1, 2, 3, 4, 4, 8, 12))  # (4 n channels, multiplier 1: dw4)
+            mult = 1 if asm else r.pick((1, 1, 2, 3))
             oc, cpg, opg = c * mult, 1, mult
         else:
             g = r.pick((1, 1, 1, 2, 3))
@@ -464,11 +464,14 @@ STRIDES = {  # (WSO, WSY, WSX, WSC) as functions of (oc, kh, kw, cpg): the kerne
 }
 
 
-def check_conv(seed, dw):
+def check_conv(seed, dw, fine=False):
+    """fine: every output's requantization in the kernels' own (dw4's, conv8's where the
+    assembler runs): multipliers below 2**22 and shifts 0..-2 put mbqm()'s value, rounding bits
+    included, inside the int8 range for accumulators around +-2**15 and +-2**16."""
     r = Lcg(seed)
     for case in range(CASES):
-        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, dw)
-        layout = r.pick(("1hwo", "o1hw") if dw else ("ohwi", "oihw", "ohwi8"))
+        h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, dw, fine)
+        layout = "1hwo" if fine and dw else "ohwi8" if fine else r.pick(("1hwo", "o1hw") if dw else ("ohwi", "oihw", "ohwi8"))
         if layout == "ohwi8":  # outputs in blocks of 8 (WB 3): the assembler's conv8 with groups 1
             opg = 8 * r.int(1, 2)
             oc = (c // cpg) * opg
@@ -486,11 +489,15 @@ def check_conv(seed, dw):
         taps = kh * kw * cpg * 128 * 255
         hasb = r.next() % 3 != 0
         mq = mq_for(r, oc, taps + 65536)
+        if fine:
+            mq = [r.pick((0, 1, 1 << 21)) if r.chance(8) else r.int(0, 1 << 22) for _ in range(oc)]
+            mq += [r.int(-2, 0) for _ in range(oc)]
+            hasb = True
         bias = []
         for o in range(oc):
             if not hasb:
                 bias.append(0)
-            elif mq[oc + o] > 0 or r.chance(2):
+            elif fine or mq[oc + o] > 0 or r.chance(2):
                 bias.append(r.int(-65536, 65536))
             else:  # near the int32 limits, leaving room for the taps
                 big = INT32_MAX - taps
@@ -539,6 +546,14 @@ def test_conv():
 
 def test_depthwise():
     check_conv(11, True)
+
+
+def test_conv_requantizes_exactly():
+    check_conv(12, False, fine=True)
+
+
+def test_depthwise_requantizes_exactly():
+    check_conv(13, True, fine=True)
 
 
 def ref_mbqm64(x, m, s):
