@@ -317,7 +317,7 @@ def leakyrelu(ins, kv, qin, tensors):
 def slice_(ins, kv, qin, tensors):
     x = ins[0]
     stride = kv.get("stride", (1,) * x.ndim)
-    return x[tuple(slice(b, e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
+    return x[tuple(slice(b, None if e < 0 else e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
 
 
 def transpose(ins, kv, qin, tensors):

@@ -1,9 +1,17 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH (docs/OPS.md): converted from
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2 (docs/OPS.md): converted from
 the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
 room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
 per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+import numpy as np
+
 from ..ir import Node
+
+# the tensor types taken for each builtin converted here (proven against TFLM's interpreter:
+# tests/host/test_tflite_moves*.py)
+TYPES = {
+    "REVERSE_V2": "int8 int16 int32 float32",
+}
 
 
 def _axis(r, i, rank):
@@ -18,19 +26,20 @@ def _axis(r, i, rank):
 
 
 def piece(r, x, shape, out, begin, end, stride=None):
-    """Output tensor `out` = x[begin:end:stride] (x of TFLite shape `shape`, every axis given):
+    """Output tensor `out` = x[begin:end:stride] (x of TFLite shape `shape`, every axis given; a
+    negative stride walks the axis backwards from begin down to end + 1, end >= -1):
     a slice of the board's value (a leading batch 1 left out), reshaped (no copy) where the
     output's shape is another (UNPACK's dropped axis, a leading 1)."""
     stride = stride or [1] * len(shape)
     if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
         begin, end, stride = begin[1:], end[1:], stride[1:]
-    if any(hi <= lo for lo, hi in zip(begin, end)):
+    if any(hi <= lo if s > 0 else lo <= hi for lo, hi, s in zip(begin, end, stride)):
         raise r.err("an empty slice")
     y = r.define(out)
     if x in r.ir.q and r.ir.q.get(y) != r.ir.q[x]:
         raise r.err("output %s quantized %s, the input %s: the op moves codes, both need one" % (
             y, r.ir.q.get(y), r.ir.q[x]))
-    natural = tuple((hi - lo + s - 1) // s for lo, hi, s in zip(begin, end, stride))
+    natural = tuple((hi - lo + s - 1) // s if s > 0 else (lo - hi - s - 1) // -s for lo, hi, s in zip(begin, end, stride))
     attrs = dict(begin=tuple(begin), end=tuple(end), stride=tuple(stride) if any(s != 1 for s in stride) else None)
     if natural == tuple(r.ir.shapes[y]):
         r.ir.nodes.append(Node("slice", [x], y, r.what, **{k: v for k, v in attrs.items() if v is not None}))
@@ -172,6 +181,24 @@ def op_TRANSPOSE(r):
     elif len(perm) == 4:
         raise r.err("a transpose that moves the batch dimension")
     r.emit("transpose", [x], perm=tuple(perm))
+
+
+def op_REVERSE_V2(r):
+    x = r.value(r.ins[0])
+    shape = r.tensor(r.ins[0])[1]
+    axes = r.data(r.ins[1])
+    if axes is None or axes.ndim != 1 or axes.dtype != np.int32:
+        raise r.err("the axes must be a constant int32 vector")
+    axes = sorted(int(a) + len(shape) if a < 0 else int(a) for a in axes)
+    if any(not 0 <= a < len(shape) for a in axes) or len(set(axes)) != len(axes):
+        raise r.err("axes %s outside the input's %d dimensions" % (axes, len(shape)))
+    if axes and axes[-1] - axes[0] != len(axes) - 1:  # (TFLM's kernel refuses them too)
+        raise r.err("axes %s: not contiguous" % axes)
+    if list(r.tensor(r.outs[0])[1]) != list(shape):
+        raise r.err("output of shape %s for an input of shape %s" % (list(r.tensor(r.outs[0])[1]), list(shape)))
+    backwards = [d in axes and n > 1 for d, n in enumerate(shape)]
+    piece(r, x, shape, r.outs[0], [n - 1 if b else 0 for n, b in zip(shape, backwards)],
+          [-1 if b else n for n, b in zip(shape, backwards)], [-1 if b else 1 for b in backwards])
 
 
 def op_DEPTH_TO_SPACE(r):

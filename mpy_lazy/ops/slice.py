@@ -1,4 +1,4 @@
-# slice (TFLite's STRIDED_SLICE with positive strides, ONNX's Slice), transpose (a permutation
+# slice (TFLite's STRIDED_SLICE, REVERSE_V2 (stride -1), ONNX's Slice), transpose (a permutation
 # of the H, W, C axes: TFLite's TRANSPOSE, ONNX's Transpose), depth2space and space2depth
 # (block=b: TFLite's DEPTH_TO_SPACE and SPACE_TO_DEPTH of an H, W, C value, the channels in
 # TFLite's order): data movement only, move records of up to three nested loops (one; b x b for
@@ -34,10 +34,12 @@ class Op(Base):
             shape = []
             for d in range(nd):
                 b, e, st = begin[d], end[d], stride[d]
-                if not 0 <= b < e <= x.shape[d] or not 1 <= st <= 65535:
+                if not (0 <= b < e <= x.shape[d] and 1 <= st <= 65535 or
+                        -1 <= e < b < x.shape[d] and -65535 <= st <= -1):
                     raise self.fail("axis %d: begin %d, end %d, stride %d outside 0 <= begin < end <= %d, "
-                                    "stride >= 1" % (d, b, e, st, x.shape[d]), "begin")
-                shape.append((e - b + st - 1) // st)
+                                    "stride >= 1 (or %d > begin > end >= -1, stride <= -1: backwards)"
+                                    % (d, b, e, st, x.shape[d], x.shape[d]), "begin")
+                shape.append((e - b + st - 1) // st if st > 0 else (b - e - st - 1) // -st)
             self.spec = (tuple(begin), tuple(stride))
         else:
             perm = kv["perm"]

@@ -1529,6 +1529,23 @@ def test_move_and_fill():
                 return (lambda: run_record(mod, "move", a, (), kinds.MOVE, fields)), a
 
             run_each(build, want, "move case %d es %d %s" % (case, es, fields))
+            # the same elements with the source's rows and columns and the destination's planes
+            # walked backwards (negative strides: REVERSE_V2, slices of stride -1)
+            back = [so + es * ((rows - 1) * ss + (cols - 1) * sj), do + es * (planes - 1) * pds, rows, cols,
+                    -ss, -sj, ds, dj, es, planes, pss, -pds]
+            want = list(ar.init)
+            for q in range(planes):
+                for i in range(rows):
+                    for j in range(cols):
+                        for b in range(es):
+                            d = do + es * ((planes - 1 - q) * pds + i * ds + j * dj) + b
+                            want[d] = ar.init[so + es * (q * pss + (rows - 1 - i) * ss + (cols - 1 - j) * sj) + b]
+
+            def build_back(mod):
+                a = ar.fresh()
+                return (lambda: run_record(mod, "move", a, (), kinds.MOVE, back)), a
+
+            run_each(build_back, want, "move backwards case %d es %d %s" % (case, es, back))
         # put(): between two buffers, element indices
         src = i8s(r, n_src + r.int(0, 4))
         dst0 = i8s(r, n_dst + r.int(0, 4))
