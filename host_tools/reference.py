@@ -11,7 +11,8 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth",
+            "broadcast")
 
 
 def run(text, tensors, *inputs, state=None):
@@ -318,6 +319,10 @@ def slice_(ins, kv, qin, tensors):
     x = ins[0]
     stride = kv.get("stride", (1,) * x.ndim)
     return x[tuple(slice(b, None if e < 0 else e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
+
+
+def broadcast(ins, kv, qin, tensors):
+    return np.broadcast_to(ins[0], kv["shape"])
 
 
 def transpose(ins, kv, qin, tensors):
@@ -749,4 +754,5 @@ _OPS = {
     "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
     "layernorm": layernorm,
     "groupnorm": groupnorm,
+    "broadcast": broadcast,
 }

@@ -47,6 +47,8 @@ OPTIONS = {
     "MIRROR_PAD": ("MirrorPadOptions", False), "DEPTH_TO_SPACE": ("DepthToSpaceOptions", True),
     "SPACE_TO_DEPTH": ("SpaceToDepthOptions", True),
     "REVERSE_V2": ("ReverseV2Options", False),
+    "BROADCAST_TO": ("BroadcastToOptions", False),
+    "BROADCAST_ARGS": (None, False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -59,7 +61,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
-         "REVERSE_V2": (2, 2)}
+         "REVERSE_V2": (2, 2),
+         "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -74,14 +77,16 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "EXPAND_DIMS": ((1,), ("INT32", "INT64")), "SLICE": ((1, 2), ("INT32", "INT64")),
             "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
             "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64")),
-            "REVERSE_V2": ((1,), ("INT32",))}
+            "REVERSE_V2": ((1,), ("INT32",)),
+            "BROADCAST_TO": ((1,), ("INT32", "INT64"))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
+                 "BROADCAST_TO")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -290,7 +295,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST",) and (name, typ(y)) != ("QUANTIZE", "UINT8"):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS") and (name, typ(y)) != ("QUANTIZE", "UINT8"):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)

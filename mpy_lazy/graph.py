@@ -75,6 +75,7 @@ OPS = {
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
+    "broadcast": (("x", "y", "shape"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

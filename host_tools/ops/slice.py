@@ -1,5 +1,5 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2 (docs/OPS.md): converted from
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2, BROADCAST_TO (docs/OPS.md): converted from
 the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
 room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
 per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
@@ -11,6 +11,8 @@ from ..ir import Node
 # tests/host/test_tflite_moves*.py)
 TYPES = {
     "REVERSE_V2": "int8 int16 int32 float32",
+    "BROADCAST_TO": "int8 int16 int32 float32",
+    "BROADCAST_ARGS": "int32 int64",
 }
 
 
@@ -199,6 +201,21 @@ def op_REVERSE_V2(r):
     backwards = [d in axes and n > 1 for d, n in enumerate(shape)]
     piece(r, x, shape, r.outs[0], [n - 1 if b else 0 for n, b in zip(shape, backwards)],
           [-1 if b else n for n, b in zip(shape, backwards)], [-1 if b else 1 for b in backwards])
+
+
+def op_BROADCAST_TO(r):
+    x = r.value(r.ins[0])
+    shape = r._broadcast_shape(r.tensor(r.ins[0])[1])
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    n = r.emit("broadcast", [x])
+    n.attrs["shape"] = tuple(r.ir.shapes[n.y])  # (the board's: a batch of 1 left out)
+
+
+def op_BROADCAST_ARGS(r):
+    raise r.err("the shapes must be constants or computed from static shapes (SHAPE): "
+                "the board computes no shapes")
 
 
 def op_DEPTH_TO_SPACE(r):

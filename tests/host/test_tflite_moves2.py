@@ -1,5 +1,6 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
-REVERSE_V2 (backward moves), each on the types TFLM's kernel takes that the board has, in
+REVERSE_V2 (backward moves), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+time), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
 CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
@@ -16,10 +17,13 @@ pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
 from host_util import cli, kernel_path, tensors_of  # noqa: E402,F401 (cli: a fixture)
-from test_tflite_elem import _opts  # noqa: E402
-from test_tflite_moves import OP, _ints, expect, on_board, one  # noqa: E402
+from test_tflite_elem import TYPES, _opts  # noqa: E402
+from test_tflite_moves import OP, _ints, _save, expect, on_board, one  # noqa: E402
 
 from mpy_lazy import model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+TYPES.setdefault("i64", (S.TensorType.INT64, np.int64))
 
 
 def cases_of(dt):
@@ -28,7 +32,39 @@ def cases_of(dt):
                         ([0, 1], (3, 4, 5)), ([2, 3], (1, 3, 4, 5))):
         out["reverse%s_%dd" % ("".join(str(a % len(shape)) for a in axes), len(shape))] = one(
             OP.REVERSE_V2, dt, shape, [shape], [_ints(axes)])
+    for x, y in (((1, 1, 5), (1, 3, 4, 5)), ((1, 4, 1), (1, 2, 4, 3)), ((3, 1), (1, 2, 3, 4)), ((1,), (7,)),
+                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5))):
+        out["broadcast_to_%s" % "x".join(map(str, y))] = one(OP.BROADCAST_TO, dt, x, [y], [_ints(y)])
+    out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
+                                        [(np.int64([1, 2, 3]), "i64", None)])
+    out["broadcast_args"] = broadcast_args(dt)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def broadcast_args(dt):
+    """RESHAPE to the shape BROADCAST_ARGS computes from two constant shapes (folded at pack
+    time; TFLM computes it at every invoke)."""
+    data, xs = one(OP.RESHAPE, dt, (1, 2, 6), [(3, 4)], [_ints([3, 4])])
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    shape_t = sg.operators[0].inputs[1]
+    m.buffers[sg.tensors[shape_t].buffer].data = None  # computed now
+    ops = []
+    for v in ([3, 1], [4]):
+        t = S.TensorT()
+        t.shape, t.type, t.name, t.buffer = [len(v)], S.TensorType.INT32, "s%d" % len(sg.tensors), len(m.buffers)
+        b = S.BufferT()
+        b.data = list(_ints(v).tobytes())
+        m.buffers.append(b)
+        sg.tensors.append(t)
+        ops.append(len(sg.tensors) - 1)
+    code = S.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = OP.BROADCAST_ARGS, 127, 1
+    m.operatorCodes.append(code)
+    op = S.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 1, ops, [shape_t]
+    sg.operators.insert(0, op)
+    return _save(m), xs
 
 
 def models():
@@ -82,6 +118,12 @@ REFUSED = {
                       ("operator 0 (REVERSE_V2)", "axes [1, 3]: not contiguous")),
     "reverse_axis": (one(OP.REVERSE_V2, "i8", (1, 3, 4), [(1, 3, 4)], [_ints([3])])[0],
                      ("(REVERSE_V2)", "axes [3] outside")),
+    "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
+                         ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
+    "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
+                            ("(BROADCAST_TO)", "output of shape [1, 2, 4] for shape [1, 3, 4]")),
+    "broadcast_to_6d": (one(OP.BROADCAST_TO, "i8", (1, 4), [(1, 1, 1, 1, 1, 4)], [_ints([1, 1, 1, 1, 1, 4])])[0],
+                        ("(BROADCAST_TO)", "up to 5 dimensions")),
 }
 
 
@@ -96,3 +138,34 @@ def test_malformed_moves_are_refused(cli, tmp_path, name):
     for w in words:
         assert w in line, (w, line)
     assert not out.exists()
+
+
+def test_broadcast_args_of_shapes_that_do_not_broadcast_is_refused(cli, tmp_path):
+    """BROADCAST_ARGS folded at pack time: shapes that do not broadcast (TFLM's kernel stops
+    on its CHECK) refused naming the operator."""
+    data, _ = broadcast_args("i8")
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    m.buffers[sg.tensors[sg.operators[0].inputs[0]].buffer].data = list(_ints([3, 3]).tobytes())
+    src = tmp_path / "args.tflite"
+    src.write_bytes(_save(m))
+    line = cli.fails("pack", src, "-o", tmp_path / "args.mpyl")
+    assert "operator 0 (BROADCAST_ARGS)" in line and "shapes [3, 3] and [1, 4] do not broadcast" in line, line
+
+
+@pytest.mark.parametrize("line, words", [
+    ("broadcast x=x y=y shape=3,4", ("shape=3,4: (2, 3) does not broadcast to it",)),
+    ("broadcast x=x y=y shape=3", ("shape=3: (2, 3) does not broadcast to it",)),
+    ("slice x=x y=y begin=1,0 end=1,3 stride=-1,1", ("axis 0: begin 1, end 1, stride -1",)),
+    ("slice x=x y=y begin=2,0 end=-1,3 stride=-1,1", ("axis 0: begin 2, end -1, stride -1",)),
+])
+def test_move_description_refused(line, words):
+    """The graph description's broadcast and backward slices: each bad key refused in one line
+    naming it."""
+    from mpy_lazy import ContainerError
+    from mpy_lazy.model import Model
+
+    with pytest.raises(ContainerError) as e:
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
