@@ -11,6 +11,7 @@ from ..ir import Node
 # tests/host/test_tflite_moves*.py)
 TYPES = {
     "REVERSE_V2": "int8 int16 int32 float32",
+    "TRANSPOSE": "int8 int16 float32",
     "BROADCAST_TO": "int8 int16 int32 float32",
     "BROADCAST_ARGS": "int32 int64",
 }
@@ -174,15 +175,55 @@ def op_STRIDED_SLICE(r):
 def op_TRANSPOSE(r):
     x = r.value(r.ins[0])
     perm = r.data(r.ins[1])
-    if perm is None:
-        raise r.err("the permutation must be a constant")
+    shape = r.tensor(r.ins[0])[1]
+    if perm is None or perm.dtype != np.int32:  # (TFLM reads the permutation as int32 whatever its type)
+        raise r.err("the permutation must be a constant int32")
     perm = [int(v) for v in perm.reshape(-1)]
-    _, shape, _, _, _, _ = r.tensor(r.ins[0])
-    if len(perm) == 4 and int(shape[0]) == 1 and perm[0] == 0:  # the batch stays first
-        perm = [v - 1 for v in perm[1:]]
-    elif len(perm) == 4:
-        raise r.err("a transpose that moves the batch dimension")
-    r.emit("transpose", [x], perm=tuple(perm))
+    if sorted(perm) != list(range(len(shape))) or len(shape) > 5:
+        raise r.err("perm %s: a permutation of the input's %d dimensions (up to 5)" % (perm, len(shape)))
+    want = [shape[d] for d in perm]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    # the axes that move: axes of 1 left out, and input axes that stay neighbours in the
+    # output merged (the elements' order is row-major either way)
+    kept = [d for d in perm if shape[d] > 1]
+    groups = []  # runs of input axes, in output order
+    for d in kept:
+        if groups and d > groups[-1][-1] and all(shape[e] == 1 for e in range(groups[-1][-1] + 1, d)):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])  # the groups in input order
+    sizes = [int(np.prod([shape[d] for d in groups[g]])) for g in order]
+    if len(groups) > 3:
+        raise r.err("perm %s of shape %s moves %d groups of axes: the board's values have 3" % (perm, shape, len(groups)))
+    if order == sorted(order):  # nothing moves: the bytes stay
+        n = r.emit("reshape", [x])
+        n.attrs["shape"] = r.ir.shapes[n.y]
+        return
+    if tuple(r.ir.shapes[x]) != tuple(sizes):
+        mid = "%s.t" % x
+        r.ir.shapes[mid] = tuple(sizes)
+        for table in (r.ir.q, r.ir.dtypes):
+            if x in table:
+                table[mid] = table[x]
+        r.ir.nodes.append(Node("reshape", [x], mid, r.what, shape=tuple(sizes)))
+        x = mid
+    tperm = tuple(order.index(g) for g in range(len(groups)))
+    y = r.define(r.outs[0])
+    if tuple(r.ir.shapes[y]) == tuple(sizes[i] for i in tperm):
+        r.ir.nodes.append(Node("transpose", [x], y, r.what, perm=tperm))
+        return
+    mid = "%s.t" % y
+    r.ir.shapes[mid] = tuple(sizes[i] for i in tperm)
+    for table in (r.ir.q, r.ir.dtypes):
+        if y in table:
+            table[mid] = table[y]
+    r.ir.nodes.append(Node("transpose", [x], mid, r.what, perm=tperm))
+    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
 
 
 def op_REVERSE_V2(r):

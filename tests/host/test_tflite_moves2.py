@@ -1,5 +1,5 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
-REVERSE_V2 (backward moves), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+REVERSE_V2 (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
 time), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
@@ -38,6 +38,12 @@ def cases_of(dt):
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
     out["broadcast_args"] = broadcast_args(dt)
+    for shape, perm in (((1, 4, 5, 6), (0, 2, 1, 3)), ((1, 4, 5, 6), (0, 3, 1, 2)), ((1, 1, 5, 6), (1, 0, 3, 2)),
+                        ((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 2, 0)), ((1, 3, 4), (0, 2, 1)),
+                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3))):
+        if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
+            out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
+                OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -118,6 +124,12 @@ REFUSED = {
                       ("operator 0 (REVERSE_V2)", "axes [1, 3]: not contiguous")),
     "reverse_axis": (one(OP.REVERSE_V2, "i8", (1, 3, 4), [(1, 3, 4)], [_ints([3])])[0],
                      ("(REVERSE_V2)", "axes [3] outside")),
+    "transpose_i64_perm": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 4, 3)], [(np.int64([0, 2, 1]), "i64", None)])[0],
+                           ("(TRANSPOSE)", "the permutation must be a constant int32")),
+    "transpose_output": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 3, 4)], [_ints([0, 2, 1])])[0],
+                         ("(TRANSPOSE)", "output of shape [1, 3, 4], the op computes [1, 4, 3]")),
+    "transpose_perm": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 4, 3)], [_ints([0, 2, 2])])[0],
+                       ("(TRANSPOSE)", "perm [0, 2, 2]: a permutation")),
     "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
                          ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
     "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
