@@ -49,6 +49,8 @@ OPTIONS = {
     "REVERSE_V2": ("ReverseV2Options", False),
     "BROADCAST_TO": ("BroadcastToOptions", False),
     "BROADCAST_ARGS": (None, False),
+    "SPACE_TO_BATCH_ND": ("SpaceToBatchNDOptions", False),
+    "BATCH_TO_SPACE_ND": ("BatchToSpaceNDOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -62,7 +64,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
          "REVERSE_V2": (2, 2),
-         "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2)}
+         "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2),
+         "SPACE_TO_BATCH_ND": (3, 3), "BATCH_TO_SPACE_ND": (3, 3)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -78,7 +81,8 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
             "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64")),
             "REVERSE_V2": ((1,), ("INT32",)),
-            "BROADCAST_TO": ((1,), ("INT32", "INT64"))}
+            "BROADCAST_TO": ((1,), ("INT32", "INT64")),
+            "SPACE_TO_BATCH_ND": ((1, 2), ("INT32",)), "BATCH_TO_SPACE_ND": ((1, 2), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images

@@ -37,6 +37,8 @@ ROOMS = {
     "REVERSE_V2": "slice",
     "BROADCAST_TO": "slice",
     "BROADCAST_ARGS": "slice",
+    "SPACE_TO_BATCH_ND": "slice",
+    "BATCH_TO_SPACE_ND": "slice",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

@@ -1,5 +1,6 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2, BROADCAST_TO (docs/OPS.md): converted from
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2, BROADCAST_TO,
+SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND (docs/OPS.md): converted from
 the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
 room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
 per output. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
@@ -12,6 +13,8 @@ from ..ir import Node
 TYPES = {
     "REVERSE_V2": "int8 int16 int32 float32",
     "TRANSPOSE": "int8 int16 float32",
+    "SPACE_TO_BATCH_ND": "int8 float32",
+    "BATCH_TO_SPACE_ND": "int8 float32",
     "BROADCAST_TO": "int8 int16 int32 float32",
     "BROADCAST_ARGS": "int32 int64",
 }
@@ -26,6 +29,23 @@ def _axis(r, i, rank):
     if not -rank <= a < rank:
         raise r.err("axis %d outside the input's %d dimensions" % (a, rank))
     return a % rank
+
+
+def _mid(r, like, name, shape):
+    """A value `name` of `shape` between two nodes of one op, of `like`'s dtype and q."""
+    r.ir.shapes[name] = tuple(shape)
+    for table in (r.ir.q, r.ir.dtypes):
+        if like in table:
+            table[name] = table[like]
+    return name
+
+
+def _chain(r, x, steps, y):
+    """Nodes [(op, attrs, shape)] from value x, the last one's output y (its shape the output's)."""
+    for k, (op, attrs, shape) in enumerate(steps):
+        out = y if k == len(steps) - 1 else _mid(r, x, "%s.%d" % (y, k), shape)
+        r.ir.nodes.append(Node(op, [x], out, r.what, **attrs))
+        x = out
 
 
 def piece(r, x, shape, out, begin, end, stride=None):
@@ -47,13 +67,8 @@ def piece(r, x, shape, out, begin, end, stride=None):
     if natural == tuple(r.ir.shapes[y]):
         r.ir.nodes.append(Node("slice", [x], y, r.what, **{k: v for k, v in attrs.items() if v is not None}))
         return
-    mid = "%s.s" % y
-    r.ir.shapes[mid] = natural
-    for table in (r.ir.q, r.ir.dtypes):
-        if y in table:
-            table[mid] = table[y]
-    r.ir.nodes.append(Node("slice", [x], mid, r.what, **{k: v for k, v in attrs.items() if v is not None}))
-    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
+    _chain(r, x, [("slice", {k: v for k, v in attrs.items() if v is not None}, natural),
+                  ("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y])], y)
 
 
 def _split(r, x, shape, axis, sizes):
@@ -204,26 +219,14 @@ def op_TRANSPOSE(r):
         n = r.emit("reshape", [x])
         n.attrs["shape"] = r.ir.shapes[n.y]
         return
-    if tuple(r.ir.shapes[x]) != tuple(sizes):
-        mid = "%s.t" % x
-        r.ir.shapes[mid] = tuple(sizes)
-        for table in (r.ir.q, r.ir.dtypes):
-            if x in table:
-                table[mid] = table[x]
-        r.ir.nodes.append(Node("reshape", [x], mid, r.what, shape=tuple(sizes)))
-        x = mid
     tperm = tuple(order.index(g) for g in range(len(groups)))
     y = r.define(r.outs[0])
-    if tuple(r.ir.shapes[y]) == tuple(sizes[i] for i in tperm):
-        r.ir.nodes.append(Node("transpose", [x], y, r.what, perm=tperm))
-        return
-    mid = "%s.t" % y
-    r.ir.shapes[mid] = tuple(sizes[i] for i in tperm)
-    for table in (r.ir.q, r.ir.dtypes):
-        if y in table:
-            table[mid] = table[y]
-    r.ir.nodes.append(Node("transpose", [x], mid, r.what, perm=tperm))
-    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
+    moved = tuple(sizes[i] for i in tperm)
+    steps = [("reshape", dict(shape=tuple(sizes)), sizes)] if tuple(r.ir.shapes[x]) != tuple(sizes) else []
+    steps.append(("transpose", dict(perm=tperm), moved))
+    if tuple(r.ir.shapes[y]) != moved:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
 
 
 def op_REVERSE_V2(r):
@@ -257,6 +260,75 @@ def op_BROADCAST_TO(r):
 def op_BROADCAST_ARGS(r):
     raise r.err("the shapes must be constants or computed from static shapes (SHAPE): "
                 "the board computes no shapes")
+
+
+def _batch_space(r, crops_name):
+    """SPACE_TO_BATCH_ND's and BATCH_TO_SPACE_ND's input, block and paddings (crops), checked
+    as TFLM's Prepare checks them: 3-D (B, W, C), or 4-D (B, H, W, C) whose blocks are all 1
+    (other 4-D forms have a batch beyond 1 on one side, which the board's values lack)."""
+    shape = r.tensor(r.ins[0])[1]
+    block, pads = r.data(r.ins[1]), r.data(r.ins[2])
+    if not 3 <= len(shape) <= 4:
+        raise r.err("input shape %s: the op takes 3 or 4 dimensions" % (shape,))
+    n = len(shape) - 2
+    if block is None or pads is None or block.shape != (n,) or pads.shape != (n, 2):
+        raise r.err("block_shape and %s must be constants of shapes [%d] and [%d, 2]" % (crops_name, n, n))
+    block, pads = [int(v) for v in block], [[int(a), int(b)] for a, b in pads]
+    if any(b < 1 for b in block) or any(v < 0 for p in pads for v in p):
+        raise r.err("block_shape %s, %s %s: blocks >= 1, sizes >= 0" % (block, crops_name, pads))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    return shape, block, pads
+
+
+def op_SPACE_TO_BATCH_ND(r):
+    x = r.value(r.ins[0])
+    shape, block, pads = _batch_space(r, "paddings")
+    padded = [n + a + b for n, (a, b) in zip(shape[1:-1], pads)]
+    if shape[0] != 1 or any(n % b for n, b in zip(padded, block)):
+        raise r.err("input shape %s padded by %s to %s: batch 1 and sizes multiples of block_shape %s"
+                    % (shape, pads, padded, block))
+    want = [int(np.prod(block))] + [n // b for n, b in zip(padded, block)] + [shape[-1]]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if any(v for p in pads for v in p):
+        raise r.err("paddings %s: TFLM's kernel pads with a value it never sets (its "
+                    "SpaceToBatchParams.output_offset: the arena's bytes), so no answer is TFLM's" % pads)
+    y = r.define(r.outs[0])
+    steps = []
+    if len(shape) == 3 and block[0] > 1:  # (W', C) as (W' / b, b, C), then (b, W' / b, C)
+        steps.append(("reshape", dict(shape=(want[1], block[0], shape[-1])), (want[1], block[0], shape[-1])))
+        steps.append(("transpose", dict(perm=(1, 0, 2)), tuple(want)))
+    if tuple(r.ir.shapes[y]) != (steps[-1][2] if steps else r.ir.shapes[x]) or not steps:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
+
+
+def op_BATCH_TO_SPACE_ND(r):
+    x = r.value(r.ins[0])
+    shape, block, crops = _batch_space(r, "crops")
+    full = [n * b for n, b in zip(shape[1:-1], block)]
+    want = [shape[0] // int(np.prod(block))] + [n - a - b for n, (a, b) in zip(full, crops)] + [shape[-1]]
+    if shape[0] != int(np.prod(block)) or any(n < 1 for n in want):
+        raise r.err("input shape %s, block_shape %s, crops %s: a batch of block_shape's product, crops "
+                    "smaller than the sizes" % (shape, block, crops))
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    y = r.define(r.outs[0])
+    steps = []
+    if len(shape) == 3 and block[0] > 1:  # (b, w, C) as (w, b, C), then (w b, C)
+        steps.append(("transpose", dict(perm=(1, 0, 2)), (shape[1], block[0], shape[2])))
+        steps.append(("reshape", dict(shape=(full[0], shape[2])), (full[0], shape[2])))
+    size = tuple(full) + (shape[-1],)
+    if any(v for c in crops for v in c):
+        begin = tuple(a for a, _ in crops) + (0,)
+        steps.append(("slice", dict(begin=begin, end=tuple(n - b for n, (_, b) in zip(full, crops)) + (shape[-1],)),
+                      tuple(want[1:])))
+        size = tuple(want[1:])
+    if tuple(r.ir.shapes[y]) != size or not steps:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
 
 
 def op_DEPTH_TO_SPACE(r):

@@ -1,6 +1,6 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
 REVERSE_V2 (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
-time), each on the types TFLM's kernel takes that the board has, in
+time), SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (reshape, transpose, crop), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
 CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
@@ -44,6 +44,19 @@ def cases_of(dt):
         if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
             out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
                 OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
+    if dt in ("i8", "f32"):  # (TFLM's SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND take int8 and float32)
+        for b, pads, (w, c) in ((2, [0, 0], (6, 3)), (3, [0, 0], (6, 2)), (2, [1, 2], (5, 3)), (1, [2, 1], (4, 3)),
+                                (4, [3, 1], (4, 2))):
+            wp = (w + sum(pads)) // b
+            if not sum(pads):  # (padding: refused, see below)
+                out["space_to_batch%d" % b] = one(OP.SPACE_TO_BATCH_ND, dt, (1, w, c), [(b, wp, c)],
+                                                  [_ints([b]), _ints([pads])])
+            out["batch_to_space%d_%d%d" % (b, pads[0], pads[1])] = one(
+                OP.BATCH_TO_SPACE_ND, dt, (b, wp, c), [(1, w, c)], [_ints([b]), _ints([pads])])
+        out["space_to_batch_4d"] = one(OP.SPACE_TO_BATCH_ND, dt, (1, 3, 4, 2), [(1, 3, 4, 2)],
+                                       [_ints([1, 1]), _ints([[0, 0], [0, 0]])])
+        out["batch_to_space_4d"] = one(OP.BATCH_TO_SPACE_ND, dt, (1, 5, 5, 2), [(1, 3, 4, 2)],
+                                       [_ints([1, 1]), _ints([[1, 1], [0, 1]])])
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -130,6 +143,16 @@ REFUSED = {
                          ("(TRANSPOSE)", "output of shape [1, 3, 4], the op computes [1, 4, 3]")),
     "transpose_perm": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 4, 3)], [_ints([0, 2, 2])])[0],
                        ("(TRANSPOSE)", "perm [0, 2, 2]: a permutation")),
+    "space_to_batch_pads": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 5, 3), [(2, 4, 3)], [_ints([2]), _ints([[1, 2]])])[0],
+                            ("(SPACE_TO_BATCH_ND)", "paddings [[1, 2]]", "never sets")),
+    "space_to_batch_uneven": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 5, 3), [(2, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
+                              ("(SPACE_TO_BATCH_ND)", "sizes multiples of block_shape [2]")),
+    "space_to_batch_4d": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 4, 4, 3), [(4, 2, 2, 3)],
+                              [_ints([2, 2]), _ints([[0, 0], [0, 0]])])[0], ("(SPACE_TO_BATCH_ND)", "batch 4")),
+    "batch_to_space_crops": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 1, 3)], [_ints([2]), _ints([[2, 2]])])[0],
+                             ("(BATCH_TO_SPACE_ND)", "crops smaller than the sizes")),
+    "batch_to_space_output": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
+                              ("(BATCH_TO_SPACE_ND)", "output of shape [1, 3, 3], the op computes [1, 4, 3]")),
     "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
                          ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
     "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
