@@ -39,6 +39,9 @@ ROOMS = {
     "BROADCAST_ARGS": "slice",
     "SPACE_TO_BATCH_ND": "slice",
     "BATCH_TO_SPACE_ND": "slice",
+    "GATHER_ND": "index",
+    "EMBEDDING_LOOKUP": "index",
+    "DYNAMIC_UPDATE_SLICE": "index",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

@@ -17,8 +17,8 @@ pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
 from host_util import cli, kernel_path, tensors_of  # noqa: E402,F401 (cli: a fixture)
-from test_tflite_elem import TYPES, _opts  # noqa: E402
-from test_tflite_moves import OP, _ints, _save, expect, on_board, one  # noqa: E402
+from test_tflite_elem import TYPES, _opts, model  # noqa: E402
+from test_tflite_moves import OP, Q, _ints, _save, _x, expect, on_board, one  # noqa: E402
 
 from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
@@ -57,7 +57,58 @@ def cases_of(dt):
                                        [_ints([1, 1]), _ints([[0, 0], [0, 0]])])
         out["batch_to_space_4d"] = one(OP.BATCH_TO_SPACE_ND, dt, (1, 5, 5, 2), [(1, 3, 4, 2)],
                                        [_ints([1, 1]), _ints([[1, 1], [0, 1]])])
+    if dt in ("i8", "f32"):  # (TFLM's GATHER_ND and EMBEDDING_LOOKUP take int8 and float32)
+        for params, idx, const in (((1, 4, 5, 3), (6, 2), False), ((4, 6), (3, 1), False), ((10, 4), (1, 5, 1), True),
+                                   ((1, 3, 4), (5, 3), False), ((2, 3, 4), (2,), True), ((3, 2, 2, 2, 2), (4, 5), True)):
+            out["gather_nd_%s_%s%s" % ("x".join(map(str, params)), "x".join(map(str, idx)), "_t" if const else "")] = \
+                gather(OP.GATHER_ND, dt, params, idx, const)
+        for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)):
+            out["embedding_lookup_%s_%d" % ("x".join(map(str, value)), n)] = gather(OP.EMBEDDING_LOOKUP, dt, value, (n,), True)
+    for x, u, starts in (((1, 5, 6), (1, 2, 3), [0, 4, -2]), ((1, 5, 6), (1, 5, 6), [0, 1, 1]), ((7,), (3,), [2]),
+                         ((4, 6), (1, 6), [9, 0]), ((1, 3, 4, 5), (1, 2, 1, 5), [0, 1, 2, 0]), ((4, 6), (2, 3), [1, 2])):
+        tag = "%s_%s" % ("x".join(map(str, x)), "x".join(map(str, u)))
+        out["update_slice_" + tag] = update_slice(dt, x, u, starts, False)
+        out["update_slice_const_" + tag] = update_slice(dt, x, u, starts, True)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def _board(shape):
+    """A model input's sample as the board takes it: without a leading batch of 1."""
+    return shape[1:] if len(shape) > 1 and shape[0] == 1 else shape
+
+
+def gather(op, dt, params, idx, const):
+    """GATHER_ND (params first) or EMBEDDING_LOOKUP (ids first) of int32 indices given to the
+    model, the params a model input or (const) a constant; indices in range, one negative
+    component where the flat position stays inside (TFLM checks the flat position only)."""
+    rng = np.random.default_rng(len(params) * 10 + len(idx))
+    nd = idx[-1] if op == OP.GATHER_ND else 1
+    pv = _x(dt, params, 3)
+    ix = np.stack([rng.integers(0, params[j], idx[:-1] if op == OP.GATHER_ND else idx) for j in range(nd)], -1)
+    if op == OP.GATHER_ND and nd > 1 and params[nd - 1] > 1:  # (row r, column -1: row r - 1's last)
+        ix.reshape(-1, nd)[0, nd - 2:] = (1, -1)
+    ix = ix.astype(np.int32).reshape(idx)
+    want = list(idx[:-1]) + list(params[nd:]) if op == OP.GATHER_ND else list(idx) + list(params[1:])
+    q = Q[dt]
+    pt = (params, dt, q, pv if const else None)
+    it = (idx, "i32", None, None)
+    tensors = ([pt, it] if op == OP.GATHER_ND else [it, pt]) + [(want, dt, q, None)]
+    ins = [k for k, t in enumerate(tensors[:2]) if t[3] is None]
+    data = model(op, tensors, ins, [2], [0, 1])
+    xs = [_board(params) and pv.reshape(_board(params)) if tensors[k] is pt else ix.reshape(_board(idx)) for k in ins]
+    return data, xs
+
+
+def update_slice(dt, x, u, starts, const):
+    """DYNAMIC_UPDATE_SLICE of an operand and an update given to the model, its int32 start
+    indices given too or (const) constants; starts beyond the operand clamped (TFLM's)."""
+    q = Q[dt]
+    st = _ints(starts)
+    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i32", None, st if const else None), (x, dt, q, None)]
+    ins = [0, 1] if const else [0, 1, 2]
+    data = model(OP.DYNAMIC_UPDATE_SLICE, tensors, ins, [3], [0, 1, 2])
+    xs = [_x(dt, x, 5).reshape(_board(x)), _x(dt, u, 6).reshape(_board(u))] + ([] if const else [st])
+    return data, xs
 
 
 def broadcast_args(dt):
