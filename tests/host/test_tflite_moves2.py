@@ -16,10 +16,11 @@ pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
-from host_util import cli, kernel_path, tensors_of  # noqa: E402,F401 (cli: a fixture)
+from host_util import cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import TYPES, _opts, model  # noqa: E402
 from test_tflite_moves import OP, Q, _ints, _save, _x, expect, on_board, one  # noqa: E402
 
+import mpy_lazy  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
@@ -204,6 +205,22 @@ REFUSED = {
                              ("(BATCH_TO_SPACE_ND)", "crops smaller than the sizes")),
     "batch_to_space_output": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
                               ("(BATCH_TO_SPACE_ND)", "output of shape [1, 3, 3], the op computes [1, 4, 3]")),
+    "gather_nd_const_indices": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [3]])),
+                                                     ((2, 6), "f32", None, None)], [0], [2], [0, 1]),
+                                ("(GATHER_ND)", "constant indices")),
+    "gather_nd_i16": (model(OP.GATHER_ND, [((4, 6), "i16", Q["i16"], None), ((2, 1), "i32", None, None),
+                                           ((2, 6), "i16", Q["i16"], None)], [0, 1], [2], [0, 1]),
+                      ("(GATHER_ND)", "params of type INT16")),
+    "gather_nd_output": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, None),
+                                              ((2, 5), "f32", None, None)], [0, 1], [2], [0, 1]),
+                         ("(GATHER_ND)", "output of shape [2, 5], the op computes [2, 6]")),
+    "embedding_hybrid": (model(OP.EMBEDDING_LOOKUP, [((3,), "i32", None, None), ((5, 4), "i8", (0.1, 0), np.ones((5, 4))),
+                                                     ((3, 4), "f32", None, None)], [0], [2], [0, 1]),
+                         ("(EMBEDDING_LOOKUP)", "hybrid model")),
+    "update_slice_larger": (model(OP.DYNAMIC_UPDATE_SLICE, [((1, 3, 4), "f32", None, None), ((1, 4, 4), "f32", None, None),
+                                                            ((3,), "i32", None, _ints([0, 0, 0])), ((1, 3, 4), "f32", None, None)],
+                                  [0, 1], [3], [0, 1, 2]),
+                            ("(DYNAMIC_UPDATE_SLICE)", "the update no larger")),
     "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
                          ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
     "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
@@ -255,3 +272,24 @@ def test_move_description_refused(line, words):
         Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
     for w in words:
         assert w in str(e.value), (w, str(e.value))
+
+
+def test_gather_outside_the_params_fails_as_tflm_fails(tmp_path):
+    """An index tuple whose flat position leaves the params: TFLM's invoke fails; mpy-lazy's
+    kernel raises IndexError (pure path and host reference; the viper one: test_kernels.py)."""
+    from test_tflite_elem import ARENA
+
+    data, xs = gather(OP.GATHER_ND, "f32", (4, 6), (2, 1), False)
+    src = tmp_path / "g.tflite"
+    src.write_bytes(data)
+    xs = [xs[0], np.int32([[1], [4]])]
+    with pytest.raises(Exception):
+        tflm_ref.run(str(src), [tuple(xs)], arena_size=ARENA)
+    run_cli("pack", src, "-o", tmp_path / "g.mpyl")
+    c = mpy_lazy.open((tmp_path / "g.mpyl").read_bytes())
+    with kernel_path("pure"):
+        m = mmodel.from_container(c)
+        with pytest.raises(IndexError):
+            m(*[x.reshape(-1).tolist() for x in xs])
+    with pytest.raises(IndexError):
+        reference.run(c.meta["graph"], tensors_of(c), *xs)
