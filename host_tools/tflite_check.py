@@ -485,9 +485,14 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         bt = typ(b)
         want = {"FLOAT32": ("FLOAT32",), "INT8": ("INT32",), "INT16": ("INT64", "INT32")}.get(xt, ())
         if xt == "INT16" and name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
-            want = ("INT64",)  # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type)
+            # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type; TRANSPOSE_CONV
+            # widens an int16 one first)
+            want = ("INT64", "INT16") if name == "TRANSPOSE_CONV" else ("INT64",)
         if bt not in want:
-            fail(where, "bias of type %s for %s activations (%s expected)" % (bt, xt, " or ".join(want) or "none"))
+            fail(where, "bias of type %s for %s activations (%s expected)%s" % (
+                bt, xt, " or ".join(want) or "none", "; TFLM reads its bytes as int64 (channel c from int32 words "
+                "2c and 2c + 1, past half the channels the bytes after it in the file): no answer would be "
+                "the model's" if (xt, bt) == ("INT16", "INT32") else ""))
         if int(np.prod(shape(b), dtype=np.int64)) != oc:
             fail(where, "bias shape %s for %d output channels" % (shape(b), oc))
 

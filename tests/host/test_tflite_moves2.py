@@ -293,3 +293,47 @@ def test_gather_outside_the_params_fails_as_tflm_fails(tmp_path):
             m(*[x.reshape(-1).tolist() for x in xs])
     with pytest.raises(IndexError):
         reference.run(c.meta["graph"], tensors_of(c), *xs)
+
+
+def test_16x8_transpose_conv_with_an_int16_bias_runs_as_tflm(tmp_path):
+    """TFLM's 16x8 TRANSPOSE_CONV widens an int16 bias to int64 (an int32 one it reads as int64
+    bytes: refused, tests/host/test_tflite.py): SEANet's TRANSPOSE_CONV with its bias stored as
+    int16 packs and runs TFLM's outputs bit for bit (pure path, viper on the unix port with 0 B
+    allocated, host reference)."""
+    import json
+
+    from test_tflite import ROOT
+    from test_tflite_elem import ARENA
+    from host_util import Board
+
+    m = tflm_ref.read_model(os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro",
+                                         "seanet_transpose_conv4.tflite"))
+    sg = m.subgraphs[0]
+    t = sg.tensors[sg.operators[0].inputs[3]]
+    b = m.buffers[t.buffer]
+    b64 = np.frombuffer(bytes(bytearray(b.data)), np.int64)
+    assert np.abs(b64).max() < 1 << 15
+    b.data = list(b64.astype(np.int16).tobytes())
+    t.type = S.TensorType.INT16
+    src = tmp_path / "tc16.tflite"
+    src.write_bytes(_save(m))
+    x = np.random.default_rng(0).integers(-3000, 3000, (1, 2, 80, 16)).astype(np.int16)
+    want = tflm_ref.run(str(src), [(np.int32([1, 2, 160, 8]), x)], arena_size=ARENA)[0].reshape(-1)
+    pack = tmp_path / "tc16.mpyl"
+    run_cli("pack", src, "-o", pack)
+    c = mpy_lazy.open(pack.read_bytes())
+    with kernel_path("pure"):
+        mm = mmodel.from_container(c)
+        mm(x.reshape(-1).tolist())
+        assert mm.tolist(0) == want.tolist()
+    assert reference.run(c.meta["graph"], tensors_of(c), x[0])[0].reshape(-1).tolist() == want.tolist()
+    xs = tmp_path / "tc16.json"
+    xs.write_text(json.dumps([[x.reshape(-1).tolist()]]))
+    board = Board(str(tmp_path), "tc16", [str(pack)], [{"name": "tc16.mpyl", "xs": str(xs), "multi": True,
+                                                        "alloc": True}])
+    try:
+        r = board.get("tc16.mpyl")
+    finally:
+        board.stop()
+    assert r["path"] == "viper" and r["alloc"] == [0], (r["path"], r["alloc"])
+    assert np.asarray(r["ys"][0]).reshape(-1).tolist() == want.tolist()
