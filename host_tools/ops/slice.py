@@ -13,6 +13,7 @@ from ..ir import Node
 TYPES = {
     "REVERSE_V2": "int8 int16 int32 float32",
     "TRANSPOSE": "int8 int16 float32",
+    "STRIDED_SLICE": "int8 int16 int32 float32",
     "SPACE_TO_BATCH_ND": "int8 float32",
     "BATCH_TO_SPACE_ND": "int8 float32",
     "BROADCAST_TO": "int8 int16 int32 float32",
@@ -166,12 +167,23 @@ def op_STRIDED_SLICE(r):
     b, e, st, want = [], [], [], []
     for d in range(nd):
         size, s_ = int(shape[d]), int(strides[d])
-        if s_ < 1:
-            raise r.err("negative or zero strides are not supported")
-        lo = 0 if bm & (1 << d) else int(begin[d])
-        hi = size if em & (1 << d) else int(end[d])
-        lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
-        hi = max(0, min(size, hi + size if hi < 0 else hi))
+        if s_ == 0 or s_ < 0 and sm & (1 << d):
+            raise r.err("axis %d: stride %d%s is not supported" % (d, s_, " with shrink_axis" if s_ else ""))
+        if s_ > 0:
+            lo = 0 if bm & (1 << d) else int(begin[d])
+            hi = size if em & (1 << d) else int(end[d])
+            lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
+            hi = max(0, min(size, hi + size if hi < 0 else hi))
+        else:  # (backwards: from lo down to hi + 1, both clamped to -1..size - 1)
+            lo = size - 1 if bm & (1 << d) else int(begin[d])
+            hi = -1 if em & (1 << d) else int(end[d])
+            lo = max(-1, min(size - 1, lo + size if lo < 0 and not bm & (1 << d) else lo))
+            hi = max(-1, min(size - 1, hi + size if hi < 0 and not em & (1 << d) else hi))
+            b.append(lo)
+            e.append(hi)
+            st.append(s_)
+            want.append((lo - hi - s_ - 1) // -s_ if lo > hi else 0)
+            continue
         if sm & (1 << d):  # (TFLM: one element at begin, the axis left out of the output)
             lo = int(begin[d]) + size if int(begin[d]) < 0 else int(begin[d])
             if not 0 <= lo < size:

@@ -1,5 +1,5 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
-REVERSE_V2 (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
 time), SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (reshape, transpose, crop), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
@@ -39,6 +39,13 @@ def cases_of(dt):
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
     out["broadcast_args"] = broadcast_args(dt)
+    out["strided_backwards"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 4, 3, 3)],
+                                   [_ints([0, 4, 0, 6]), _ints([1, 0, 6, 0]), _ints([1, -1, 2, -2])])
+    out["strided_backwards_masks"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 3, 4, 6)],
+                                         [_ints([0, 0, 1, 5]), _ints([1, 1, 5, 0]), _ints([1, -1, 1, -1])],
+                                         _opts("StridedSliceOptions", beginMask=0b0010, endMask=0b1000))
+    out["strided_backwards_2d"] = one(OP.STRIDED_SLICE, dt, (4, 9), [(4, 3)],
+                                      [_ints([-1, 8]), _ints([-5, 0]), _ints([-1, -3])])
     for shape, perm in (((1, 4, 5, 6), (0, 2, 1, 3)), ((1, 4, 5, 6), (0, 3, 1, 2)), ((1, 1, 5, 6), (1, 0, 3, 2)),
                         ((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 2, 0)), ((1, 3, 4), (0, 2, 1)),
                         ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3))):
@@ -221,6 +228,10 @@ REFUSED = {
                                                             ((3,), "i32", None, _ints([0, 0, 0])), ((1, 3, 4), "f32", None, None)],
                                   [0, 1], [3], [0, 1, 2]),
                             ("(DYNAMIC_UPDATE_SLICE)", "the update no larger")),
+    "strided_shrink_backwards": (one(OP.STRIDED_SLICE, "i8", (1, 5, 6), [(1, 6)], [_ints([0, 3, 0]), _ints([1, 4, 6]),
+                                                                                   _ints([1, -1, 1])],
+                                     _opts("StridedSliceOptions", shrinkAxisMask=0b10))[0],
+                                 ("(STRIDED_SLICE)", "axis 1: stride -1 with shrink_axis")),
     "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
                          ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
     "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
