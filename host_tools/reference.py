@@ -11,7 +11,8 @@ from mpy_lazy.graph import RANGE, parse
 
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
-_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth")
+_KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth",
+            "broadcast", "update")
 
 
 def run(text, tensors, *inputs, state=None):
@@ -49,7 +50,7 @@ def run(text, tensors, *inputs, state=None):
             qin.append(kv.get("tq"))
             if kv.get("rev"):  # sub: t - x
                 ins, qin = ins[::-1], qin[::-1]
-        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
+        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[-1] if op == "gathernd" else xs[0]]), x_dtype=dts[xs[0]])
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)
         else:
@@ -72,6 +73,8 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "i8")
     if op == "dequantize":
         return "f32"
+    if op == "gathernd" and "t" in kv:  # (the params tensor's)
+        return kv.get("dtype", "f32")
     return x_dtype
 
 
@@ -327,7 +330,41 @@ def abs_(ins, kv, qin, tensors):
 def slice_(ins, kv, qin, tensors):
     x = ins[0]
     stride = kv.get("stride", (1,) * x.ndim)
-    return x[tuple(slice(b, e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
+    return x[tuple(slice(b, None if e < 0 else e, st) for b, e, st in zip(kv["begin"], kv["end"], stride))]
+
+
+def broadcast(ins, kv, qin, tensors):
+    return np.broadcast_to(ins[0], kv["shape"])
+
+
+def gathernd(ins, kv, qin, tensors):
+    """TFLM's GATHER_ND on the flat params (from_pos = sum(index x stride)), a flat output."""
+    shape = kv["shape"]
+    p = (ins[1] if len(ins) > 1 else _t(tensors, kv["t"], np.float64 if kv["dtype"] == "f32" else np.int64)).reshape(-1)
+    idx = ins[0].reshape(-1, ins[0].shape[-1]) if ins[0].ndim else ins[0].reshape(1, 1)
+    nd = idx.shape[1]
+    size = int(np.prod(shape[nd:]))
+    strides = [int(np.prod(shape[j + 1:])) for j in range(nd)]
+    out = []
+    for row in idx:
+        at = int(sum(int(v) * c for v, c in zip(row, strides)))
+        if not 0 <= at <= p.size - size:
+            raise IndexError("gather_nd: a slice starts at element %d, outside the params' %d" % (at, p.size))
+        out.append(p[at:at + size])
+    return np.concatenate(out)
+
+
+def update(ins, kv, qin, tensors):
+    """TFLM's DYNAMIC_UPDATE_SLICE: starts clamped to 0..dim - update's (a batch's left out)."""
+    x, u = ins[0], ins[1]
+    if "begin" in kv:
+        begin = kv["begin"]
+    else:
+        s = [int(v) for v in ins[2].reshape(-1)][ins[2].size - x.ndim:]
+        begin = [min(max(0, v), d - e) for v, d, e in zip(s, x.shape, u.shape)]
+    y = x.copy()
+    y[tuple(slice(b, b + e) for b, e in zip(begin, u.shape))] = u
+    return y
 
 
 def transpose(ins, kv, qin, tensors):
@@ -781,4 +818,6 @@ _OPS = {
     "layernorm": layernorm,
     "groupnorm": groupnorm,
     "abs": abs_,
+    "broadcast": broadcast,
+    "gathernd": gathernd, "update": update,
 }

@@ -48,6 +48,13 @@ OPTIONS = {
     "SPACE_TO_DEPTH": ("SpaceToDepthOptions", True),
     "ABS": (None, False),
     "GATHER": ("GatherOptions", False),
+    "REVERSE_V2": ("ReverseV2Options", False),
+    "BROADCAST_TO": ("BroadcastToOptions", False),
+    "BROADCAST_ARGS": (None, False),
+    "SPACE_TO_BATCH_ND": ("SpaceToBatchNDOptions", False),
+    "BATCH_TO_SPACE_ND": ("BatchToSpaceNDOptions", False),
+    "GATHER_ND": ("GatherNdOptions", False), "EMBEDDING_LOOKUP": (None, False),
+    "DYNAMIC_UPDATE_SLICE": ("DynamicUpdateSliceOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -60,7 +67,11 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
-         "ABS": (1, 1), "GATHER": (2, 2)}
+         "ABS": (1, 1), "GATHER": (2, 2),
+         "REVERSE_V2": (2, 2),
+         "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2),
+         "SPACE_TO_BATCH_ND": (3, 3), "BATCH_TO_SPACE_ND": (3, 3),
+         "GATHER_ND": (2, 2), "EMBEDDING_LOOKUP": (2, 2), "DYNAMIC_UPDATE_SLICE": (3, 3)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -75,7 +86,10 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "EXPAND_DIMS": ((1,), ("INT32", "INT64")), "SLICE": ((1, 2), ("INT32", "INT64")),
             "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
             "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64")),
-            "GATHER": ((1,), ("INT32",))}
+            "GATHER": ((1,), ("INT32",)),
+            "REVERSE_V2": ((1,), ("INT32",)),
+            "BROADCAST_TO": ((1,), ("INT32", "INT64")),
+            "SPACE_TO_BATCH_ND": ((1, 2), ("INT32",)), "BATCH_TO_SPACE_ND": ((1, 2), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
@@ -83,7 +97,9 @@ IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRAN
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
                  "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
-                 "GATHER")
+                 "GATHER",
+                 "BROADCAST_TO",
+                 "GATHER_ND", "EMBEDDING_LOOKUP")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -94,7 +110,7 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # board runs no other op on them
 UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
-CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE")
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP")
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
@@ -292,7 +308,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST",) and (name, typ(y)) != ("QUANTIZE", "UINT8"):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS") and (name, typ(y)) != ("QUANTIZE", "UINT8"):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)
@@ -472,9 +488,14 @@ def _weighted(r, name, op, ins, y, where, fail, typ, shape):
         bt = typ(b)
         want = {"FLOAT32": ("FLOAT32",), "INT8": ("INT32",), "INT16": ("INT64", "INT32")}.get(xt, ())
         if xt == "INT16" and name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
-            want = ("INT64",)  # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type)
+            # (TFLM's 16x8 kernels of these read the bias as int64 whatever its type; TRANSPOSE_CONV
+            # widens an int16 one first)
+            want = ("INT64", "INT16") if name == "TRANSPOSE_CONV" else ("INT64",)
         if bt not in want:
-            fail(where, "bias of type %s for %s activations (%s expected)" % (bt, xt, " or ".join(want) or "none"))
+            fail(where, "bias of type %s for %s activations (%s expected)%s" % (
+                bt, xt, " or ".join(want) or "none", "; TFLM reads its bytes as int64 (channel c from int32 words "
+                "2c and 2c + 1, past half the channels the bytes after it in the file): no answer would be "
+                "the model's" if (xt, bt) == ("INT16", "INT32") else ""))
         if int(np.prod(shape(b), dtype=np.int64)) != oc:
             fail(where, "bias shape %s for %d output channels" % (shape(b), oc))
 

@@ -36,12 +36,20 @@ ROOMS = {
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
     "ABS": "act",
     "GATHER": "slice",
+    "REVERSE_V2": "slice",
+    "BROADCAST_TO": "slice",
+    "BROADCAST_ARGS": "slice",
+    "SPACE_TO_BATCH_ND": "slice",
+    "BATCH_TO_SPACE_ND": "slice",
+    "GATHER_ND": "index",
+    "EMBEDDING_LOOKUP": "index",
+    "DYNAMIC_UPDATE_SLICE": "index",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
-FOLDABLE = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION")
+FOLDABLE = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "BROADCAST_ARGS", "BROADCAST_TO")
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 
 
@@ -250,6 +258,10 @@ class _Reader:
                 if not 0 <= axis <= len(xs[0].shape) or any(x.shape != xs[0].shape for x in xs):
                     raise self.err("inputs of shapes %s packed along axis %d" % ([list(x.shape) for x in xs], o.Axis()))
                 v = np.stack(xs, axis=axis)
+            elif name == "BROADCAST_ARGS":
+                v = self._fold_broadcast_args(*xs)
+            elif name == "BROADCAST_TO":
+                v = np.broadcast_to(xs[0], self._broadcast_shape(xs[0].shape))
             elif name == "CONCATENATION":
                 o = self.options("ConcatenationOptions")
                 if self._act(o.FusedActivationFunction()) is not None:
@@ -261,6 +273,33 @@ class _Reader:
             raise self.err("computes a value of shape %s, its output tensor is %s" % (list(v.shape), list(yshape)))
         self.folded[self.outs[0]] = v.astype(np.int32 if ytyp == "INT32" else np.int64)
         return True
+
+    def _fold_broadcast_args(self, a, b):
+        """TFLite's BROADCAST_ARGS: the shape two shapes broadcast to (TFLM's reference kernel)."""
+        if a.ndim != 1 or b.ndim != 1 or a.dtype != b.dtype:
+            raise self.err("shapes of types %s, %s and dimensions %d, %d: two 1-D shapes of one type"
+                           % (a.dtype, b.dtype, a.ndim, b.ndim))
+        n = max(len(a), len(b))
+        a, b = [1] * (n - len(a)) + [int(v) for v in a], [1] * (n - len(b)) + [int(v) for v in b]
+        if any(p != q and 1 not in (p, q) for p, q in zip(a, b)):
+            raise self.err("shapes %s and %s do not broadcast" % (a, b))
+        return np.array([q if p == 1 else p for p, q in zip(a, b)], np.int64)
+
+    def _broadcast_shape(self, xshape):
+        """BROADCAST_TO's shape (input 1: a constant or folded 1-D int32/int64), checked as TFLM's
+        Prepare checks it: the output tensor's, and one the input broadcasts to."""
+        shape = self.data(self.ins[1])
+        yshape = self.tensor(self.outs[0])[1]
+        if shape is None or shape.ndim != 1 or shape.dtype.kind not in "iu":
+            raise self.err("the shape must be a constant 1-D int32 or int64")
+        shape = [int(v) for v in shape]
+        lead = len(shape) - len(xshape)
+        if not len(xshape) <= len(shape) <= 5 or any(d not in (1, shape[lead + k]) for k, d in enumerate(xshape)):
+            raise self.err("shape %s: the input's %s does not broadcast to it (up to 5 dimensions)"
+                           % (shape, list(xshape)))
+        if list(yshape) != shape:  # (TFLM's Prepare compares them)
+            raise self.err("output of shape %s for shape %s" % (list(yshape), shape))
+        return shape
 
     def _fold_slice(self, x, begin, end, strides):
         """TFLite's STRIDED_SLICE of a constant (positive strides; begin, end and shrink-axis

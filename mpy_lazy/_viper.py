@@ -2289,21 +2289,23 @@ def _rdbpot(t, e: int):
 @micropython.viper
 def move(E, P, k: int):
     # the arena's elements dst[DO + p PDS + i DS + j DJ] = src[SO + p PSS + i SS + j SJ] (see
-    # ops/move.py's move): bytes, 2-byte or 4-byte elements
+    # ops/move.py's move): bytes, 2-byte or 4-byte elements; strides may be negative
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A))
+    sg = 1
+    sg <<= 31
     so = a + pp[2]
     do = a + pp[3]
     rows = int(pp[4])
     cols = int(pp[5])
-    ss = int(pp[6])
-    sj = int(pp[7])
-    ds = int(pp[8])
-    dj = int(pp[9])
+    ss = (int(pp[6]) ^ sg) - sg
+    sj = (int(pp[7]) ^ sg) - sg
+    ds = (int(pp[8]) ^ sg) - sg
+    dj = (int(pp[9]) ^ sg) - sg
     es = int(pp[10])
     planes = int(pp[11])
-    pss = int(pp[12])
-    pds = int(pp[13])
+    pss = (int(pp[12]) ^ sg) - sg
+    pds = (int(pp[13]) ^ sg) - sg
     q = 0
     while q < planes:
         i = 0

@@ -1,5 +1,5 @@
-# Viper kernels of the elementwise ops, cast and resize (kinds 44..51; the records and their
-# plain-Python versions: ops/elementwise.py, cast.py, resize.py, whose FAST names this module):
+# Viper kernels of the elementwise ops, cast, resize and the index ops (kinds 44..51, 80, 81; the records and their
+# plain-Python versions: ops/elementwise.py, cast.py, resize.py, index.py, whose FAST names this module):
 # imported only for a program that has such a record. The
 # same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
@@ -280,3 +280,104 @@ def prelu(E, P, k: int):
                 a[y + i + q] = tb[v + 128]
             q += 1
         i += m
+
+
+# --- index ops: gathernd, update (kinds 80, 81; the records: ops/index.py) -------------------
+
+@micropython.viper
+def gathernd(E, P, k: int):
+    # slice i = the SLICE elements at sum(index[i ND + j] Cj) of the params (arena or tensor);
+    # IndexError outside 0..TOTAL - SLICE, each component first within +-TOTAL / Cj
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    sg = 1
+    sg <<= 31
+    y = ptr8(a + pp[2])
+    ix = ptr32(a + pp[3])
+    n = int(pp[4])
+    nd = int(pp[5])
+    size = int(pp[6]) * int(pp[7])  # bytes per slice
+    es = int(pp[7])
+    total = int(pp[8])
+    if int(pp[14]):
+        src = ptr8(uint(ptr8(E.B[pp[15]])) + pp[16])
+    else:
+        src = ptr8(a + pp[15])
+    i = 0
+    while i < n:
+        at = 0
+        j = 0
+        while j < nd:
+            v = int((ix[i * nd + j] ^ sg) - sg)
+            c = int(pp[9 + j])
+            top = total // c
+            if v > top or v < 0 - top:
+                raise IndexError
+            at += v * c
+            j += 1
+        if at < 0 or at > total - int(pp[6]):
+            raise IndexError
+        s = at * es
+        d = i * size
+        b = 0
+        while b < size:
+            y[d + b] = src[s + b]
+            b += 1
+        i += 1
+
+
+@micropython.viper
+def update(E, P, k: int):
+    # y = x, then the update at the starts clamped to 0..Dj - Uj (TFLM's DYNAMIC_UPDATE_SLICE)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    sg = 1
+    sg <<= 31
+    x = ptr8(a + pp[2])
+    u = ptr8(a + pp[3])
+    st = ptr32(a + pp[4])
+    y = ptr8(a + pp[5])
+    es = int(pp[6])
+    skip = int(pp[7])
+    rank = int(pp[8])
+    d1 = int(pp[10])
+    d2 = int(pp[11])
+    u0 = int(pp[12])
+    u1 = int(pp[13])
+    row = int(pp[14]) * es
+    n = int(pp[9]) * d1 * d2 * es
+    b = 0
+    while b < n:
+        y[b] = x[b]
+        b += 1
+    s0 = 0
+    s1 = 0
+    s2 = 0
+    j = 3 - rank
+    while j < 3:
+        v = int((st[skip + j - (3 - rank)] ^ sg) - sg)
+        top = int(pp[9 + j]) - int(pp[12 + j])
+        if v < 0:
+            v = 0
+        if v > top:
+            v = top
+        if j == 0:
+            s0 = v
+        elif j == 1:
+            s1 = v
+        else:
+            s2 = v
+        j += 1
+    i = 0
+    f = 0
+    while i < u0:
+        j = 0
+        while j < u1:
+            d = (((s0 + i) * d1 + s1 + j) * d2 + s2) * es
+            b = 0
+            while b < row:
+                y[d + b] = u[f + b]
+                b += 1
+            f += row
+            j += 1
+        i += 1

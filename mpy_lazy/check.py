@@ -51,9 +51,10 @@ class _Rec:
         """Each (index, name) a dimension 1..65535."""
         return [self.range(i, name, 1, MAX_DIM) for i, name in fields]
 
-    def region(self, i, field, nbytes, align=1):
-        """Arena bytes [P[i], P[i] + nbytes) inside the arena, the offset a multiple of align."""
-        off = self[i]
+    def region(self, i, field, nbytes, align=1, back=0):
+        """Arena bytes [P[i] + back, P[i] + back + nbytes) inside the arena (back <= 0: a move
+        that walks an axis backwards from P[i]), the offset a multiple of align."""
+        off = self[i] + back
         if off < 0 or nbytes < 0 or off + nbytes > self.arena or off % align:
             self.fail(field, "%d bytes at %d do not fit the %d-byte arena (alignment %d)"
                       % (nbytes, off, self.arena, align))

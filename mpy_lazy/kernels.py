@@ -107,6 +107,8 @@ _OPS = {
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",
     "abs": "act",
+    "broadcast": "slice",
+    "gathernd": "index", "update": "index",
 }
 
 

@@ -1,8 +1,9 @@
 """The host's half of slice, transpose, depth2space, space2depth: TFLite's STRIDED_SLICE, SLICE,
-SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER (docs/OPS.md): converted
-from the model into the graph description, with TFLite Micro's Prepare parameters, for the
-runtime's room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes
-one slice per output; GATHER of constant indices, one slice per run of consecutive indices and a
+SPLIT, SPLIT_V, UNPACK, TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, REVERSE_V2, BROADCAST_TO,
+SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, GATHER (docs/OPS.md): converted from
+the model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's
+room mpy_lazy/ops/slice.py. An op of several outputs (SPLIT, SPLIT_V, UNPACK) becomes one slice
+per output; GATHER of constant indices, one slice per run of consecutive indices and a
 concat of them. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 import numpy as np
 
@@ -14,7 +15,12 @@ TYPES = {
     "STRIDED_SLICE": "int8 int16 int32 float32", "SLICE": "int8 int16 int32 float32",
     "SPLIT": "int8 int16 int32 float32", "SPLIT_V": "int8 int16 int32 float32", "UNPACK": "int8 int16 int32 float32",
     "TRANSPOSE": "int8 int16 float32", "DEPTH_TO_SPACE": "int8 float32", "SPACE_TO_DEPTH": "int8 float32",
-    "GATHER": "int8 float32"
+    "GATHER": "int8 float32",
+    "REVERSE_V2": "int8 int16 int32 float32",
+    "SPACE_TO_BATCH_ND": "int8 float32",
+    "BATCH_TO_SPACE_ND": "int8 float32",
+    "BROADCAST_TO": "int8 int16 int32 float32",
+    "BROADCAST_ARGS": "int32 int64",
 }
 
 
@@ -29,31 +35,44 @@ def _axis(r, i, rank):
     return a % rank
 
 
+def _mid(r, like, name, shape):
+    """A value `name` of `shape` between two nodes of one op, of `like`'s dtype and q."""
+    r.ir.shapes[name] = tuple(shape)
+    for table in (r.ir.q, r.ir.dtypes):
+        if like in table:
+            table[name] = table[like]
+    return name
+
+
+def _chain(r, x, steps, y):
+    """Nodes [(op, attrs, shape)] from value x, the last one's output y (its shape the output's)."""
+    for k, (op, attrs, shape) in enumerate(steps):
+        out = y if k == len(steps) - 1 else _mid(r, x, "%s.%d" % (y, k), shape)
+        r.ir.nodes.append(Node(op, [x], out, r.what, **attrs))
+        x = out
+
+
 def piece(r, x, shape, out, begin, end, stride=None):
-    """Output tensor `out` = x[begin:end:stride] (x of TFLite shape `shape`, every axis given):
+    """Output tensor `out` = x[begin:end:stride] (x of TFLite shape `shape`, every axis given; a
+    negative stride walks the axis backwards from begin down to end + 1, end >= -1):
     a slice of the board's value (a leading batch 1 left out), reshaped (no copy) where the
     output's shape is another (UNPACK's dropped axis, a leading 1)."""
     stride = stride or [1] * len(shape)
     if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
         begin, end, stride = begin[1:], end[1:], stride[1:]
-    if any(hi <= lo for lo, hi in zip(begin, end)):
+    if any(hi <= lo if s > 0 else lo <= hi for lo, hi, s in zip(begin, end, stride)):
         raise r.err("an empty slice")
     y = r.define(out)
     if x in r.ir.q and r.ir.q.get(y) != r.ir.q[x]:
         raise r.err("output %s quantized %s, the input %s: the op moves codes, both need one" % (
             y, r.ir.q.get(y), r.ir.q[x]))
-    natural = tuple((hi - lo + s - 1) // s for lo, hi, s in zip(begin, end, stride))
+    natural = tuple((hi - lo + s - 1) // s if s > 0 else (lo - hi - s - 1) // -s for lo, hi, s in zip(begin, end, stride))
     attrs = dict(begin=tuple(begin), end=tuple(end), stride=tuple(stride) if any(s != 1 for s in stride) else None)
     if natural == tuple(r.ir.shapes[y]):
         r.ir.nodes.append(Node("slice", [x], y, r.what, **{k: v for k, v in attrs.items() if v is not None}))
         return
-    mid = "%s.s" % y
-    r.ir.shapes[mid] = natural
-    for table in (r.ir.q, r.ir.dtypes):
-        if y in table:
-            table[mid] = table[y]
-    r.ir.nodes.append(Node("slice", [x], mid, r.what, **{k: v for k, v in attrs.items() if v is not None}))
-    r.ir.nodes.append(Node("reshape", [mid], y, r.what, shape=tuple(r.ir.shapes[y])))
+    _chain(r, x, [("slice", {k: v for k, v in attrs.items() if v is not None}, natural),
+                  ("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y])], y)
 
 
 def _split(r, x, shape, axis, sizes):
@@ -151,12 +170,23 @@ def op_STRIDED_SLICE(r):
     b, e, st, want = [], [], [], []
     for d in range(nd):
         size, s_ = int(shape[d]), int(strides[d])
-        if s_ < 1:
-            raise r.err("negative or zero strides are not supported")
-        lo = 0 if bm & (1 << d) else int(begin[d])
-        hi = size if em & (1 << d) else int(end[d])
-        lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
-        hi = max(0, min(size, hi + size if hi < 0 else hi))
+        if s_ == 0 or s_ < 0 and sm & (1 << d):
+            raise r.err("axis %d: stride %d%s is not supported" % (d, s_, " with shrink_axis" if s_ else ""))
+        if s_ > 0:
+            lo = 0 if bm & (1 << d) else int(begin[d])
+            hi = size if em & (1 << d) else int(end[d])
+            lo = max(0, min(size, lo + size if lo < 0 else lo))  # TFLM's StartForAxis / StopForAxis
+            hi = max(0, min(size, hi + size if hi < 0 else hi))
+        else:  # (backwards: from lo down to hi + 1, both clamped to -1..size - 1)
+            lo = size - 1 if bm & (1 << d) else int(begin[d])
+            hi = -1 if em & (1 << d) else int(end[d])
+            lo = max(-1, min(size - 1, lo + size if lo < 0 and not bm & (1 << d) else lo))
+            hi = max(-1, min(size - 1, hi + size if hi < 0 and not em & (1 << d) else hi))
+            b.append(lo)
+            e.append(hi)
+            st.append(s_)
+            want.append((lo - hi - s_ - 1) // -s_ if lo > hi else 0)
+            continue
         if sm & (1 << d):  # (TFLM: one element at begin, the axis left out of the output)
             lo = int(begin[d]) + size if int(begin[d]) < 0 else int(begin[d])
             if not 0 <= lo < size:
@@ -175,15 +205,145 @@ def op_STRIDED_SLICE(r):
 def op_TRANSPOSE(r):
     x = r.value(r.ins[0])
     perm = r.data(r.ins[1])
-    if perm is None:
-        raise r.err("the permutation must be a constant")
+    shape = r.tensor(r.ins[0])[1]
+    if perm is None or perm.dtype != np.int32:  # (TFLM reads the permutation as int32 whatever its type)
+        raise r.err("the permutation must be a constant int32")
     perm = [int(v) for v in perm.reshape(-1)]
-    _, shape, _, _, _, _ = r.tensor(r.ins[0])
-    if len(perm) == 4 and int(shape[0]) == 1 and perm[0] == 0:  # the batch stays first
-        perm = [v - 1 for v in perm[1:]]
-    elif len(perm) == 4:
-        raise r.err("a transpose that moves the batch dimension")
-    r.emit("transpose", [x], perm=tuple(perm))
+    if sorted(perm) != list(range(len(shape))) or len(shape) > 5:
+        raise r.err("perm %s: a permutation of the input's %d dimensions (up to 5)" % (perm, len(shape)))
+    want = [shape[d] for d in perm]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    # the axes that move: axes of 1 left out, and input axes that stay neighbours in the
+    # output merged (the elements' order is row-major either way)
+    kept = [d for d in perm if shape[d] > 1]
+    groups = []  # runs of input axes, in output order
+    for d in kept:
+        if groups and d > groups[-1][-1] and all(shape[e] == 1 for e in range(groups[-1][-1] + 1, d)):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])  # the groups in input order
+    sizes = [int(np.prod([shape[d] for d in groups[g]])) for g in order]
+    if len(groups) > 3:
+        raise r.err("perm %s of shape %s moves %d groups of axes: the board's values have 3" % (perm, shape, len(groups)))
+    if order == sorted(order):  # nothing moves: the bytes stay
+        n = r.emit("reshape", [x])
+        n.attrs["shape"] = r.ir.shapes[n.y]
+        return
+    tperm = tuple(order.index(g) for g in range(len(groups)))
+    y = r.define(r.outs[0])
+    moved = tuple(sizes[i] for i in tperm)
+    steps = [("reshape", dict(shape=tuple(sizes)), sizes)] if tuple(r.ir.shapes[x]) != tuple(sizes) else []
+    steps.append(("transpose", dict(perm=tperm), moved))
+    if tuple(r.ir.shapes[y]) != moved:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
+
+
+def op_REVERSE_V2(r):
+    x = r.value(r.ins[0])
+    shape = r.tensor(r.ins[0])[1]
+    axes = r.data(r.ins[1])
+    if axes is None or axes.ndim != 1 or axes.dtype != np.int32:
+        raise r.err("the axes must be a constant int32 vector")
+    axes = sorted(int(a) + len(shape) if a < 0 else int(a) for a in axes)
+    if any(not 0 <= a < len(shape) for a in axes) or len(set(axes)) != len(axes):
+        raise r.err("axes %s outside the input's %d dimensions" % (axes, len(shape)))
+    if axes and axes[-1] - axes[0] != len(axes) - 1:  # (TFLM's kernel refuses them too)
+        raise r.err("axes %s: not contiguous" % axes)
+    if list(r.tensor(r.outs[0])[1]) != list(shape):
+        raise r.err("output of shape %s for an input of shape %s" % (list(r.tensor(r.outs[0])[1]), list(shape)))
+    backwards = [d in axes and n > 1 for d, n in enumerate(shape)]
+    piece(r, x, shape, r.outs[0], [n - 1 if b else 0 for n, b in zip(shape, backwards)],
+          [-1 if b else n for n, b in zip(shape, backwards)], [-1 if b else 1 for b in backwards])
+
+
+def op_BROADCAST_TO(r):
+    x = r.value(r.ins[0])
+    shape = r._broadcast_shape(r.tensor(r.ins[0])[1])
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    n = r.emit("broadcast", [x])
+    n.attrs["shape"] = tuple(r.ir.shapes[n.y])  # (the board's: a batch of 1 left out)
+
+
+def op_BROADCAST_ARGS(r):
+    raise r.err("the shapes must be constants or computed from static shapes (SHAPE): "
+                "the board computes no shapes")
+
+
+def _batch_space(r, crops_name):
+    """SPACE_TO_BATCH_ND's and BATCH_TO_SPACE_ND's input, block and paddings (crops), checked
+    as TFLM's Prepare checks them: 3-D (B, W, C), or 4-D (B, H, W, C) whose blocks are all 1
+    (other 4-D forms have a batch beyond 1 on one side, which the board's values lack)."""
+    shape = r.tensor(r.ins[0])[1]
+    block, pads = r.data(r.ins[1]), r.data(r.ins[2])
+    if not 3 <= len(shape) <= 4:
+        raise r.err("input shape %s: the op takes 3 or 4 dimensions" % (shape,))
+    n = len(shape) - 2
+    if block is None or pads is None or block.shape != (n,) or pads.shape != (n, 2):
+        raise r.err("block_shape and %s must be constants of shapes [%d] and [%d, 2]" % (crops_name, n, n))
+    block, pads = [int(v) for v in block], [[int(a), int(b)] for a, b in pads]
+    if any(b < 1 for b in block) or any(v < 0 for p in pads for v in p):
+        raise r.err("block_shape %s, %s %s: blocks >= 1, sizes >= 0" % (block, crops_name, pads))
+    if r.qof(r.outs[0]) != r.qof(r.ins[0]):
+        raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
+                    % (r.qof(r.outs[0]), r.qof(r.ins[0])))
+    return shape, block, pads
+
+
+def op_SPACE_TO_BATCH_ND(r):
+    x = r.value(r.ins[0])
+    shape, block, pads = _batch_space(r, "paddings")
+    padded = [n + a + b for n, (a, b) in zip(shape[1:-1], pads)]
+    if shape[0] != 1 or any(n % b for n, b in zip(padded, block)):
+        raise r.err("input shape %s padded by %s to %s: batch 1 and sizes multiples of block_shape %s"
+                    % (shape, pads, padded, block))
+    want = [int(np.prod(block))] + [n // b for n, b in zip(padded, block)] + [shape[-1]]
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    if any(v for p in pads for v in p):
+        raise r.err("paddings %s: TFLM's kernel pads with a value it never sets (its "
+                    "SpaceToBatchParams.output_offset: the arena's bytes), so no answer is TFLM's" % pads)
+    y = r.define(r.outs[0])
+    steps = []
+    if len(shape) == 3 and block[0] > 1:  # (W', C) as (W' / b, b, C), then (b, W' / b, C)
+        steps.append(("reshape", dict(shape=(want[1], block[0], shape[-1])), (want[1], block[0], shape[-1])))
+        steps.append(("transpose", dict(perm=(1, 0, 2)), tuple(want)))
+    if tuple(r.ir.shapes[y]) != (steps[-1][2] if steps else r.ir.shapes[x]) or not steps:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
+
+
+def op_BATCH_TO_SPACE_ND(r):
+    x = r.value(r.ins[0])
+    shape, block, crops = _batch_space(r, "crops")
+    full = [n * b for n, b in zip(shape[1:-1], block)]
+    want = [shape[0] // int(np.prod(block))] + [n - a - b for n, (a, b) in zip(full, crops)] + [shape[-1]]
+    if shape[0] != int(np.prod(block)) or any(n < 1 for n in want):
+        raise r.err("input shape %s, block_shape %s, crops %s: a batch of block_shape's product, crops "
+                    "smaller than the sizes" % (shape, block, crops))
+    if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
+        raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
+    y = r.define(r.outs[0])
+    steps = []
+    if len(shape) == 3 and block[0] > 1:  # (b, w, C) as (w, b, C), then (w b, C)
+        steps.append(("transpose", dict(perm=(1, 0, 2)), (shape[1], block[0], shape[2])))
+        steps.append(("reshape", dict(shape=(full[0], shape[2])), (full[0], shape[2])))
+    size = tuple(full) + (shape[-1],)
+    if any(v for c in crops for v in c):
+        begin = tuple(a for a, _ in crops) + (0,)
+        steps.append(("slice", dict(begin=begin, end=tuple(n - b for n, (_, b) in zip(full, crops)) + (shape[-1],)),
+                      tuple(want[1:])))
+        size = tuple(want[1:])
+    if tuple(r.ir.shapes[y]) != size or not steps:
+        steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
+    _chain(r, x, steps, y)
 
 
 def op_DEPTH_TO_SPACE(r):

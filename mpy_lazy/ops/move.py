@@ -21,9 +21,11 @@ def _check_move(r, E):
         r.fail("shape", "%d x %d x %d elements: more than the arena holds" % (planes, rows, cols))
     if planes and rows and cols:
         for o, s_plane, s_row, s_col, field in ((2, 12, 6, 7, "x"), (3, 13, 8, 9, "y")):
-            sp, ss, sj = (r.range(i, field, 0, 1 << 24) for i in (s_plane, s_row, s_col))
-            last = (planes - 1) * sp + (rows - 1) * ss + (cols - 1) * sj + 1
-            r.region(o, field, last * es, es)
+            reach = [(n - 1) * r.range(i, field, -(1 << 24), 1 << 24)
+                     for n, i in ((planes, s_plane), (rows, s_row), (cols, s_col))]
+            first = sum(d for d in reach if d < 0)  # (negative strides: reversed axes)
+            last = sum(d for d in reach if d > 0) + 1
+            r.region(o, field, (last - first) * es, es, first * es)
 
 
 def _check_fill(r, E):
@@ -42,7 +44,8 @@ def check(r, E):
 
 # move record: 2 SO 3 DO (bytes) 4 ROWS 5 COLS 6 SS 7 SJ 8 DS 9 DJ (element strides) 10 ES
 # (bytes per element: 1, 2 or 4) 11 PLANES 12 PSS 13 PDS (plane strides). fill record: 2 DO 3 N
-# 4 V (an int8 or int16 code, or 32 bits) 5 ES.
+# 4 V (an int8 or int16 code, or 32 bits) 5 ES. A stride may be negative (an axis read or written
+# backwards: REVERSE_V2, slices of negative stride).
 
 def move(E, P, k):
     """dst[DO + p * PDS + i * DS + j * DJ] = src[SO + p * PSS + i * SS + j * SJ] for p < PLANES,

@@ -1,7 +1,7 @@
-# slice (TFLite's STRIDED_SLICE with positive strides, ONNX's Slice), transpose (a permutation
+# slice (TFLite's STRIDED_SLICE, REVERSE_V2 (stride -1), ONNX's Slice), transpose (a permutation
 # of the H, W, C axes: TFLite's TRANSPOSE, ONNX's Transpose), depth2space and space2depth
 # (block=b: TFLite's DEPTH_TO_SPACE and SPACE_TO_DEPTH of an H, W, C value, the channels in
-# TFLite's order): data movement only, move records of up to three nested loops (one; b x b for
+# TFLite's order), broadcast (TFLite's BROADCAST_TO: numpy's broadcast_to): data movement only, move records of up to three nested loops (one; b x b for
 # the block ops), elements of any dtype (the bytes are copied).
 from ..kinds import MOVE
 from . import Op as Base
@@ -34,11 +34,20 @@ class Op(Base):
             shape = []
             for d in range(nd):
                 b, e, st = begin[d], end[d], stride[d]
-                if not 0 <= b < e <= x.shape[d] or not 1 <= st <= 65535:
+                if not (0 <= b < e <= x.shape[d] and 1 <= st <= 65535 or
+                        -1 <= e < b < x.shape[d] and -65535 <= st <= -1):
                     raise self.fail("axis %d: begin %d, end %d, stride %d outside 0 <= begin < end <= %d, "
-                                    "stride >= 1" % (d, b, e, st, x.shape[d]), "begin")
-                shape.append((e - b + st - 1) // st)
+                                    "stride >= 1 (or %d > begin > end >= -1, stride <= -1: backwards)"
+                                    % (d, b, e, st, x.shape[d], x.shape[d]), "begin")
+                shape.append((e - b + st - 1) // st if st > 0 else (b - e - st - 1) // -st)
             self.spec = (tuple(begin), tuple(stride))
+        elif name == "broadcast":
+            shape = kv["shape"]
+            lead = len(shape) - nd
+            if lead < 0 or any(x.shape[d] not in (1, shape[lead + d]) for d in range(nd)):
+                raise self.fail("shape=%s: %s does not broadcast to it" % (",".join(map(str, shape)), x.shape),
+                                "shape")
+            self.spec = lead
         else:
             perm = kv["perm"]
             if sorted(perm) != list(range(nd)):
@@ -64,6 +73,9 @@ class Op(Base):
             begin, step = self.spec
             start = sum(begin[d] * stride_x[d] for d in range(len(xs)))
             src = [stride_x[d] * step[d] for d in range(len(xs))]  # per output axis
+        elif self.name == "broadcast":  # (stride 0 along an axis of 1 the output repeats)
+            start = 0
+            src = [0] * self.spec + [stride_x[d] if xs[d] > 1 else 0 for d in range(len(xs))]
         else:
             start = 0
             src = [stride_x[d] for d in self.spec]

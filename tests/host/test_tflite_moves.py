@@ -150,17 +150,22 @@ class Case:
         self.inputs = [np.asarray(x).reshape(-1).tolist() for x in xs]
 
 
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("tflite_moves"))
-    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
+def on_board(made, workdir, tag):
+    """The Cases of `made` ({name: (.tflite bytes, inputs)}: packed, TFLM's answers) and a Board
+    (the unix port) running each once (its heap allocations counted on the integer ones)."""
+    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in made.items()}
     jobs = []
     for c in out.values():
         xs_path = os.path.join(workdir, c.name + ".json")
         with open(xs_path, "w") as f:
             json.dump([c.inputs], f)
         jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
-    board = Board(workdir, "moves", [c.pack for c in out.values()], jobs)
+    return out, Board(workdir, tag, [c.pack for c in out.values()], jobs)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out, board = on_board(models(), str(tmp_path_factory.mktemp("tflite_moves")), "moves")
     try:
         yield out, board
     finally:

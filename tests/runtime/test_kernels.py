@@ -1565,6 +1565,23 @@ def test_move_and_fill():
                 return (lambda: run_record(mod, "move", a, (), kinds.MOVE, fields)), a
 
             run_each(build, want, "move case %d es %d %s" % (case, es, fields))
+            # the same elements with the source's rows and columns and the destination's planes
+            # walked backwards (negative strides: REVERSE_V2, slices of stride -1)
+            back = [so + es * ((rows - 1) * ss + (cols - 1) * sj), do + es * (planes - 1) * pds, rows, cols,
+                    -ss, -sj, ds, dj, es, planes, pss, -pds]
+            want = list(ar.init)
+            for q in range(planes):
+                for i in range(rows):
+                    for j in range(cols):
+                        for b in range(es):
+                            d = do + es * ((planes - 1 - q) * pds + i * ds + j * dj) + b
+                            want[d] = ar.init[so + es * (q * pss + (rows - 1 - i) * ss + (cols - 1 - j) * sj) + b]
+
+            def build_back(mod):
+                a = ar.fresh()
+                return (lambda: run_record(mod, "move", a, (), kinds.MOVE, back)), a
+
+            run_each(build_back, want, "move backwards case %d es %d %s" % (case, es, back))
         # put(): between two buffers, element indices
         src = i8s(r, n_src + r.int(0, 4))
         dst0 = i8s(r, n_dst + r.int(0, 4))
@@ -2245,3 +2262,117 @@ def test_float_groupnorm():
         e = raises(ContainerError, kernels.room(kinds.FGROUPNORM).check,
                    check._Rec(record(kinds.FGROUPNORM, fields), 0, 192, (slot,), None), check._Env((slot,)))
         assert field in str(e), (i, v, str(e))
+
+
+# --- gathernd, update (ops/index.py) ------------------------------------------------------------
+
+def test_gathernd():
+    """TFLM's GATHER_ND (and EMBEDDING_LOOKUP): slice i is the SLICE elements at from_pos =
+    sum(index[i ND + j] x Cj) of the params (in the arena, or a tensor), 1-, 2- or 4-byte
+    elements; a from_pos outside 0..TOTAL - SLICE raises IndexError (TFLM's invoke fails)."""
+    r = Lcg(93)
+    for case in range(CASES):
+        es, nd = r.pick((1, 2, 4)), r.int(1, 3)
+        dims = [r.int(1, 4) for _ in range(nd + r.int(0, 2))]
+        size = 1
+        for d in dims[nd:]:
+            size *= d
+        cs = []
+        for j in range(nd - 1, -1, -1):
+            cs.insert(0, size if not cs else cs[0] * dims[j + 1])
+        total = cs[0] * dims[0]
+        n = r.int(0, 5)
+        idx = [r.int(0, dims[j] - 1) for _ in range(n) for j in range(nd)]
+        params = ints_of(r, total, es)
+        in_tensor = r.chance(2)
+        slot = Slot()
+        ar = Arena(r, [es * n * size + 4, 4 * n * nd + 4] + ([] if in_tensor else [es * total + 4]))
+        yo, io = ((o + 3) // 4 * 4 for o in ar.offsets[:2])
+        ar.put(io, pack_ints(idx, 4))
+        if in_tensor:
+            src = [1, 0, slot.add(pack_ints(params, es), "b"), 0]
+        else:
+            po = (ar.offsets[2] + 3) // 4 * 4
+            ar.put(po, pack_ints(params, es))
+            src = [0, po, 0, 0]
+        expected = list(ar.expected)
+        for i in range(n):
+            at = sum(idx[i * nd + j] * cs[j] for j in range(nd))
+            expected[yo + es * i * size: yo + es * (i + 1) * size] = pack_ints(params[at: at + size], es)
+        fields = [yo, io, n, nd, size, es, total] + (cs + [0] * 5)[:5] + src
+
+        def build(mod, fields=fields):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "gathernd", a, (slot.b,), kinds.GATHERND, fields)), a
+
+        run_each(build, expected, "gathernd case %d %s" % (case, fields), ELEM_IMPLS)
+        if n:  # the first slice moved just past the end, or before the start: IndexError on every path
+            base, c = sum(idx[j] * cs[j] for j in range(nd - 1)), cs[nd - 1]
+            for v in ((total - size - base) // c + 1, -(base // c) - 1):
+                ar.put(io, pack_ints(idx[:nd - 1] + [v] + idx[nd:], 4))
+                for name, mod in ELEM_IMPLS:
+                    raises(IndexError, run_record, mod, "gathernd", ar.fresh(), (slot.b,), kinds.GATHERND, fields)
+            ar.put(io, pack_ints(idx, 4))
+
+
+def test_update():
+    """TFLM's DYNAMIC_UPDATE_SLICE: y = x, then the update at the int32 starts clamped to
+    0..Dj - Uj (a batch's start first when SKIP), 1-, 2- or 4-byte elements, rank 1 to 3."""
+    r = Lcg(94)
+    for case in range(CASES):
+        es, rank, skip = r.pick((1, 2, 4)), r.int(1, 3), r.int(0, 1)
+        xs = [1] * (3 - rank) + [r.int(1, 5) for _ in range(rank)]
+        us = [r.int(1, d) for d in xs]
+        starts = [r.pick((-3, 0, 1, 2, 7, -(1 << 31), (1 << 31) - 1)) for _ in range(rank + skip)]
+        nx, nu = xs[0] * xs[1] * xs[2], us[0] * us[1] * us[2]
+        x, u = ints_of(r, nx, es), ints_of(r, nu, es)
+        ar = Arena(r, [es * nx + 4, es * nu + 4, 4 * len(starts) + 4, es * nx + 4])
+        xo, uo, so, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+        ar.put(xo, pack_ints(x, es))
+        ar.put(uo, pack_ints(u, es))
+        ar.put(so, pack_ints(starts, 4))
+        s = [0] * (3 - rank) + [min(max(0, v), d - e) for v, d, e in zip(starts[skip:], xs[3 - rank:], us[3 - rank:])]
+        want = list(x)
+        for i in range(us[0]):
+            for j in range(us[1]):
+                for l in range(us[2]):
+                    want[((s[0] + i) * xs[1] + s[1] + j) * xs[2] + s[2] + l] = u[(i * us[1] + j) * us[2] + l]
+        expected = list(ar.expected)
+        expected[yo: yo + es * nx] = pack_ints(want, es)
+        fields = [xo, uo, so, yo, es, skip, rank] + xs + us
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "update", a, (), kinds.UPDATE, fields)), a
+
+        run_each(build, expected, "update case %d %s" % (case, fields), ELEM_IMPLS)
+
+
+def test_index_check():
+    """The load-time check of a gathernd / update record passes a good one and refuses each bad
+    field with one ContainerError line naming it."""
+    from mpy_lazy import ContainerError
+
+    room = kernels.room(kinds.GATHERND)
+    slot = Slot()
+    to = slot.add([0] * 24, "b")
+    arena = 256
+    # 4 slices of 3 elements from a [2, 4, 3] table: 2 components, strides 12 and 3
+    cases = {kinds.GATHERND: ([0, 64, 4, 2, 3, 1, 24, 12, 3, 0, 0, 0, 1, 0, to, 0],
+                              {3: (-1, "x"), 5: (0, "x"), 5.5: (6, "x"), 6: (0, "shape"), 7: (3, "dtype"),
+                               8: (2, "shape"), 9: (0, "shape"), 11: (1, "shape"), 2: (250, "y"),
+                               3: (250, "x"), 15: (1 << 20, "params")}),
+             kinds.UPDATE: ([0, 64, 128, 160, 1, 1, 2, 1, 4, 6, 1, 2, 3],
+                            {6: (3, "dtype"), 7: (2, "x"), 8: (0, "x"), 8.5: (2, "shape"), 12: (5, "shape"),
+                             10: (0, "shape"), 2: (250, "x"), 4: (255, "x"), 5: (250, "y")})}
+    for kind, (good, bad) in cases.items():
+        room.check(check._Rec(record(kind, good), 0, arena, (slot.b,), None), check._Env((slot.b,)))
+        for i, (v, field) in bad.items():
+            f = list(good)
+            f[int(i) - 2] = v
+            if kind == kinds.UPDATE and i == 8.5:  # rank 2 with a first axis of 2
+                f[7] = 2
+            e = raises(ContainerError, room.check, check._Rec(record(kind, f), 0, arena, (slot.b,), None),
+                       check._Env((slot.b,)))
+            assert (e.field, e.tensor) == ("program", field) and "\n" not in str(e) \
+                and str(e).startswith("graph line 0: %s: %s" % (kinds.NAMES[kind], field)), (kind, i, str(e))

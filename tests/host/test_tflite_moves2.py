@@ -1,0 +1,350 @@
+"""The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
+REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+time), SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (reshape, transpose, crop), each on the types TFLM's kernel takes that the board has, in
+one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
+the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
+CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
+inference) and by the host reference interpreter: every output, every element equal; and the
+fields TFLM's kernels trust, refused."""
+import os
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from host_tools import reference  # noqa: E402
+from host_util import cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
+from test_tflite_elem import TYPES, _opts, model  # noqa: E402
+from test_tflite_moves import OP, Q, _ints, _save, _x, expect, on_board, one  # noqa: E402
+
+import mpy_lazy  # noqa: E402
+from mpy_lazy import model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+TYPES.setdefault("i64", (S.TensorType.INT64, np.int64))
+
+
+def cases_of(dt):
+    out = {}
+    for axes, shape in (([0], (6,)), ([1], (1, 5, 6)), ([-1], (1, 3, 4, 5)), ([1, 2], (1, 3, 4, 5)),
+                        ([0, 1], (3, 4, 5)), ([2, 3], (1, 3, 4, 5))):
+        out["reverse%s_%dd" % ("".join(str(a % len(shape)) for a in axes), len(shape))] = one(
+            OP.REVERSE_V2, dt, shape, [shape], [_ints(axes)])
+    for x, y in (((1, 1, 5), (1, 3, 4, 5)), ((1, 4, 1), (1, 2, 4, 3)), ((3, 1), (1, 2, 3, 4)), ((1,), (7,)),
+                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5))):
+        out["broadcast_to_%s" % "x".join(map(str, y))] = one(OP.BROADCAST_TO, dt, x, [y], [_ints(y)])
+    out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
+                                        [(np.int64([1, 2, 3]), "i64", None)])
+    out["broadcast_args"] = broadcast_args(dt)
+    out["strided_backwards"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 4, 3, 3)],
+                                   [_ints([0, 4, 0, 6]), _ints([1, 0, 6, 0]), _ints([1, -1, 2, -2])])
+    out["strided_backwards_masks"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 3, 4, 6)],
+                                         [_ints([0, 0, 1, 5]), _ints([1, 1, 5, 0]), _ints([1, -1, 1, -1])],
+                                         _opts("StridedSliceOptions", beginMask=0b0010, endMask=0b1000))
+    out["strided_backwards_2d"] = one(OP.STRIDED_SLICE, dt, (4, 9), [(4, 3)],
+                                      [_ints([-1, 8]), _ints([-5, 0]), _ints([-1, -3])])
+    for shape, perm in (((1, 4, 5, 6), (0, 2, 1, 3)), ((1, 4, 5, 6), (0, 3, 1, 2)), ((1, 1, 5, 6), (1, 0, 3, 2)),
+                        ((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 2, 0)), ((1, 3, 4), (0, 2, 1)),
+                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3))):
+        if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
+            out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
+                OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
+    if dt in ("i8", "f32"):  # (TFLM's SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND take int8 and float32)
+        for b, pads, (w, c) in ((2, [0, 0], (6, 3)), (3, [0, 0], (6, 2)), (2, [1, 2], (5, 3)), (1, [2, 1], (4, 3)),
+                                (4, [3, 1], (4, 2))):
+            wp = (w + sum(pads)) // b
+            if not sum(pads):  # (padding: refused, see below)
+                out["space_to_batch%d" % b] = one(OP.SPACE_TO_BATCH_ND, dt, (1, w, c), [(b, wp, c)],
+                                                  [_ints([b]), _ints([pads])])
+            out["batch_to_space%d_%d%d" % (b, pads[0], pads[1])] = one(
+                OP.BATCH_TO_SPACE_ND, dt, (b, wp, c), [(1, w, c)], [_ints([b]), _ints([pads])])
+        out["space_to_batch_4d"] = one(OP.SPACE_TO_BATCH_ND, dt, (1, 3, 4, 2), [(1, 3, 4, 2)],
+                                       [_ints([1, 1]), _ints([[0, 0], [0, 0]])])
+        out["batch_to_space_4d"] = one(OP.BATCH_TO_SPACE_ND, dt, (1, 5, 5, 2), [(1, 3, 4, 2)],
+                                       [_ints([1, 1]), _ints([[1, 1], [0, 1]])])
+    if dt in ("i8", "f32"):  # (TFLM's GATHER_ND and EMBEDDING_LOOKUP take int8 and float32)
+        for params, idx, const in (((1, 4, 5, 3), (6, 2), False), ((4, 6), (3, 1), False), ((10, 4), (1, 5, 1), True),
+                                   ((1, 3, 4), (5, 3), False), ((2, 3, 4), (2,), True), ((3, 2, 2, 2, 2), (4, 5), True)):
+            out["gather_nd_%s_%s%s" % ("x".join(map(str, params)), "x".join(map(str, idx)), "_t" if const else "")] = \
+                gather(OP.GATHER_ND, dt, params, idx, const)
+        for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)):
+            out["embedding_lookup_%s_%d" % ("x".join(map(str, value)), n)] = gather(OP.EMBEDDING_LOOKUP, dt, value, (n,), True)
+    for x, u, starts in (((1, 5, 6), (1, 2, 3), [0, 4, -2]), ((1, 5, 6), (1, 5, 6), [0, 1, 1]), ((7,), (3,), [2]),
+                         ((4, 6), (1, 6), [9, 0]), ((1, 3, 4, 5), (1, 2, 1, 5), [0, 1, 2, 0]), ((4, 6), (2, 3), [1, 2])):
+        tag = "%s_%s" % ("x".join(map(str, x)), "x".join(map(str, u)))
+        out["update_slice_" + tag] = update_slice(dt, x, u, starts, False)
+        out["update_slice_const_" + tag] = update_slice(dt, x, u, starts, True)
+    return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def _board(shape):
+    """A model input's sample as the board takes it: without a leading batch of 1."""
+    return shape[1:] if len(shape) > 1 and shape[0] == 1 else shape
+
+
+def gather(op, dt, params, idx, const):
+    """GATHER_ND (params first) or EMBEDDING_LOOKUP (ids first) of int32 indices given to the
+    model, the params a model input or (const) a constant; indices in range, one negative
+    component where the flat position stays inside (TFLM checks the flat position only)."""
+    rng = np.random.default_rng(len(params) * 10 + len(idx))
+    nd = idx[-1] if op == OP.GATHER_ND else 1
+    pv = _x(dt, params, 3)
+    ix = np.stack([rng.integers(0, params[j], idx[:-1] if op == OP.GATHER_ND else idx) for j in range(nd)], -1)
+    if op == OP.GATHER_ND and nd > 1 and params[nd - 1] > 1:  # (row r, column -1: row r - 1's last)
+        ix.reshape(-1, nd)[0, nd - 2:] = (1, -1)
+    ix = ix.astype(np.int32).reshape(idx)
+    want = list(idx[:-1]) + list(params[nd:]) if op == OP.GATHER_ND else list(idx) + list(params[1:])
+    q = Q[dt]
+    pt = (params, dt, q, pv if const else None)
+    it = (idx, "i32", None, None)
+    tensors = ([pt, it] if op == OP.GATHER_ND else [it, pt]) + [(want, dt, q, None)]
+    ins = [k for k, t in enumerate(tensors[:2]) if t[3] is None]
+    data = model(op, tensors, ins, [2], [0, 1])
+    xs = [_board(params) and pv.reshape(_board(params)) if tensors[k] is pt else ix.reshape(_board(idx)) for k in ins]
+    return data, xs
+
+
+def update_slice(dt, x, u, starts, const):
+    """DYNAMIC_UPDATE_SLICE of an operand and an update given to the model, its int32 start
+    indices given too or (const) constants; starts beyond the operand clamped (TFLM's)."""
+    q = Q[dt]
+    st = _ints(starts)
+    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i32", None, st if const else None), (x, dt, q, None)]
+    ins = [0, 1] if const else [0, 1, 2]
+    data = model(OP.DYNAMIC_UPDATE_SLICE, tensors, ins, [3], [0, 1, 2])
+    xs = [_x(dt, x, 5).reshape(_board(x)), _x(dt, u, 6).reshape(_board(u))] + ([] if const else [st])
+    return data, xs
+
+
+def broadcast_args(dt):
+    """RESHAPE to the shape BROADCAST_ARGS computes from two constant shapes (folded at pack
+    time; TFLM computes it at every invoke)."""
+    data, xs = one(OP.RESHAPE, dt, (1, 2, 6), [(3, 4)], [_ints([3, 4])])
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    shape_t = sg.operators[0].inputs[1]
+    m.buffers[sg.tensors[shape_t].buffer].data = None  # computed now
+    ops = []
+    for v in ([3, 1], [4]):
+        t = S.TensorT()
+        t.shape, t.type, t.name, t.buffer = [len(v)], S.TensorType.INT32, "s%d" % len(sg.tensors), len(m.buffers)
+        b = S.BufferT()
+        b.data = list(_ints(v).tobytes())
+        m.buffers.append(b)
+        sg.tensors.append(t)
+        ops.append(len(sg.tensors) - 1)
+    code = S.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = OP.BROADCAST_ARGS, 127, 1
+    m.operatorCodes.append(code)
+    op = S.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 1, ops, [shape_t]
+    sg.operators.insert(0, op)
+    return _save(m), xs
+
+
+def models():
+    out = {}
+    for dt in ("i8", "i16", "i32", "f32"):
+        out.update(cases_of(dt))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out, board = on_board(models(), str(tmp_path_factory.mktemp("tflite_moves2")), "moves2")
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+NAMES = list(models())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpython_matches_tflm(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(c.c)
+        m(*c.inputs)
+        expect(c, [m.tolist(i) for i in range(len(c.want))])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_micropython_matches_tflm(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert r["path"] == "viper"
+    expect(c, r["ys"][0])
+    if "f32" not in name:
+        assert r["alloc"] == [0], r["alloc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_reference_matches_tflm(cases, name):
+    c = cases[0][name]
+    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
+    expect(c, got)
+
+
+# name -> (.tflite bytes, words of the one-line refusal)
+REFUSED = {
+    "reverse_apart": (one(OP.REVERSE_V2, "i8", (1, 3, 4, 5), [(1, 3, 4, 5)], [_ints([1, 3])])[0],
+                      ("operator 0 (REVERSE_V2)", "axes [1, 3]: not contiguous")),
+    "reverse_axis": (one(OP.REVERSE_V2, "i8", (1, 3, 4), [(1, 3, 4)], [_ints([3])])[0],
+                     ("(REVERSE_V2)", "axes [3] outside")),
+    "transpose_i64_perm": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 4, 3)], [(np.int64([0, 2, 1]), "i64", None)])[0],
+                           ("(TRANSPOSE)", "the permutation must be a constant int32")),
+    "transpose_output": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 3, 4)], [_ints([0, 2, 1])])[0],
+                         ("(TRANSPOSE)", "output of shape [1, 3, 4], the op computes [1, 4, 3]")),
+    "transpose_perm": (one(OP.TRANSPOSE, "i8", (1, 3, 4), [(1, 4, 3)], [_ints([0, 2, 2])])[0],
+                       ("(TRANSPOSE)", "perm [0, 2, 2]: a permutation")),
+    "space_to_batch_pads": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 5, 3), [(2, 4, 3)], [_ints([2]), _ints([[1, 2]])])[0],
+                            ("(SPACE_TO_BATCH_ND)", "paddings [[1, 2]]", "never sets")),
+    "space_to_batch_uneven": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 5, 3), [(2, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
+                              ("(SPACE_TO_BATCH_ND)", "sizes multiples of block_shape [2]")),
+    "space_to_batch_4d": (one(OP.SPACE_TO_BATCH_ND, "f32", (1, 4, 4, 3), [(4, 2, 2, 3)],
+                              [_ints([2, 2]), _ints([[0, 0], [0, 0]])])[0], ("(SPACE_TO_BATCH_ND)", "batch 4")),
+    "batch_to_space_crops": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 1, 3)], [_ints([2]), _ints([[2, 2]])])[0],
+                             ("(BATCH_TO_SPACE_ND)", "crops smaller than the sizes")),
+    "batch_to_space_output": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
+                              ("(BATCH_TO_SPACE_ND)", "output of shape [1, 3, 3], the op computes [1, 4, 3]")),
+    "gather_nd_const_indices": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [3]])),
+                                                     ((2, 6), "f32", None, None)], [0], [2], [0, 1]),
+                                ("(GATHER_ND)", "constant indices")),
+    "gather_nd_i16": (model(OP.GATHER_ND, [((4, 6), "i16", Q["i16"], None), ((2, 1), "i32", None, None),
+                                           ((2, 6), "i16", Q["i16"], None)], [0, 1], [2], [0, 1]),
+                      ("(GATHER_ND)", "params of type INT16")),
+    "gather_nd_output": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, None),
+                                              ((2, 5), "f32", None, None)], [0, 1], [2], [0, 1]),
+                         ("(GATHER_ND)", "output of shape [2, 5], the op computes [2, 6]")),
+    "embedding_hybrid": (model(OP.EMBEDDING_LOOKUP, [((3,), "i32", None, None), ((5, 4), "i8", (0.1, 0), np.ones((5, 4))),
+                                                     ((3, 4), "f32", None, None)], [0], [2], [0, 1]),
+                         ("(EMBEDDING_LOOKUP)", "hybrid model")),
+    "update_slice_larger": (model(OP.DYNAMIC_UPDATE_SLICE, [((1, 3, 4), "f32", None, None), ((1, 4, 4), "f32", None, None),
+                                                            ((3,), "i32", None, _ints([0, 0, 0])), ((1, 3, 4), "f32", None, None)],
+                                  [0, 1], [3], [0, 1, 2]),
+                            ("(DYNAMIC_UPDATE_SLICE)", "the update no larger")),
+    "strided_shrink_backwards": (one(OP.STRIDED_SLICE, "i8", (1, 5, 6), [(1, 6)], [_ints([0, 3, 0]), _ints([1, 4, 6]),
+                                                                                   _ints([1, -1, 1])],
+                                     _opts("StridedSliceOptions", shrinkAxisMask=0b10))[0],
+                                 ("(STRIDED_SLICE)", "axis 1: stride -1 with shrink_axis")),
+    "broadcast_to_not": (one(OP.BROADCAST_TO, "i8", (1, 2, 4), [(1, 3, 4)], [_ints([1, 3, 4])])[0],
+                         ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
+    "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
+                            ("(BROADCAST_TO)", "output of shape [1, 2, 4] for shape [1, 3, 4]")),
+    "broadcast_to_6d": (one(OP.BROADCAST_TO, "i8", (1, 4), [(1, 1, 1, 1, 1, 4)], [_ints([1, 1, 1, 1, 1, 4])])[0],
+                        ("(BROADCAST_TO)", "up to 5 dimensions")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_malformed_moves_are_refused(cli, tmp_path, name):
+    """What TFLM's kernels refuse or trust: refused in one line naming the operator and the
+    field, no container written."""
+    data, words = REFUSED[name]
+    src, out = tmp_path / (name + ".tflite"), tmp_path / (name + ".mpyl")
+    src.write_bytes(data)
+    line = cli.fails("pack", src, "-o", out)
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
+
+
+def test_broadcast_args_of_shapes_that_do_not_broadcast_is_refused(cli, tmp_path):
+    """BROADCAST_ARGS folded at pack time: shapes that do not broadcast (TFLM's kernel stops
+    on its CHECK) refused naming the operator."""
+    data, _ = broadcast_args("i8")
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    m.buffers[sg.tensors[sg.operators[0].inputs[0]].buffer].data = list(_ints([3, 3]).tobytes())
+    src = tmp_path / "args.tflite"
+    src.write_bytes(_save(m))
+    line = cli.fails("pack", src, "-o", tmp_path / "args.mpyl")
+    assert "operator 0 (BROADCAST_ARGS)" in line and "shapes [3, 3] and [1, 4] do not broadcast" in line, line
+
+
+@pytest.mark.parametrize("line, words", [
+    ("broadcast x=x y=y shape=3,4", ("shape=3,4: (2, 3) does not broadcast to it",)),
+    ("broadcast x=x y=y shape=3", ("shape=3: (2, 3) does not broadcast to it",)),
+    ("slice x=x y=y begin=1,0 end=1,3 stride=-1,1", ("axis 0: begin 1, end 1, stride -1",)),
+    ("slice x=x y=y begin=2,0 end=-1,3 stride=-1,1", ("axis 0: begin 2, end -1, stride -1",)),
+])
+def test_move_description_refused(line, words):
+    """The graph description's broadcast and backward slices: each bad key refused in one line
+    naming it."""
+    from mpy_lazy import ContainerError
+    from mpy_lazy.model import Model
+
+    with pytest.raises(ContainerError) as e:
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_gather_outside_the_params_fails_as_tflm_fails(tmp_path):
+    """An index tuple whose flat position leaves the params: TFLM's invoke fails; mpy-lazy's
+    kernel raises IndexError (pure path and host reference; the viper one: test_kernels.py)."""
+    from test_tflite_elem import ARENA
+
+    data, xs = gather(OP.GATHER_ND, "f32", (4, 6), (2, 1), False)
+    src = tmp_path / "g.tflite"
+    src.write_bytes(data)
+    xs = [xs[0], np.int32([[1], [4]])]
+    with pytest.raises(Exception):
+        tflm_ref.run(str(src), [tuple(xs)], arena_size=ARENA)
+    run_cli("pack", src, "-o", tmp_path / "g.mpyl")
+    c = mpy_lazy.open((tmp_path / "g.mpyl").read_bytes())
+    with kernel_path("pure"):
+        m = mmodel.from_container(c)
+        with pytest.raises(IndexError):
+            m(*[x.reshape(-1).tolist() for x in xs])
+    with pytest.raises(IndexError):
+        reference.run(c.meta["graph"], tensors_of(c), *xs)
+
+
+def test_16x8_transpose_conv_with_an_int16_bias_runs_as_tflm(tmp_path):
+    """TFLM's 16x8 TRANSPOSE_CONV widens an int16 bias to int64 (an int32 one it reads as int64
+    bytes: refused, tests/host/test_tflite.py): SEANet's TRANSPOSE_CONV with its bias stored as
+    int16 packs and runs TFLM's outputs bit for bit (pure path, viper on the unix port with 0 B
+    allocated, host reference)."""
+    import json
+
+    from test_tflite import ROOT
+    from test_tflite_elem import ARENA
+    from host_util import Board
+
+    m = tflm_ref.read_model(os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro",
+                                         "seanet_transpose_conv4.tflite"))
+    sg = m.subgraphs[0]
+    t = sg.tensors[sg.operators[0].inputs[3]]
+    b = m.buffers[t.buffer]
+    b64 = np.frombuffer(bytes(bytearray(b.data)), np.int64)
+    assert np.abs(b64).max() < 1 << 15
+    b.data = list(b64.astype(np.int16).tobytes())
+    t.type = S.TensorType.INT16
+    src = tmp_path / "tc16.tflite"
+    src.write_bytes(_save(m))
+    x = np.random.default_rng(0).integers(-3000, 3000, (1, 2, 80, 16)).astype(np.int16)
+    want = tflm_ref.run(str(src), [(np.int32([1, 2, 160, 8]), x)], arena_size=ARENA)[0].reshape(-1)
+    pack = tmp_path / "tc16.mpyl"
+    run_cli("pack", src, "-o", pack)
+    c = mpy_lazy.open(pack.read_bytes())
+    with kernel_path("pure"):
+        mm = mmodel.from_container(c)
+        mm(x.reshape(-1).tolist())
+        assert mm.tolist(0) == want.tolist()
+    assert reference.run(c.meta["graph"], tensors_of(c), x[0])[0].reshape(-1).tolist() == want.tolist()
+    xs = tmp_path / "tc16.json"
+    xs.write_text(json.dumps([[x.reshape(-1).tolist()]]))
+    board = Board(str(tmp_path), "tc16", [str(pack)], [{"name": "tc16.mpyl", "xs": str(xs), "multi": True,
+                                                        "alloc": True}])
+    try:
+        r = board.get("tc16.mpyl")
+    finally:
+        board.stop()
+    assert r["path"] == "viper" and r["alloc"] == [0], (r["path"], r["alloc"])
+    assert np.asarray(r["ys"][0]).reshape(-1).tolist() == want.tolist()
