@@ -12,8 +12,8 @@ from ..ir import Node
 from . import INT
 
 OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
-TYPES = {"VAR_HANDLE": "int8 int16 int32 float32", "READ_VARIABLE": "int8 int16 int32 float32",
-         "ASSIGN_VARIABLE": "int8 int16 int32 float32", "CALL_ONCE": "int8 int16 int32 float32"}
+TYPES = {"VAR_HANDLE": "int8 float32", "READ_VARIABLE": "int8 float32", "ASSIGN_VARIABLE": "int8 float32",
+         "CALL_ONCE": "int8 float32"}
 
 
 def _key(r, sg, op):

@@ -133,3 +133,65 @@ def test_the_variable_is_state_in_the_description(cases):
     init = tensors_of(cases[0]["stream_int8"].c)[kv["t"]].reshape(-1)
     s, z = kv["q"]
     assert np.allclose((init.astype(np.float64) - z) * s, 0.25, atol=s), init  # tf.Variable's 0.25
+
+
+def _fails(*args):
+    """`mpy-lazy ARGS` in-process, expected to fail: its stderr."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in args])
+    assert rc != 0, args
+    return err.getvalue()
+
+
+def _edited(tmp_path, name, edit):
+    """stream_f32.tflite with `edit(model)` applied to its schema object (TFLM's schema module)."""
+    src = os.path.join(GOLDEN, "tflite", "stream_f32.tflite")
+    if not os.path.exists(src):
+        pytest.skip("stream_f32.tflite is missing (make tflite-fixtures)")
+    with open(src, "rb") as f:
+        m = S.ModelT.InitFromPackedBuf(bytearray(f.read()), 0)
+    edit(m)
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    path = tmp_path / (name + ".tflite")
+    path.write_bytes(bytes(b.Output()))
+    return path
+
+
+def _computed_init(m):
+    init = m.subgraphs[1]
+    value = [op for op in init.operators if len(op.inputs) == 2][0].inputs[1]
+    m.buffers[init.tensors[value].buffer].data = None  # the initial value no constant
+
+
+def _init_index(m):
+    for op in m.subgraphs[0].operators:
+        if op.builtinOptionsType == S.BuiltinOptions.CallOnceOptions:
+            op.builtinOptions.initSubgraphIndex = 7
+
+
+@pytest.mark.parametrize("name,edit,msg", [
+    ("computed_init", _computed_init, "assigns a computed value; the initial value must be a constant"),
+    ("init_index", _init_index, "init subgraph 7: the model has subgraphs 0..1"),
+])
+def test_refusals_name_the_operator(tmp_path, name, edit, msg):
+    path = _edited(tmp_path, name, edit)
+    err = _fails("pack", path, "-o", tmp_path / "x.mpyl")
+    assert msg in err and "CALL_ONCE" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x.mpyl").exists()
+
+
+def test_quantizing_a_stateful_float_model_is_refused(tmp_path):
+    src = os.path.join(GOLDEN, "tflite", "stream_f32.tflite")
+    if not os.path.exists(src):
+        pytest.skip("stream_f32.tflite is missing (make tflite-fixtures)")
+    np.save(tmp_path / "s.npy", np.random.default_rng(0).uniform(-1, 1, (20, 4)).astype(np.float32))
+    err = _fails("pack", src, "-o", tmp_path / "x.mpyl", "--quantize", "int8", "--calibrate", tmp_path / "s.npy")
+    assert "resource variables" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x.mpyl").exists()
