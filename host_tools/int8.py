@@ -204,6 +204,10 @@ def calibrate_graph(graph, samples, progress=None):
     interpreter (host_tools/reference.py) running the float graph itself: how a float .tflite
     is calibrated (no onnxruntime, no TensorFlow), with the ranges TFLite's converter records
     (converter_ranges)."""
+    if any(n.op == "var" for n in graph.nodes):
+        raise PackError("--quantize int8: a model with resource variables (state kept across calls) is not "
+                        "quantized here; convert it with TFLite's full-integer quantization "
+                        "(converter._experimental_variable_quantization = True) and pack that")
     return converter_ranges(graph, _ranges(_graph_values(graph, samples), progress))
 
 

@@ -94,7 +94,7 @@ class Graph:
                 parts.append("layout=" + layout)
             lines.append(" ".join(parts))
         for n in self.nodes:
-            parts = [n.op, "x=" + ",".join(names[v] for v in n.x), "y=" + names[n.y]]
+            parts = [n.op] + (["x=" + ",".join(names[v] for v in n.x)] if n.x else []) + ["y=" + names[n.y]]
             for key in ("w", "r", "b", "m", "t"):
                 if key in n.t:
                     parts.append("%s=%s" % (key, n.t[key]))

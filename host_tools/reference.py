@@ -12,7 +12,7 @@ from mpy_lazy.graph import RANGE, parse
 from .tflm import mbqm64_np, mbqm_np, rdbpot_np, srdhm_np
 
 _KEEPS_Q = ("reshape", "pad", "concat", "slice", "transpose", "resize", "depth2space", "space2depth",
-            "broadcast", "update")
+            "broadcast", "update", "read", "assign")
 
 
 def run(text, tensors, *inputs, state=None):
@@ -36,6 +36,14 @@ def run(text, tensors, *inputs, state=None):
             vals[kv["y"]] = x.reshape(shape).astype(np.float64 if dts[kv["y"]] == "f32" else np.int64)
             if "q" in kv:
                 q[kv["y"]] = kv["q"]
+            continue
+        if op == "var":  # a variable: its value lives in `state` (read and assign copy it)
+            vals[kv["y"]] = _Var(kv["y"])
+            dts[kv["y"]] = kv.get("dtype", "f32")
+            if "q" in kv:
+                q[kv["y"]] = kv["q"]
+            if kv["y"] not in state:
+                state[kv["y"]] = _initial(kv, tensors)
             continue
         if op == "output":
             y = vals[kv["x"]]
@@ -797,7 +805,32 @@ def svdf(ins, kv, qin, tensors, state):
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
 
 
-_STATEFUL = ("lstm", "gru", "svdf")
+class _Var(str):
+    """A variable's value in `vals`: the name of its state entry."""
+
+
+def _initial(kv, tensors):
+    """A var's first value: its tensor t, else every byte the zero point's low byte (TFLM's
+    memset of a new resource buffer)."""
+    dt = {"f32": np.float32, "i8": np.int8, "i16": np.int16, "i32": np.int32}[kv.get("dtype", "f32")]
+    n = int(np.prod(kv["shape"]))
+    if "t" in kv:
+        v = np.asarray(tensors[kv["t"]], dt).reshape(-1)
+    else:
+        v = np.full(n * np.dtype(dt).itemsize, kv["q"][1] & 255 if "q" in kv else 0, np.uint8).view(dt)
+    return v.reshape(kv["shape"]).astype(np.float64 if dt is np.float32 else np.int64)
+
+
+def read(ins, kv, qin, tensors, state):
+    return state[ins[0]].copy()
+
+
+def assign(ins, kv, qin, tensors, state):
+    state[ins[0]] = np.asarray(ins[1]).reshape(state[ins[0]].shape).copy()
+    return _Var(ins[0])
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
@@ -805,7 +838,7 @@ _OPS = {
     "space2depth": space2depth, "tconv": tconv, "leakyrelu": leakyrelu,
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
-    "lstm": lstm, "gru": gru, "svdf": svdf,
+    "lstm": lstm, "gru": gru, "svdf": svdf, "read": read, "assign": assign,
     "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
     "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),

@@ -17,7 +17,7 @@ import numpy as np
 
 from .container import PackError
 
-ITEMSIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2,
+ITEMSIZE = {"RESOURCE": 0, "FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2,
             "INT8": 1, "FLOAT64": 8, "UINT32": 4, "UINT16": 2}
 RANGE = {"INT8": (-128, 127), "INT16": (-32768, 32767), "INT32": (-2 ** 31, 2 ** 31 - 1),
          "UINT8": (0, 255), "INT64": (-2 ** 63, 2 ** 63 - 1)}
@@ -55,6 +55,8 @@ OPTIONS = {
     "BATCH_TO_SPACE_ND": ("BatchToSpaceNDOptions", False),
     "GATHER_ND": ("GatherNdOptions", False), "EMBEDDING_LOOKUP": (None, False),
     "DYNAMIC_UPDATE_SLICE": ("DynamicUpdateSliceOptions", False),
+    "VAR_HANDLE": ("VarHandleOptions", True), "READ_VARIABLE": ("ReadVariableOptions", False),
+    "ASSIGN_VARIABLE": ("AssignVariableOptions", False), "CALL_ONCE": ("CallOnceOptions", True),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -71,7 +73,12 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "REVERSE_V2": (2, 2),
          "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2),
          "SPACE_TO_BATCH_ND": (3, 3), "BATCH_TO_SPACE_ND": (3, 3),
-         "GATHER_ND": (2, 2), "EMBEDDING_LOOKUP": (2, 2), "DYNAMIC_UPDATE_SLICE": (3, 3)}
+         "GATHER_ND": (2, 2), "EMBEDDING_LOOKUP": (2, 2), "DYNAMIC_UPDATE_SLICE": (3, 3),
+         "VAR_HANDLE": (0, 0), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 2), "CALL_ONCE": (0, 0)}
+# ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
+# tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
+NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
+RESOURCE_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -168,11 +175,11 @@ def check(r, ops):
         where = "operator %d (%s)" % (k, name)
         ins = [op.Inputs(j) for j in range(op.InputsLength())]
         outs = [op.Outputs(j) for j in range(op.OutputsLength())]
-        if not outs:
+        if not outs and name not in NO_OUTPUT:
             fail(where, "no output")
         if name in ARITY:
             lo, hi = ARITY[name]
-            if not lo <= len(ins) <= hi or (len(outs) != 1 and name not in SEVERAL_OUT):
+            if not lo <= len(ins) <= hi or (len(outs) != (0 if name in NO_OUTPUT else 1) and name not in SEVERAL_OUT):
                 fail(where, "%d inputs and %d outputs (TFLM's %s takes %s input%s and %s)"
                      % (len(ins), len(outs), name, lo if lo == hi else "%d to %d" % (lo, hi), "" if hi == 1 else "s",
                         "its outputs" if name in SEVERAL_OUT else "1 output"))
@@ -200,11 +207,24 @@ def check(r, ops):
                 fail(where, "intermediate %d (tensor %d) of shape %s: TFLM takes empty ones only"
                      % (j, i, list(r.tensor(i)[1])))
         _options(r, op, name, where, names, fail)
+        if name in RESOURCE_OPS:
+            _resource(r, name, ins, outs, where, fail)
+            continue
         _uses(r, name, op, ins, outs, where, fail)
     for i in range(nt):  # the tensors no op uses too: TFLM's allocator reads every buffer (it crashed)
         b = sg.Tensors(i).Buffer()
         if not 0 <= b < model.BuffersLength():
             fail("tensor %d" % i, "buffer index %d outside 0..%d" % (b, model.BuffersLength() - 1))
+
+
+def _resource(r, name, ins, outs, where, fail):
+    """A variable's handle is a RESOURCE tensor (VAR_HANDLE's output, READ_VARIABLE's and
+    ASSIGN_VARIABLE's input 0); no other tensor of these ops is one."""
+    for j, i in enumerate(ins + outs):
+        handle = j == 0  # (VAR_HANDLE has no input: j 0 is its output)
+        if (r.tensor(i)[2] == "RESOURCE") != handle:
+            fail(where, "%s %d (tensor %d) is %s" % ("input" if j < len(ins) else "output", j if j < len(ins)
+                 else j - len(ins), i, "not the variable's handle (RESOURCE)" if handle else "a RESOURCE"))
 
 
 def _tensor(r, i, where, fail, state, const):

@@ -18,7 +18,7 @@ import numpy as np
 from . import tflite_check, tflm
 from .container import PackError
 from .ir import Graph, Node
-from .ops import HYBRID, INT
+from .ops import HYBRID, INT, variable
 
 # every supported builtin -> the module of host_tools/ops converting it (op_<BUILTIN>), as the
 # runtime's rooms are named (mpy_lazy/ops/<room>.py)
@@ -44,6 +44,7 @@ ROOMS = {
     "GATHER_ND": "index",
     "EMBEDDING_LOOKUP": "index",
     "DYNAMIC_UPDATE_SLICE": "index",
+    "VAR_HANDLE": "variable", "READ_VARIABLE": "variable", "ASSIGN_VARIABLE": "variable", "CALL_ONCE": "variable",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
@@ -198,6 +199,8 @@ class _Reader:
             self.what = "%s: model input %d (tensor %d)" % (self.path, k, i)
             name = self.define(i)
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
+        if any(name in variable.OPS for _, name, _ in ops):  # state: its `var` lines come first
+            variable.declare(self, ops)
         for k, name, op in ops:
             self.what = "%s: operator %d (%s)" % (self.path, k, name)
             self.opname = name.lower()

@@ -80,11 +80,15 @@ OPS = {
     "broadcast": (("x", "y", "shape"), ("q",)),
     "gathernd": (("x", "y", "shape"), ("t", "dtype", "q")),
     "update": (("x", "y"), ("begin", "q")),
+    # resource variables (ops/variable.py): state kept across calls
+    "var": (("y", "shape"), ("dtype", "q", "t")),
+    "read": (("x", "y"), ("q",)),
+    "assign": (("x", "y"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

@@ -109,6 +109,7 @@ _OPS = {
     "abs": "act",
     "broadcast": "slice",
     "gathernd": "index", "update": "index",
+    "var": "variable", "read": "variable", "assign": "variable",
 }
 
 
@@ -138,6 +139,8 @@ def _fast(kind, name):
         if viper() is None:
             return None
         fast = getattr(room(kind), "FAST", "_viper")
+        if fast is None:  # (a kernel with no fast path that reads no typed view)
+            return None
         if fast == "_viper_elem":
             from . import _viper_elem as fast
         elif fast == "_viper_recurrent":
@@ -191,7 +194,8 @@ def views(kinds):
     if viper() is None:
         return True
     for kind in kinds:
-        if kind not in FLOATS and _fast(kind, room(kind).KERNELS[kind]) is None:
+        r = room(kind)
+        if kind not in FLOATS and getattr(r, "FAST", 1) is not None and _fast(kind, r.KERNELS[kind]) is None:
             return True
     return False
 

@@ -35,39 +35,47 @@ MUL16 = 58  # int16 mul (TFLM's 16-bit MUL, zero points 0)
 LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a constant operand)
 SOFTMAX_I16 = 55  # int16 softmax (TFLM's SoftmaxInt16: interpolated tables)
 GATHERND, UPDATE = 80, 81  # index ops: GATHER_ND / EMBEDDING_LOOKUP, DYNAMIC_UPDATE_SLICE
-KINDS = 82  # kinds are 1..KINDS-1
+VAR = 84  # a resource variable's state (its initial bytes; reads and assigns are moves)
+KINDS = 85  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
 # room (module of mpy_lazy/ops) holding its check and reference kernel (the room's KERNELS
 # names the kernel of each of its kinds, there and in the fast paths)
 NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
-         "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool",
-         "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
-         "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "maxpool", "avgpool") \
+     "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul",
+     "maxpool", "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d",
+     "depthwise", "linear", "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru",
+     "gru", "maxpool", "avgpool") \
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "softmax", "", "", "mul", "load") \
-    + ("",) * 4 \
-    + ("",) * 8 \
-    + ("",) * 8 \
-    + ("gathernd", "update")
+    + ("", "", "", "") \
+    + ("", "", "", "", "", "", "", "") \
+    + ("", "", "", "", "", "", "", "") \
+    + ("gathernd", "update", "", "") \
+    + ("var",)
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-          18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
-    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 16, 0, 0, 17, 6) \
-    + (0,) * 4 \
-    + (0,) * 8 \
-    + (0,) * 8 \
-    + (18, 15)
+     18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
+    + (26, 16, 0, 0, 17, 6) \
+    + (0, 0, 0, 0) \
+    + (0, 0, 0, 0, 0, 0, 0, 0) \
+    + (0, 0, 0, 0, 0, 0, 0, 0) \
+    + (18, 15, 0, 0) \
+    + (8,)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
-        "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
-        "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
-        "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "pool", "pool") \
+     "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
+     "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
+     "linear", "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "pool",
+     "pool") \
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
-       "layernorm", "groupnorm") + ("tconv", "softmax", "", "", "binary", "binary") \
-    + ("",) * 4 \
-    + ("",) * 8 \
-    + ("",) * 8 \
-    + ("index", "index")
+     "layernorm", "groupnorm") \
+    + ("tconv", "softmax", "", "", "binary", "binary") \
+    + ("", "", "", "") \
+    + ("", "", "", "", "", "", "", "") \
+    + ("", "", "", "", "", "", "", "") \
+    + ("index", "index", "", "") \
+    + ("variable",)
 # the kinds that compute on or move f32 values (a program with one gets the float views)
-FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
-          FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)
+FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
+          FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)

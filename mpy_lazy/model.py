@@ -26,7 +26,7 @@ from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import program as _program
 
-_PARAMS = ("bias", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
+_PARAMS = ("bias", "initial", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
 _DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
 
 
@@ -48,6 +48,7 @@ class Model(Module):
         self.layouts = []
         self.out_layouts = []
         order = []
+        states = {}  # id(a variable's value) -> [the variable's current value] (ops/variable.py)
         for n, op, kv in graph.parse(text):
             if op == "input":
                 v = self._input(n, kv)
@@ -57,18 +58,23 @@ class Model(Module):
                 v = values.get(kv["x"])
                 if v is None:
                     raise fail(n, "output %r is no value defined above" % kv["x"], "x")
+                if id(v) in states:
+                    raise fail(n, "output %r is a variable: output a read of it" % kv["x"], "x")
                 if kv.get("layout", "hwc") == "chw" and len(v.shape) != 3:
                     raise fail(n, "output: layout=chw needs an H,W,C value", "layout")
                 self.outputs.append(v)
                 self.out_layouts.append(kv.get("layout", "hwc"))
                 continue
             else:
-                names = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
+                names = kv.get("x", ())  # (a var has no input)
+                names = names if isinstance(names, (list, tuple)) else [names]
                 ins = []
                 for name in names:
                     if name not in values:
                         raise fail(n, "%s: input %r is no value defined above" % (op, name), "x")
                     ins.append(values[name])
+                if states or op == "assign":
+                    _versions(n, op, ins, states)
                 o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
                 if op != "lut" and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
@@ -76,6 +82,10 @@ class Model(Module):
                                   "lut only" % op, "x")
                 v = o.y = Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
+                if op == "var" or op == "assign":
+                    cell = [v] if op == "var" else states[id(ins[0])]
+                    cell[0] = v
+                    states[id(v)] = cell
                 _forget(o, ("out", "kv"))  # what the op needs it keeps as attributes
                 self.ops.append(_compact(o))
             if v.name in values:
@@ -115,16 +125,21 @@ class Model(Module):
                 life[id(x)][1] = i
         for v in self.outputs:
             life[id(v)][1] = end
+        for op in self.ops:
+            if getattr(op, "keeps", False):  # state (a variable): alive over every op, overlapped by none
+                life[id(op.y)] = [0, end]
         for t in life.values():
             if t[1] < t[0]:  # never read (a dead branch): alive for its own op only
                 t[1] = t[0]
         # one pass in op order, linear: an alias points at its buffer's root, whose lifetime
         # takes in the alias's at once (a later op only tests the root's)
         for i, op in enumerate(self.ops):
+            if not op.x:
+                continue
             x, y = op.x[0], op.y
             r = x.root()
             lr = life[id(r)]
-            if (op.name == "reshape" and op.alias) or (
+            if (op.name in ("reshape", "assign") and op.alias) or (
                     op.inplace and lr[1] == i and r not in self.inputs and x.dtype == y.dtype
                     and x.size == y.size and not any(v.root() is r for v in op.x[1:])):  # (x * x: x is both)
                 y.alias = r
@@ -217,6 +232,8 @@ class Model(Module):
         whose output may lie over its dying input, `lag` bytes before it (Op.lag())."""
         pairs = {}
         for i, op in enumerate(self.ops):
+            if not op.x:
+                continue
             x, y = op.x[0].root(), op.y
             if self._life[id(x)][1] == i and y.alias is None and x not in self.inputs and \
                     x.dtype == y.dtype == "i8":
@@ -361,6 +378,19 @@ class _Compiler:
 
     def record(self, kind, fields):
         return [kind | (self.line << 8), len(fields) + 2] + list(fields)
+
+
+def _versions(n, op, ins, states):
+    """A variable's value is read and assigned only, in order: `read` and `assign` take its
+    current value (the var's, then each assign's) as their first input, no other op takes one."""
+    for i, x in enumerate(ins):
+        cell = states.get(id(x))
+        if cell is not None and (i or op not in ("read", "assign")):
+            raise fail(n, "%s: %r is a variable: read it first" % (op, x.name), "x")
+        if cell is not None and cell[0] is not x:
+            raise fail(n, "%s: %r is a variable's value before its assign (use %r)" % (op, x.name, cell[0].name), "x")
+    if op == "assign" and id(ins[0]) not in states:
+        raise fail(n, "assign: %r is no variable (a var line's value, or an assign's)" % ins[0].name, "x")
 
 
 def _ram(a, dtype):

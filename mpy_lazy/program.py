@@ -146,11 +146,14 @@ class Program:
         values at their zero point. Done when the program is made; an ONNX LSTM starts from zero
         on every call anyway."""
         A = self.A
-        for _, k in check.records(self.P):
+        for kind, k in check.records(self.P):
             for off, n, v, es in kernels.state(self.P, k):
                 for i in range(off, off + n * es, es):
                     for b in range(es):
                         A[i + b] = (v >> (8 * b)) & 255
+            start = getattr(kernels.room(kind), "start", None)
+            if start is not None:  # state it writes itself (a variable's initial tensor)
+                start(self, self.P, k)
 
     # --- running ------------------------------------------------------------------------
 

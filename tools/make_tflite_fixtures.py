@@ -40,6 +40,12 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
   cast_f32                           CAST float32 -> int32 -> int16 -> int8 -> int32 -> float32
   hybrid_dynamic                     the converter's dynamic-range mode (float activations, int8
                                      weights): TFLM refuses it, and so does mpy-lazy
+  stream_int8, stream_f32            a streaming model with state: a tf.Variable keeps the last
+                                     three 4-feature frames (initial value 0.25), each call
+                                     concatenates the new frame, assigns the newest three back and
+                                     runs a dense layer over the window (a streaming conv1d of
+                                     kernel 4): CALL_ONCE with its init subgraph, VAR_HANDLE,
+                                     READ_VARIABLE, ASSIGN_VARIABLE (int8: the variable quantized)
   calib_f32, calib_int8, calib_samples.npy
                                      a small digits-like float CNN (conv, pool, depthwise, add,
                                      dense), the 100 samples its int8 conversion is calibrated on,
@@ -125,6 +131,8 @@ FIXTURES = {
     "resize_f32": ("resize", "f32"),
     "cast_f32": ("cast", "f32"),
     "hybrid_dynamic": ("hybrid", "dynamic"),
+    "stream_int8": ("stream", "int8"),
+    "stream_f32": ("stream", "f32"),
 }
 # fixtures neither TFLM nor mpy-lazy runs (each refuses them with its reason)
 REFUSED = ("unsupported_op", "hybrid_dynamic")
@@ -136,7 +144,8 @@ SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL"
                  "AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "PAD", "RESHAPE", "SOFTMAX",
                  "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE",
                  "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV", "RESIZE_NEAREST_NEIGHBOR",
-                 "RESIZE_BILINEAR", "PRELU")
+                 "RESIZE_BILINEAR", "PRELU", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
+                 "CALL_ONCE")
 # Ops that must appear as operators of their own (not only as a fused activation) somewhere.
 STANDALONE = ("RELU", "RELU6", "TANH", "LOGISTIC")
 
@@ -310,7 +319,8 @@ def verify(outdir, names, full, digits=None):
                         o.name == "QUANTIZE" and mode == "uint8_io" and o.outputs[0] in outputs or \
                         o.name in ("SHAPE", "STRIDED_SLICE", "PACK") and mode.endswith("_dynamic_batch"):
                     continue  # (a dynamic batch's shape arithmetic: int32)
-                bad = [info[t].type for t in o.outputs if info[t].type != "INT8"]
+                bad = [info[t].type for t in o.outputs if info[t].type != "INT8"
+                       and (o.name, info[t].type) != ("VAR_HANDLE", "RESOURCE")]  # (a variable's handle)
                 if bad:
                     status, ok = "%s #%d outputs %s" % (o.name, o.index, "/".join(bad)), False
         counts = {}
@@ -760,6 +770,38 @@ def inner(args):
         model = keras.Model(inp, out, name="hybrid")
         return model, rng.standard_normal((100, 64)).astype(np.float32), rng, None
 
+    def stream(mode):
+        """The streaming model (tf.Module with a tf.Variable: Keras layers keep no state across
+        calls) converted with resource variables; int8 quantizes the variable too."""
+        rng = fresh(SEED + 12)
+
+        class Stream(tf.Module):
+            def __init__(self):
+                self.frames = tf.Variable(np.full((1, 12), 0.25, np.float32), name="frames")
+                self.w = tf.constant(rng.normal(0, 0.4, (16, 6)).astype(np.float32))
+                self.b = tf.constant(rng.normal(0, 0.1, (6,)).astype(np.float32))
+
+            @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+            def __call__(self, x):
+                window = tf.concat([self.frames, x], axis=1)
+                self.frames.assign(window[:, 4:])
+                return tf.nn.relu(tf.matmul(window, self.w) + self.b)
+
+        m = Stream()
+        rep = rng.uniform(-1, 1, (100, 1, 4)).astype(np.float32)
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m)
+        conv.experimental_enable_resource_variables = True
+        if mode == "int8":
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+            conv.representative_dataset = lambda: ([x] for x in rep)
+            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            conv.inference_input_type = tf.int8
+            conv.inference_output_type = tf.int8
+            conv._experimental_variable_quantization = True
+        return conv.convert()
+
+    modules = {"stream": stream}  # tf.Module models, converted by their own function
+
     builders = {"kws": kws, "vww": vww, "resnet8": resnet8, "ad": ad, "ops": ops,
                 "unsupported": unsupported, "calib": calib, "elem": elem, "resize": resize, "cast": cast,
                 "hybrid": hybrid}
@@ -809,6 +851,12 @@ def inner(args):
     for name in args["names"]:
         kind, mode = FIXTURES[name]
         t0 = time.time()
+        if kind in modules:
+            data = modules[kind](mode)
+            with open(os.path.join(args["out"], name + ".tflite"), "wb") as f:
+                f.write(data)
+            say("  %-27s %8d bytes  (%s, %.1f s)" % (name + ".tflite", len(data), mode, time.time() - t0))
+            continue
         if kind not in models:
             models[kind] = build(kind)
         model, rep = models[kind]

@@ -115,7 +115,7 @@ def tensors_of(c):
     return out
 
 
-# One MicroPython process runs a list of jobs ({name, xs: a JSON file of inputs, alloc: measure
+# One MicroPython process runs a list of jobs ({name, xs: a JSON file of inputs ("reset": m.reset()), alloc: measure
 # the heap one inference allocates, predict: m.predict instead, multi: each x is the list of the
 # model's inputs and each y the list of its outputs}) on containers in a ROMFS image.
 BOARD = r"""
@@ -137,6 +137,9 @@ for job in jobs:
         f = open(job['xs']); xs = json.load(f); f.close()
         out = {'name': name, 'path': kernels.path(), 'ys': [], 'alloc': [], 'pred': []}
         for x in xs:
+            if x == 'reset':  # a model with state starts again (Program.reset)
+                m.reset()
+                continue
             args = x if job.get('multi') else [x]  # multi: x is a list of the inputs
             if job.get('predict'):
                 out['pred'].append(m.predict(*args))
