@@ -64,6 +64,8 @@ def run(text, tensors, *inputs, state=None):
 
 
 def _out_dtype(op, kv, x_dtype):
+    if op == "reduce" and kv["fn"] in ("argmax", "argmin"):
+        return "i32"
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
     if op in ("quantize", "lut"):
@@ -272,6 +274,39 @@ def mean(ins, kv, qin, tensors):
     acc = x.reshape(-1, c).sum(axis=0) - qin[0][1] * h * w
     y = mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1]
     return np.clip(y, -128, 127).reshape(1, 1, c)
+
+
+def reduce(ins, kv, qin, tensors):
+    """TFLM's reductions: float32 sums in x's order (each partial rounded to float32), max from
+    -FLT_MAX, min from FLT_MAX; integer sums in int64 less ZX x count, requantized; max/min of the
+    codes from the type's extreme; argmax/argmin the first index of the extreme (int32)."""
+    x, fn = ins[0], kv["fn"]
+    axes = tuple(kv.get("axes", ()))
+    if fn in ("argmax", "argmin"):
+        return (np.argmax if fn == "argmax" else np.argmin)(x, axis=axes[0], keepdims=True).astype(np.int64)
+    if "q" not in kv:
+        f = x.astype(np.float32)
+        if fn in ("max", "min"):
+            top = np.float32(np.finfo(np.float32).max)
+            edge = np.full([1 if d in axes else s for d, s in enumerate(f.shape)], -top if fn == "max" else top)
+            op = np.maximum if fn == "max" else np.minimum
+            return op(edge, (f.max if fn == "max" else f.min)(axis=axes, keepdims=True)).astype(np.float64)
+        moved = np.moveaxis(f, axes, range(len(axes))).reshape((-1,) + tuple(d for k, d in enumerate(f.shape)
+                                                                            if k not in axes))
+        total = np.zeros(moved.shape[1:], np.float32)
+        for row in moved:  # (TFLM's order: one float32 addition per element)
+            total = (total + row).astype(np.float32)
+        if fn == "mean":
+            total = (total / np.float32(moved.shape[0])).astype(np.float32)
+        return total.reshape([1 if d in axes else s for d, s in enumerate(f.shape)]).astype(np.float64)
+    lo, hi = RANGE[kv["x_dtype"]]
+    if fn in ("max", "min"):
+        edge = np.full([1 if d in axes else s for d, s in enumerate(x.shape)], lo if fn == "max" else hi)
+        return (np.maximum if fn == "max" else np.minimum)(edge, (x.max if fn == "max" else x.min)(
+            axis=axes, keepdims=True))
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    acc = x.sum(axis=axes, keepdims=True) - qin[0][1] * count
+    return np.clip(mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1], lo, hi)
 
 
 def _elementwise(fn):
@@ -749,4 +784,5 @@ _OPS = {
     "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
     "layernorm": layernorm,
     "groupnorm": groupnorm,
+    "reduce": reduce,
 }

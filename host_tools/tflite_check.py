@@ -46,6 +46,9 @@ OPTIONS = {
     "UNPACK": ("UnpackOptions", True), "PACK": ("PackOptions", True), "PADV2": ("PadV2Options", False),
     "MIRROR_PAD": ("MirrorPadOptions", False), "DEPTH_TO_SPACE": ("DepthToSpaceOptions", True),
     "SPACE_TO_DEPTH": ("SpaceToDepthOptions", True),
+    "SUM": ("ReducerOptions", False), "REDUCE_MAX": ("ReducerOptions", False),
+    "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
+    "ARG_MIN": ("ArgMinOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -57,7 +60,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
-         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1)}
+         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
+         "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -71,14 +75,19 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "STRIDED_SLICE": ((1, 2, 3), ("INT32",)), "TRANSPOSE": ((1,), ("INT32", "INT64")),
             "EXPAND_DIMS": ((1,), ("INT32", "INT64")), "SLICE": ((1, 2), ("INT32", "INT64")),
             "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
-            "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64"))}
+            "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64")),
+            "SUM": ((1,), ("INT32",)), "REDUCE_MAX": ((1,), ("INT32",)), "REDUCE_MIN": ((1,), ("INT32",)),
+            "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
+# the reductions: their output shape follows from their constant axes (and keep_dims)
+REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE")
+                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
+                 "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -89,7 +98,7 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # board runs no other op on them
 UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
-CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE")
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "ARG_MAX", "ARG_MIN")
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
@@ -97,7 +106,8 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 # TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
 # and the crossings)
-NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
+NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH",
+            "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 
@@ -349,7 +359,7 @@ def _uses(r, name, op, ins, outs, where, fail):
         xs, w = list(shape(ins[0])), list(shape(ins[4]))
         if len(xs) == 3 and len(w) == 2 and list(shape(y)) != xs[:2] + [w[0]]:
             fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), xs[:2] + [w[0]]))
-    if name in ("MEAN", "CONCATENATION", "SVDF"):
+    if name in REDUCERS + ("CONCATENATION", "SVDF"):
         want = _out_shape(r, name, op, ins, shape, where, fail)
         if want is not None and list(shape(y)) != want:
             fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), want))
@@ -379,13 +389,17 @@ def _out_shape(r, name, op, ins, shape, where, fail):
     if t is not None:
         o.Init(t.Bytes, t.Pos)
     xs = list(shape(ins[0]))
-    if name == "MEAN":
+    if name in REDUCERS:
         axes = r.data(ins[1])
         if axes is None:
             return None  # (refused as a non-constant axis)
         axes = {int(a) + len(xs) if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)}
         if any(not 0 <= a < len(xs) for a in axes):
             fail(where, "axis outside the input's %d dimensions" % len(xs))
+        if name in ("ARG_MAX", "ARG_MIN"):  # (one axis, dropped)
+            if len(np.asarray(r.data(ins[1])).reshape(-1)) != 1:
+                fail(where, "the axis input holds %d values (one expected)" % np.asarray(r.data(ins[1])).size)
+            return [n for d, n in enumerate(xs) if d not in axes]
         keep = t is not None and o.KeepDims()
         return [1 if d in axes else n for d, n in enumerate(xs) if keep or d not in axes]
     if name == "SVDF":

@@ -34,6 +34,7 @@ ROOMS = {
     "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
     "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
+    "SUM": "reduce", "REDUCE_MAX": "reduce", "REDUCE_MIN": "reduce", "ARG_MAX": "reduce", "ARG_MIN": "reduce",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

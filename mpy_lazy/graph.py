@@ -29,6 +29,8 @@ _KINDS = {
     "value": "f", "code": "i", "mode": "e:constant|reflect|symmetric", "block": "i",
 }
 _KINDS["axis"] = "i"
+_KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin"
+_KINDS["axes"] = "is"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -75,6 +77,7 @@ OPS = {
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
+    "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

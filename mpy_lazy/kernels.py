@@ -106,6 +106,7 @@ _OPS = {
     "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",
+    "reduce": "reduce",
 }
 
 
@@ -139,6 +140,8 @@ def _fast(kind, name):
             from . import _viper_elem as fast
         elif fast == "_viper_recurrent":
             from . import _viper_recurrent as fast
+        elif fast == "_viper_reduce":
+            from . import _viper_reduce as fast
         else:
             fast = _viper
     return getattr(fast, name, None)

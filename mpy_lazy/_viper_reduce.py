@@ -1,0 +1,157 @@
+# Viper kernel of the integer reductions (kind 72; the record and its plain-Python version:
+# ops/reduce.py, whose FAST names this module): imported only for a program that has such a
+# record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
+import micropython
+
+from ._viper import requant, rq_head
+
+
+@micropython.viper
+def _arg(x: uint, y: uint, d0: int, d1: int, d2: int, mask: int, es: int, big: int):
+    # y[o] = the first index along the one masked axis of the largest (big) or smallest x
+    out = ptr32(y)
+    outer = d0 * d1
+    size = d2
+    inner = 1
+    if mask == 4:
+        outer = 1
+        size = d0
+        inner = d1 * d2
+    elif mask == 2:
+        outer = d0
+        size = d1
+        inner = d2
+    o = 0
+    i = 0
+    while i < outer:
+        j = 0
+        while j < inner:
+            q = i * size * inner + j
+            if es == 1:
+                best = (ptr8(x)[q] ^ 0x80) - 0x80
+            else:
+                best = (ptr16(x)[q] ^ 0x8000) - 0x8000
+            at = 0
+            t = 1
+            while t < size:
+                q += inner
+                if es == 1:
+                    v = (ptr8(x)[q] ^ 0x80) - 0x80
+                else:
+                    v = (ptr16(x)[q] ^ 0x8000) - 0x8000
+                if big:
+                    if v > best:
+                        best = v
+                        at = t
+                elif v < best:
+                    best = v
+                    at = t
+                t += 1
+            out[o] = at
+            o += 1
+            j += 1
+        i += 1
+
+
+@micropython.viper
+def reduce(E, P, k: int):
+    # ops/reduce.py's reduce record: sum/mean (FN 0) into int32 accumulators then requantized,
+    # max/min (1, 2) on the stored codes from the type's extreme, argmax/argmin (3, 4)
+    a = ptr8(E.A)
+    arena = uint(a)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    fn = int(pp[6])
+    es = int(pp[7])
+    x = arena + pp[8]
+    d0 = int(pp[10])
+    d1 = int(pp[11])
+    d2 = int(pp[12])
+    mask = int(pp[13])
+    if fn >= 3:
+        _arg(x, arena + pp[9], d0, d1, d2, mask, es, fn == 3)
+        return
+    e2 = d2
+    if mask & 1:
+        e2 = 1
+    e1 = d1
+    if mask & 2:
+        e1 = 1
+    e0 = d0
+    if mask & 4:
+        e0 = 1
+    s2 = 1
+    if mask & 1:
+        s2 = 0
+    s1 = e2
+    if mask & 2:
+        s1 = 0
+    s0 = e1 * e2
+    if mask & 4:
+        s0 = 0
+    nout = e0 * e1 * e2
+    sg = 1
+    sg <<= 31
+    acc = ptr32(arena + pp[15])
+    y8 = ptr8(arena + pp[9])
+    y16 = ptr16(arena + pp[9])
+    top = 128
+    if es == 2:
+        top = 32768
+    init = 0
+    if fn == 1:
+        init = 0 - top
+    elif fn == 2:
+        init = top - 1
+    o = 0
+    while o < nout:
+        if fn == 0:
+            acc[o] = 0
+        elif es == 1:
+            y8[o] = init
+        else:
+            y16[o] = init
+        o += 1
+    q = 0
+    i0 = 0
+    while i0 < d0:
+        i1 = 0
+        while i1 < d1:
+            o = i0 * s0 + i1 * s1
+            i2 = 0
+            while i2 < d2:
+                if es == 1:
+                    v = (ptr8(x)[q] ^ 0x80) - 0x80
+                else:
+                    v = (ptr16(x)[q] ^ 0x8000) - 0x8000
+                q += 1
+                if fn == 0:
+                    acc[o] = int((acc[o] ^ sg) - sg) + v
+                else:
+                    if es == 1:
+                        cur = (y8[o] ^ 0x80) - 0x80
+                    else:
+                        cur = (y16[o] ^ 0x8000) - 0x8000
+                    if (fn == 1 and v > cur) or (fn == 2 and v < cur):
+                        if es == 1:
+                            y8[o] = v
+                        else:
+                            y16[o] = v
+                o += s2
+                i2 += 1
+            i1 += 1
+        i0 += 1
+    if fn:
+        return
+    z = int((pp[14] ^ sg) - sg) * (d0 * d1 * d2 // nout)
+    o = 0
+    while o < nout:
+        acc[o] = int((acc[o] ^ sg) - sg) - z
+        o += 1
+    W = E.W
+    wk = ptr32(W)
+    rq_head(W, rec)
+    wk[6] = es
+    wk[0] = int(pp[9]) // es
+    wk[1] = nout
+    requant(arena + pp[15], rec + 64, arena, W)

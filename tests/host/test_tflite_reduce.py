@@ -1,0 +1,185 @@
+"""The reductions (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes (not only
+an image's height and width) and SUM on int8, int16 and float32, REDUCE_MAX and REDUCE_MIN on
+int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D tensors; ARG_MAX and ARG_MIN
+(int32 indices, ties included) on int8 and float32. One-op .tflite models written with TFLM's
+own schema module, run by the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy
+pack` and run by mpy-lazy on CPython (the pure kernels), on the MicroPython unix port (viper, 0
+bytes allocated per integer inference) and by the host reference interpreter: every element
+equal (float32 too: TFLM's order of float32 additions); and the forms TFLM refuses, refused."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+flatbuffers = pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from host_util import Board, cli, kernel_path, run_cli  # noqa: E402,F401 (cli: a fixture)
+from test_tflite_elem import TYPES, _opts, model  # noqa: E402
+from test_tflite_moves import Case, expect  # noqa: E402
+
+import mpy_lazy  # noqa: E402,F401
+from host_tools import reference  # noqa: E402
+from host_util import tensors_of  # noqa: E402
+from mpy_lazy import model as mmodel  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+OP = S.BuiltinOperator
+QX = {"i8": (0.05, -7), "i16": (0.001, 0), "f32": None}
+
+
+def _x(dt, shape, seed, narrow=False):
+    rng = np.random.default_rng(seed)
+    if dt == "f32":
+        return (rng.standard_normal(shape) * (1 if not narrow else 3)).round(1 if narrow else 7).astype(np.float32)
+    info = np.iinfo(TYPES[dt][1])
+    lo, hi = (-4, 4) if narrow else (info.min, info.max)  # (narrow: many ties)
+    return rng.integers(lo, hi, shape, endpoint=True).astype(TYPES[dt][1])
+
+
+def reducer(op, dt, shape, axes, keep, yq="same"):
+    """A reduction over `axes` (TFLite's), its output q `yq` (same: the input's)."""
+    axes = np.asarray(axes, np.int32)
+    a = set(int(v) % len(shape) for v in axes.reshape(-1))
+    yshape = [1 if d in a else s for d, s in enumerate(shape) if keep or d not in a]
+    qx = QX[dt]
+    tensors = [(shape, dt, qx, None), (axes.shape or (1,), "i32", None, axes),
+               (yshape, dt, qx if yq == "same" else yq, None)]
+    data = model(op, tensors, [0], [2], [0, 1], _opts("ReducerOptions", keepDims=keep))
+    x = _x(dt, shape, 3 + len(shape) + len(a))
+    return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
+
+
+def arg(op, dt, shape, axis):
+    a = axis % len(shape)
+    yshape = [s for d, s in enumerate(shape) if d != a]
+    cls = "ArgMaxOptions" if op == OP.ARG_MAX else "ArgMinOptions"
+    tensors = [(shape, dt, QX[dt], None), ((1,), "i32", None, np.asarray([axis], np.int32)),
+               (yshape, "i32", None, None)]
+    data = model(op, tensors, [0], [2], [0, 1], _opts(cls, outputType=S.TensorType.INT32))
+    x = _x(dt, shape, 11 + a, narrow=True)
+    return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
+
+
+def cases_of(dt):
+    out = {}
+    ops = [("mean", OP.MEAN), ("sum", OP.SUM)]
+    if dt != "i16":  # (TFLM's REDUCE_MAX / REDUCE_MIN take int8 and float32)
+        ops += [("max", OP.REDUCE_MAX), ("min", OP.REDUCE_MIN)]
+    forms = [("hw_keep", (1, 4, 5, 6), [1, 2], True), ("c", (1, 4, 5, 6), [3], False),
+             ("h", (1, 4, 5, 6), [-3], True), ("wc", (1, 4, 5, 6), [2, 3], False),
+             ("all", (1, 3, 4, 5), [0, 1, 2, 3], True), ("batch", (1, 3, 4, 5), [0], False),
+             ("3d", (1, 7, 6), [1], False), ("2d_rows", (4, 9), [0], False), ("2d_dup", (4, 9), [1, -1], True)]
+    for name, op in ops:
+        for form, shape, axes, keep in forms:
+            out["%s_%s" % (name, form)] = reducer(op, dt, shape, axes, keep)
+    if dt != "f32":  # another output scale: the requantization of the sums
+        sy = QX[dt][0] * (3 if dt == "i8" else 40)
+        out["sum_rescaled"] = reducer(OP.SUM, dt, (1, 4, 5, 6), [1, 2], False, (sy, 5 if dt == "i8" else 0))
+        out["mean_rescaled"] = reducer(OP.MEAN, dt, (1, 4, 5, 6), [3], True, (QX[dt][0] / 3, -20 if dt == "i8" else 0))
+    if dt != "i16":  # (TFLM's ARG_MAX / ARG_MIN take int8 and float32)
+        for name, op in (("argmax", OP.ARG_MAX), ("argmin", OP.ARG_MIN)):
+            for shape, axis in (((1, 4, 5, 6), 3), ((1, 4, 5, 6), 1), ((1, 4, 5, 6), -2), ((5, 7), 0), ((1, 9), 1)):
+                out["%s_%dd_%d" % (name, len(shape), axis)] = arg(op, dt, shape, axis)
+    return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def models():
+    out = {}
+    for dt in ("i8", "i16", "f32"):
+        out.update(cases_of(dt))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("tflite_reduce"))
+    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump([c.inputs], f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
+    board = Board(workdir, "reduce", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+NAMES = list(models())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpython_matches_tflm(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(c.c)
+        m(*c.inputs)
+        expect(c, [m.tolist(i) for i in range(len(c.want))])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_micropython_matches_tflm(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert r["path"] == "viper"
+    expect(c, r["ys"][0])
+    if "f32" not in name:
+        assert r["alloc"] == [0], r["alloc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_reference_matches_tflm(cases, name):
+    c = cases[0][name]
+    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
+    expect(c, got)
+
+
+def test_the_cases_reach_ties_and_saturation(cases):
+    """The arg models have ties (the first index wins), the int8 sums saturate somewhere."""
+    tied = 0
+    for name, c in cases[0].items():
+        if name.startswith("argmax") and "f32" not in name:
+            x = np.asarray(c.xs[0])
+            tied += int((x == x.max()).sum() > 1)
+    assert tied
+    assert 127 in cases[0]["sum_c_i8"].want[0].tolist()
+
+
+def test_general_mean_takes_the_reduce_kind(cases):
+    """MEAN over the channels becomes the reduce record (kind 72), over H and W the old mean
+    (kind 8): stored programs of the old kind keep their layout."""
+    from mpy_lazy import graph as mgraph
+
+    ops = [op for _, op, _ in mgraph.parse(cases[0]["mean_c_i8"].c.meta["graph"])]
+    assert "reduce" in ops and "mean" not in ops
+    ops = [op for _, op, _ in mgraph.parse(cases[0]["mean_hw_keep_i8"].c.meta["graph"])]
+    assert "mean" in ops and "reduce" not in ops
+
+
+def _with(data, **fields):
+    m = tflm_ref.read_model(data)
+    for k, v in fields.items():
+        setattr(m.subgraphs[0].tensors[int(k[1:])], "type", v)
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_refusals(cli, tmp_path):
+    """What TFLM refuses (or the board cannot hold), refused in one line naming the op."""
+    bad = {
+        "max_i16": (reducer(OP.REDUCE_MAX, "i16", (1, 4, 6), [1], False)[0], "int16"),
+        "max_requant": (reducer(OP.REDUCE_MAX, "i8", (1, 4, 6), [1], False, (0.1, 0))[0], "one quantization"),
+        "argmax_i64": (_with(arg(OP.ARG_MAX, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT64), "INT64"),
+        "sum_all_scalar": (reducer(OP.SUM, "i8", (4, 6), [0, 1], False)[0], "not supported"),
+    }
+    for name, (data, words) in bad.items():
+        p = tmp_path / (name + ".tflite")
+        p.write_bytes(data)
+        err = cli.fails("pack", str(p), "-o", str(tmp_path / (name + ".mpyl")))
+        assert words in err and "\n" not in err.strip(), (name, err)
