@@ -183,3 +183,38 @@ def test_refusals(cli, tmp_path):
         p.write_bytes(data)
         err = cli.fails("pack", str(p), "-o", str(tmp_path / (name + ".mpyl")))
         assert words in err and "\n" not in err.strip(), (name, err)
+
+
+def _record(buf, kind):
+    """(byte offset of the program's first record of `kind` in buf, the program's words)."""
+    c = mpy_lazy.open(bytes(buf))
+    prog = bytes(c.view("graph.program").mv)
+    at = bytes(buf).find(prog)
+    P = np.frombuffer(prog, "<i4")
+    k = P[6]
+    while P[k] & 255 != kind:
+        k += P[k + 1]
+    return at + 4 * k
+
+
+@pytest.mark.parametrize("case, field, value, words", [
+    ("sum_c_i8", 6, 5, "fn"), ("sum_c_i8", 7, 4, "dtype"), ("sum_c_i8", 13, 8, "axes"),
+    ("sum_c_i8", 10, 0, "x"), ("sum_c_i8", 10, 9999, "x"), ("sum_c_i8", 17, 31, "m"),
+    ("sum_c_i8", 14, 300, "zero_point"), ("sum_c_i8", 15, -4, "scratch"), ("sum_c_i8", 9, 1 << 30, "y"),
+    ("argmax_4d_3_i8", 13, 3, "axes"), ("sum_c_i16", 12, 40000, "x"),
+    ("sum_c_f32", 2, 6, "fn"), ("argmin_2d_0_f32", 8, 6, "axes"), ("mean_c_f32", 4, -8, "y"),
+])
+def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
+    """Each field of a reduce record the kernels trust, broken in the stored program: a
+    ContainerError naming the record's line and the field, before anything runs."""
+    from mpy_lazy import ContainerError, kinds
+
+    c = cases[0][case]
+    with open(c.pack, "rb") as f:
+        buf = bytearray(f.read())
+    at = _record(buf, kinds.FREDUCE if "f32" in case else kinds.REDUCE)
+    np.frombuffer(buf, "<i4", 1, at + 4 * field)  # (inside the file)
+    buf[at + 4 * field: at + 4 * field + 4] = int(value).to_bytes(4, "little", signed=True)
+    with kernel_path("pure"), pytest.raises(ContainerError) as e:
+        mmodel.from_container(mpy_lazy.open(bytes(buf)))
+    assert e.value.field == "program" and words in str(e.value) and str(e.value).startswith("graph line "), str(e.value)
