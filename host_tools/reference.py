@@ -309,6 +309,32 @@ def reduce(ins, kv, qin, tensors):
     return np.clip(mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1], lo, hi)
 
 
+def cumsum(ins, kv, qin, tensors):
+    """TFLM's CUMSUM along `axis`: float32 partial sums; int8: (x - z_x) << 19 added in int32
+    (wrapping) from -z_x << 19, each sum z_y + mbqm(sum, m), saturated."""
+    x = np.moveaxis(ins[0], kv.get("axis", -1), 0)
+    if kv.get("reverse"):
+        x = x[::-1]
+    out = np.empty(x.shape, np.float64 if "q" not in kv else np.int64)
+    if "q" not in kv:
+        s = np.zeros(x.shape[1:], np.float32)
+        for t in range(len(x)):
+            new = (s + x[t].astype(np.float32)).astype(np.float32)
+            out[t] = s if kv.get("exclusive") else new
+            s = new
+    else:
+        z = qin[0][1]
+        s = np.full(x.shape[1:], _wrap32(np.int64(-z) << 19), np.int64)
+        for t in range(len(x)):
+            new = _wrap32(s + ((x[t] - z) << 19))
+            acc = s if kv.get("exclusive") else new
+            out[t] = np.clip(mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1], -128, 127)
+            s = new
+    if kv.get("reverse"):
+        out = out[::-1]
+    return np.moveaxis(out, 0, kv.get("axis", -1))
+
+
 def _elementwise(fn):
     def op(ins, kv, qin, tensors):
         return np.vectorize(fn(kv))(ins[0]).astype(np.float64)
@@ -785,4 +811,5 @@ _OPS = {
     "layernorm": layernorm,
     "groupnorm": groupnorm,
     "reduce": reduce,
+    "cumsum": cumsum,
 }

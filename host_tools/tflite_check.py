@@ -49,6 +49,7 @@ OPTIONS = {
     "SUM": ("ReducerOptions", False), "REDUCE_MAX": ("ReducerOptions", False),
     "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
     "ARG_MIN": ("ArgMinOptions", False),
+    "CUMSUM": ("CumsumOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -61,7 +62,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
-         "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2)}
+         "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2),
+         "CUMSUM": (2, 2)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -77,7 +79,8 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "SPLIT": ((0,), ("INT32",)), "SPLIT_V": ((1, 2), ("INT32", "INT64")),
             "PADV2": ((1,), ("INT32", "INT64")), "MIRROR_PAD": ((1,), ("INT32", "INT64")),
             "SUM": ((1,), ("INT32",)), "REDUCE_MAX": ((1,), ("INT32",)), "REDUCE_MIN": ((1,), ("INT32",)),
-            "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",))}
+            "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",)),
+            "CUMSUM": ((1,), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
@@ -107,7 +110,7 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR, the moves
 # and the crossings)
 NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH",
-            "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
+            "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "CUMSUM")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 

@@ -1,6 +1,6 @@
-# Viper kernel of the integer reductions (kind 72; the record and its plain-Python version:
-# ops/reduce.py, whose FAST names this module): imported only for a program that has such a
-# record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
+# Viper kernels of the integer reductions and cumsum (kinds 72, 74; the records and their
+# plain-Python versions: ops/reduce.py, ops/cumsum.py, whose FAST names this module): imported
+# only for a program that has such a record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
 
 from ._viper import requant, rq_head
@@ -155,3 +155,49 @@ def reduce(E, P, k: int):
     wk[0] = int(pp[9]) // es
     wk[1] = nout
     requant(arena + pp[15], rec + 64, arena, W)
+
+
+@micropython.viper
+def cumsum(E, P, k: int):
+    # ops/cumsum.py's cumsum record: int32 running sums of (x - ZX) << 19 from -ZX << 19,
+    # wrapping, into ACC at each element's index, then requantized at once
+    a = ptr8(E.A)
+    arena = uint(a)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    x = ptr8(arena + pp[6])
+    na = int(pp[8])
+    nd = int(pp[9])
+    nb = int(pp[10])
+    flags = int(pp[11])
+    sg = 1
+    sg <<= 31
+    m32 = (sg << 1) - 1
+    zx = int((pp[12] ^ sg) - sg)
+    acc = ptr32(arena + pp[13])
+    i = 0
+    while i < na:
+        j = 0
+        while j < nb:
+            s = (((0 - zx) << 19) & m32 ^ sg) - sg
+            t = 0
+            while t < nd:
+                d = t
+                if flags & 2:
+                    d = nd - 1 - t
+                q = (i * nd + d) * nb + j
+                v = ((s + ((((x[q] ^ 0x80) - 0x80) - zx) << 19)) & m32 ^ sg) - sg
+                if flags & 1:
+                    acc[q] = s
+                else:
+                    acc[q] = v
+                s = v
+                t += 1
+            j += 1
+        i += 1
+    W = E.W
+    wk = ptr32(W)
+    rq_head(W, rec)
+    wk[0] = pp[7]
+    wk[1] = na * nd * nb
+    requant(arena + pp[13], rec + 56, arena, W)

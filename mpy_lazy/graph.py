@@ -31,6 +31,8 @@ _KINDS = {
 _KINDS["axis"] = "i"
 _KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin"
 _KINDS["axes"] = "is"
+_KINDS["exclusive"] = "i"
+_KINDS["reverse"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -78,6 +80,7 @@ OPS = {
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
     "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
+    "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -107,6 +107,7 @@ _OPS = {
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",
     "reduce": "reduce",
+    "cumsum": "cumsum",
 }
 
 

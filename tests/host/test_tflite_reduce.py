@@ -1,11 +1,13 @@
-"""The reductions (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes (not only
-an image's height and width) and SUM on int8, int16 and float32, REDUCE_MAX and REDUCE_MIN on
-int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D tensors; ARG_MAX and ARG_MIN
-(int32 indices, ties included) on int8 and float32. One-op .tflite models written with TFLM's
-own schema module, run by the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy
-pack` and run by mpy-lazy on CPython (the pure kernels), on the MicroPython unix port (viper, 0
-bytes allocated per integer inference) and by the host reference interpreter: every element
-equal (float32 too: TFLM's order of float32 additions); and the forms TFLM refuses, refused."""
+"""The reductions and CUMSUM (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes
+(not only an image's height and width) and SUM on int8, int16 and float32, REDUCE_MAX and
+REDUCE_MIN on int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D tensors; ARG_MAX and
+ARG_MIN (int32 indices, ties included) on int8 and float32; CUMSUM on int8 and float32 along
+every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's. One-op .tflite
+models written with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py),
+packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the
+MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the host reference
+interpreter: every element equal (float32 too: TFLM's order of float32 additions); the forms
+TFLM refuses, refused; every record field the kernels trust, checked at load."""
 import json
 import os
 
@@ -63,6 +65,13 @@ def arg(op, dt, shape, axis):
     return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
 
 
+def cumsum(dt, shape, axis, exclusive, reverse, yq):
+    tensors = [(shape, dt, QX[dt], None), ((1,), "i32", None, np.asarray([axis], np.int32)), (shape, dt, yq, None)]
+    data = model(OP.CUMSUM, tensors, [0], [2], [0, 1], _opts("CumsumOptions", exclusive=exclusive, reverse=reverse))
+    x = _x(dt, shape, 17 + axis)
+    return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
+
+
 def cases_of(dt):
     out = {}
     ops = [("mean", OP.MEAN), ("sum", OP.SUM)]
@@ -83,6 +92,15 @@ def cases_of(dt):
         for name, op in (("argmax", OP.ARG_MAX), ("argmin", OP.ARG_MIN)):
             for shape, axis in (((1, 4, 5, 6), 3), ((1, 4, 5, 6), 1), ((1, 4, 5, 6), -2), ((5, 7), 0), ((1, 9), 1)):
                 out["%s_%dd_%d" % (name, len(shape), axis)] = arg(op, dt, shape, axis)
+    if dt != "i16":  # (TFLM's CUMSUM takes int8 and float32)
+        yq = None if dt == "f32" else (QX[dt][0] * 6, 3)
+        for shape, axis in (((1, 4, 5, 6), 1), ((1, 4, 5, 6), 2), ((1, 4, 5, 6), -1), ((5, 7), 0), ((1, 40), 1)):
+            for exclusive, reverse in ((False, False), (True, False), (False, True), (True, True)):
+                out["cumsum_%dd_%d_%d%d" % (len(shape), axis, exclusive, reverse)] = cumsum(
+                    dt, shape, axis, exclusive, reverse, yq)
+        out["cumsum_saturated"] = cumsum(dt, (1, 4, 9), 2, False, False, QX[dt])
+        data, _ = cumsum(dt, (1, 40), 1, False, False, yq and (QX[dt][0] * 64, 0))
+        out["cumsum_wraps"] = (data, [np.full(40, 127, TYPES[dt][1])])  # (int8: past int32 at the 32nd)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -148,6 +166,9 @@ def test_the_cases_reach_ties_and_saturation(cases):
             tied += int((x == x.max()).sum() > 1)
     assert tied
     assert 127 in cases[0]["sum_c_i8"].want[0].tolist()
+    assert {-128, 127} & set(cases[0]["cumsum_saturated_i8"].want[0].tolist())
+    wraps = cases[0]["cumsum_wraps_i8"].want[0].tolist()  # (TFLM's int32 accumulator wraps)
+    assert 0 < wraps[29] < 127 and wraps[30] < 0, wraps
 
 
 def test_general_mean_takes_the_reduce_kind(cases):
@@ -203,16 +224,19 @@ def _record(buf, kind):
     ("sum_c_i8", 14, 300, "zero_point"), ("sum_c_i8", 15, -4, "scratch"), ("sum_c_i8", 9, 1 << 30, "y"),
     ("argmax_4d_3_i8", 13, 3, "axes"), ("sum_c_i16", 12, 40000, "x"),
     ("sum_c_f32", 2, 6, "fn"), ("argmin_2d_0_f32", 8, 6, "axes"), ("mean_c_f32", 4, -8, "y"),
+    ("cumsum_2d_0_00_i8", 11, 4, "flags"), ("cumsum_2d_0_00_i8", 15, 1, "m"), ("cumsum_2d_0_00_i8", 9, 1 << 20, "x"),
+    ("cumsum_2d_0_00_i8", 13, 2, "scratch"), ("cumsum_2d_0_00_f32", 5, 0, "x"), ("cumsum_2d_0_00_f32", 3, 1, "y"),
 ])
 def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
-    """Each field of a reduce record the kernels trust, broken in the stored program: a
+    """Each field of a reduce or cumsum record the kernels trust, broken in the stored program: a
     ContainerError naming the record's line and the field, before anything runs."""
     from mpy_lazy import ContainerError, kinds
 
     c = cases[0][case]
     with open(c.pack, "rb") as f:
         buf = bytearray(f.read())
-    at = _record(buf, kinds.FREDUCE if "f32" in case else kinds.REDUCE)
+    kind = (kinds.CUMSUM, kinds.FCUMSUM) if case.startswith("cumsum") else (kinds.REDUCE, kinds.FREDUCE)
+    at = _record(buf, kind["f32" in case])
     np.frombuffer(buf, "<i4", 1, at + 4 * field)  # (inside the file)
     buf[at + 4 * field: at + 4 * field + 4] = int(value).to_bytes(4, "little", signed=True)
     with kernel_path("pure"), pytest.raises(ContainerError) as e:
