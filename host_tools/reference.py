@@ -335,6 +335,34 @@ def cumsum(ins, kv, qin, tensors):
     return np.moveaxis(out, 0, kv.get("axis", -1))
 
 
+def batchmatmul(ins, kv, qin, tensors):
+    """TFLM's BATCH_MATMUL: B products (M x K) (K x N), either operand stored transposed (adj)
+    or shared by every batch (bcast). Float: float32 products and sums in k's order; integers:
+    sum((l - z_l)(r - z_r)) requantized (int16: TFLM's int64 mbqm)."""
+    from .tflm import mbqm64_np
+
+    b, m, k, n = kv["size"]
+    ax, ay = kv.get("adj", (0, 0))
+    bl, br = kv.get("bcast", (0, 0))
+    rhs = ins[1] if len(ins) > 1 else _t(tensors, kv["w"], np.float64 if "q" not in kv else np.int64)
+    lhs = ins[0].reshape(1 if bl else b, *((k, m) if ax else (m, k)))
+    rhs = rhs.reshape(1 if br else b, *((n, k) if ay else (k, n)))
+    lhs = np.broadcast_to(lhs.swapaxes(1, 2) if ax else lhs, (b, m, k))
+    rhs = np.broadcast_to(rhs.swapaxes(1, 2) if ay else rhs, (b, k, n))
+    if "q" not in kv:
+        out = np.zeros((b, m, n), np.float32)
+        for t in range(k):
+            prod = (lhs[:, :, t:t + 1].astype(np.float32) * rhs[:, t:t + 1, :].astype(np.float32)).astype(np.float32)
+            out = (out + prod).astype(np.float32)
+        return out.astype(np.float64).reshape(kv["shape"])
+    zl = qin[0][1]
+    zr = (qin[1] if len(ins) > 1 else kv["tq"])[1]
+    acc = np.einsum("bmk,bkn->bmn", lhs.astype(np.int64) - zl, rhs.astype(np.int64) - zr)
+    lo, hi = RANGE[kv["x_dtype"]]
+    mq = mbqm_np(acc, *kv["m"]) if kv["x_dtype"] == "i8" else mbqm64_np(acc, *kv["m"])
+    return np.clip(mq + kv["q"][1], lo, hi).reshape(kv["shape"])
+
+
 def _elementwise(fn):
     def op(ins, kv, qin, tensors):
         return np.vectorize(fn(kv))(ins[0]).astype(np.float64)
@@ -812,4 +840,5 @@ _OPS = {
     "groupnorm": groupnorm,
     "reduce": reduce,
     "cumsum": cumsum,
+    "batchmatmul": batchmatmul,
 }

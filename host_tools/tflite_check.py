@@ -49,7 +49,7 @@ OPTIONS = {
     "SUM": ("ReducerOptions", False), "REDUCE_MAX": ("ReducerOptions", False),
     "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
     "ARG_MIN": ("ArgMinOptions", False),
-    "CUMSUM": ("CumsumOptions", False),
+    "CUMSUM": ("CumsumOptions", False), "BATCH_MATMUL": ("BatchMatMulOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -63,7 +63,7 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
          "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2),
-         "CUMSUM": (2, 2)}
+         "CUMSUM": (2, 2), "BATCH_MATMUL": (2, 2)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -90,7 +90,7 @@ REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
                  "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
-                 "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
+                 "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -112,7 +112,7 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH",
             "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "CUMSUM")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "BATCH_MATMUL")
 
 
 def check(r, ops):

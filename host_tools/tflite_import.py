@@ -35,7 +35,7 @@ ROOMS = {
     "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
     "SUM": "reduce", "REDUCE_MAX": "reduce", "REDUCE_MIN": "reduce", "ARG_MAX": "reduce", "ARG_MIN": "reduce",
-    "CUMSUM": "cumsum",
+    "CUMSUM": "cumsum", "BATCH_MATMUL": "matmul",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

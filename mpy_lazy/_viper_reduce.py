@@ -1,9 +1,9 @@
-# Viper kernels of the integer reductions and cumsum (kinds 72, 74; the records and their
-# plain-Python versions: ops/reduce.py, ops/cumsum.py, whose FAST names this module): imported
-# only for a program that has such a record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
+# Viper kernels of the integer reductions, cumsum and batch matmul (kinds 72, 74, 76; the
+# records and their plain-Python versions: ops/reduce.py, cumsum.py, matmul.py, whose FAST
+# names this module): imported only for a program that has such a record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
 
-from ._viper import requant, rq_head
+from ._viper import _out16, requant, rq_head
 
 
 @micropython.viper
@@ -201,3 +201,97 @@ def cumsum(E, P, k: int):
     wk[0] = pp[7]
     wk[1] = na * nd * nb
     requant(arena + pp[13], rec + 56, arena, W)
+
+
+@micropython.viper
+def bmm(E, P, k: int):
+    # ops/matmul.py's bmm record: int8 sums of (l - ZL)(r - ZR) in int32, requantized one row
+    # of N at a time through the work array; int16 (zero points 0): each product added to the
+    # int64 accumulator's limbs (W[0], W[1]) and finished by _out16 (TFLM's int64 mbqm)
+    a = uint(ptr8(E.A))
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    sg = 1
+    sg <<= 31
+    es = int(pp[6])
+    xl = a + pp[7]
+    xr = a + pp[9]
+    if pp[8]:
+        xr = uint(ptr8(E.B[pp[10]])) + pp[11]
+    yb = a + pp[12]
+    nb = int(pp[13])
+    m = int(pp[14])
+    kk = int(pp[15])
+    n = int(pp[16])
+    flags = int(pp[17])
+    zl = int((pp[18] ^ sg) - sg)
+    zr = int((pp[19] ^ sg) - sg)
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    lm = kk
+    lk = 1
+    if flags & 1:
+        lm = 1
+        lk = m
+    rk = n
+    rn = 1
+    if flags & 2:
+        rk = 1
+        rn = kk
+    lb = m * kk
+    if flags & 4:
+        lb = 0
+    rb = kk * n
+    if flags & 8:
+        rb = 0
+    W = E.W
+    wk = ptr32(W)
+    o = 0
+    b = 0
+    while b < nb:
+        i = 0
+        while i < m:
+            j = 0
+            while j < n:
+                li = b * lb + i * lm
+                ri = b * rb + j * rn
+                t = 0
+                s = 0
+                if es == 1:
+                    pl = ptr8(xl)
+                    pr = ptr8(xr)
+                    while t < kk:
+                        s += (((pl[li] ^ 0x80) - 0x80) - zl) * (((pr[ri] ^ 0x80) - 0x80) - zr)
+                        li += lk
+                        ri += rk
+                        t += 1
+                    wk[8] = s
+                    wk[0] = 0
+                    wk[1] = 1
+                    wk[2] = 1
+                    wk[3] = zy
+                    wk[4] = lo
+                    wk[5] = hi
+                    wk[6] = 1
+                    wk[7] = 0
+                    requant(uint(wk) + 32, rec + 80, yb + o, W)
+                else:
+                    pl16 = ptr16(xl)
+                    pr16 = ptr16(xr)
+                    wk[0] = 0
+                    wk[1] = 0
+                    while t < kk:
+                        s = ((pl16[li] ^ 0x8000) - 0x8000) * ((pr16[ri] ^ 0x8000) - 0x8000)
+                        wk[0] = int(wk[0]) + (s & 0xFFFF)  # limbs += s (inline: a call boxes an int >= 2**30)
+                        wk[1] = int((wk[1] ^ sg) - sg) + (s >> 16)
+                        li += lk
+                        ri += rk
+                        t += 1
+                    wk[3] = pp[20]
+                    wk[4] = pp[21]
+                    _out16(W, 1, yb + 2 * o, lo, hi, zy)
+                o += 1
+                j += 1
+            i += 1
+        b += 1

@@ -33,6 +33,8 @@ _KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin"
 _KINDS["axes"] = "is"
 _KINDS["exclusive"] = "i"
 _KINDS["reverse"] = "i"
+_KINDS["adj"] = "is"
+_KINDS["bcast"] = "is"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -81,11 +83,12 @@ OPS = {
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
     "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
     "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
+    "batchmatmul": (("x", "y", "size"), ("w", "adj", "bcast", "shape", "q", "m", "tq")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "batchmatmul")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

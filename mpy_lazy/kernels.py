@@ -108,6 +108,7 @@ _OPS = {
     "groupnorm": "groupnorm",
     "reduce": "reduce",
     "cumsum": "cumsum",
+    "batchmatmul": "matmul",
 }
 
 

@@ -1,8 +1,10 @@
-"""The reductions and CUMSUM (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes
+"""The reductions, CUMSUM and BATCH_MATMUL (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes
 (not only an image's height and width) and SUM on int8, int16 and float32, REDUCE_MAX and
 REDUCE_MIN on int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D tensors; ARG_MAX and
 ARG_MIN (int32 indices, ties included) on int8 and float32; CUMSUM on int8 and float32 along
-every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's. One-op .tflite
+every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's; BATCH_MATMUL on
+int8, int16 (int64 sums) and float32 with adj_x / adj_y, batches, a shared operand and a
+constant right-hand side. One-op .tflite
 models written with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py),
 packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the
 MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the host reference
@@ -72,6 +74,25 @@ def cumsum(dt, shape, axis, exclusive, reverse, yq):
     return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
 
 
+BQ = {"i8": ((0.05, -7), (0.04, 3), (0.5, 2)), "i16": ((0.001, 0), (0.002, 0), (0.1, 0)), "f32": (None,) * 3}
+
+
+def batch_matmul(dt, ls, rs, adj=(False, False), const=False):
+    """lhs ls x rhs rs (TFLite shapes; rhs a constant when `const`)."""
+    ql, qr, qy = BQ[dt]
+    rank = max(len(ls), len(rs))
+    le, re_ = [1] * (rank - len(ls)) + list(ls), [1] * (rank - len(rs)) + list(rs)
+    m = le[-1] if adj[0] else le[-2]
+    n = re_[-2] if adj[1] else re_[-1]
+    ys = list(np.broadcast_shapes(tuple(le[:-2]), tuple(re_[:-2]))) + [m, n]
+    rx = _x(dt, rs, 29)
+    tensors = [(ls, dt, ql, None), (rs, dt, qr, rx if const else None), (ys, dt, qy, None)]
+    data = model(OP.BATCH_MATMUL, tensors, [0] if const else [0, 1], [2], [0, 1],
+                 _opts("BatchMatMulOptions", adjX=adj[0], adjY=adj[1]))
+    xs = [_x(dt, ls, 23)] + ([] if const else [rx])
+    return data, [x[0] if x.shape[0] == 1 and x.ndim > 1 else x for x in xs]
+
+
 def cases_of(dt):
     out = {}
     ops = [("mean", OP.MEAN), ("sum", OP.SUM)]
@@ -101,6 +122,23 @@ def cases_of(dt):
         out["cumsum_saturated"] = cumsum(dt, (1, 4, 9), 2, False, False, QX[dt])
         data, _ = cumsum(dt, (1, 40), 1, False, False, yq and (QX[dt][0] * 64, 0))
         out["cumsum_wraps"] = (data, [np.full(40, 127, TYPES[dt][1])])  # (int8: past int32 at the 32nd)
+    for name, ls, rs, adj, const in (
+            ("bmm_1", (1, 4, 6), (1, 6, 5), (0, 0), 0), ("bmm_batch", (3, 4, 6), (3, 6, 5), (0, 0), 0),
+            ("bmm_adj_x", (2, 6, 4), (2, 6, 5), (1, 0), 0), ("bmm_adj_y", (2, 4, 6), (2, 5, 6), (0, 1), 0),
+            ("bmm_adj_xy", (2, 6, 4), (2, 5, 6), (1, 1), 0), ("bmm_2d", (4, 6), (6, 5), (0, 0), 0),
+            ("bmm_rhs_shared", (1, 3, 4, 6), (6, 5), (0, 0), 0), ("bmm_lhs_shared", (4, 6), (1, 3, 6, 5), (0, 0), 0),
+            ("bmm_const", (1, 4, 6), (6, 5), (0, 0), 1), ("bmm_const_adj_y_batch", (3, 4, 6), (3, 5, 6), (0, 1), 1),
+            ("bmm_row", (1, 7), (7, 3), (0, 0), 1)):
+        out[name] = batch_matmul(dt, ls, rs, adj, const)
+    if dt == "i16":  # sums past int32: TFLM's int64 accumulator (the output scale keeps them apart)
+        data, _ = batch_matmul(dt, (1, 2, 6), (1, 6, 3), (0, 0), 0)
+        m = tflm_ref.read_model(data)
+        m.subgraphs[0].tensors[2].quantization.scale = [300.0]
+        edge = np.full((2, 6), -32768, np.int16)
+        edge[1, ::2] = 32767
+        b = flatbuffers.Builder(1024)
+        b.Finish(m.Pack(b), file_identifier=b"TFL3")
+        out["bmm_int64"] = (bytes(b.Output()), [edge, np.full((6, 3), -32768, np.int16)])
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -167,6 +205,11 @@ def test_the_cases_reach_ties_and_saturation(cases):
     assert tied
     assert 127 in cases[0]["sum_c_i8"].want[0].tolist()
     assert {-128, 127} & set(cases[0]["cumsum_saturated_i8"].want[0].tolist())
+    y = cases[0]["bmm_int64_i16"].want[0].tolist()  # 6 x 2**30 / (300 / 2e-6), and 0
+    assert y == [round(6 * 2 ** 30 * 2e-6 / 300)] * 3 + [round(-2 ** 15 * (32767 - 32768) * 3 * 2e-6 / 300)] * 3, y
+    for name, c in cases[0].items():
+        if name.startswith("bmm") and "f32" not in name and "int64" not in name:  # (not only the ends)
+            assert len(set(c.want[0].tolist())) > 2, name
     wraps = cases[0]["cumsum_wraps_i8"].want[0].tolist()  # (TFLM's int32 accumulator wraps)
     assert 0 < wraps[29] < 127 and wraps[30] < 0, wraps
 
@@ -191,6 +234,21 @@ def _with(data, **fields):
     return bytes(b.Output())
 
 
+def _with_q(data, t, zp):
+    m = tflm_ref.read_model(data)
+    m.subgraphs[0].tensors[t].quantization.zeroPoint = [zp]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _const_lhs():
+    """BATCH_MATMUL of a constant lhs and an activation rhs."""
+    tensors = [((4, 6), "i8", BQ["i8"][0], _x("i8", (4, 6), 1)), ((6, 5), "i8", BQ["i8"][1], None),
+               ((4, 5), "i8", BQ["i8"][2], None)]
+    return model(OP.BATCH_MATMUL, tensors, [1], [2], [0, 1], _opts("BatchMatMulOptions", adjX=False, adjY=False))
+
+
 def test_refusals(cli, tmp_path):
     """What TFLM refuses (or the board cannot hold), refused in one line naming the op."""
     bad = {
@@ -198,6 +256,9 @@ def test_refusals(cli, tmp_path):
         "max_requant": (reducer(OP.REDUCE_MAX, "i8", (1, 4, 6), [1], False, (0.1, 0))[0], "one quantization"),
         "argmax_i64": (_with(arg(OP.ARG_MAX, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT64), "INT64"),
         "sum_all_scalar": (reducer(OP.SUM, "i8", (4, 6), [0, 1], False)[0], "not supported"),
+        "bmm_const_lhs": (_const_lhs(), "constant left-hand side"),
+        "bmm_i16_zero_point": (_with_q(batch_matmul("i16", (1, 4, 6), (1, 6, 5))[0], 1, 5), "zero points"),
+        "cumsum_i16": (cumsum("i16", (1, 4, 6), 1, False, False, QX["i16"])[0], "int16"),
     }
     for name, (data, words) in bad.items():
         p = tmp_path / (name + ".tflite")
@@ -226,16 +287,20 @@ def _record(buf, kind):
     ("sum_c_f32", 2, 6, "fn"), ("argmin_2d_0_f32", 8, 6, "axes"), ("mean_c_f32", 4, -8, "y"),
     ("cumsum_2d_0_00_i8", 11, 4, "flags"), ("cumsum_2d_0_00_i8", 15, 1, "m"), ("cumsum_2d_0_00_i8", 9, 1 << 20, "x"),
     ("cumsum_2d_0_00_i8", 13, 2, "scratch"), ("cumsum_2d_0_00_f32", 5, 0, "x"), ("cumsum_2d_0_00_f32", 3, 1, "y"),
+    ("bmm_batch_i8", 15, 200, "x"), ("bmm_batch_i8", 17, 16, "flags"), ("bmm_batch_i8", 6, 4, "dtype"),
+    ("bmm_batch_i8", 8, 1, "weight"), ("bmm_const_i8", 11, 4, "weight"), ("bmm_batch_i16", 18, 1, "zero_point"),
+    ("bmm_batch_i16", 21, 40, "m"), ("bmm_batch_f32", 13, -4, "scratch"), ("bmm_const_f32", 10, 7, "weight"),
 ])
 def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
-    """Each field of a reduce or cumsum record the kernels trust, broken in the stored program: a
+    """Each field of a reduce, cumsum or batchmatmul record the kernels trust, broken in the stored program: a
     ContainerError naming the record's line and the field, before anything runs."""
     from mpy_lazy import ContainerError, kinds
 
     c = cases[0][case]
     with open(c.pack, "rb") as f:
         buf = bytearray(f.read())
-    kind = (kinds.CUMSUM, kinds.FCUMSUM) if case.startswith("cumsum") else (kinds.REDUCE, kinds.FREDUCE)
+    kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM)}.get(
+        case.split("_")[0], (kinds.REDUCE, kinds.FREDUCE))
     at = _record(buf, kind["f32" in case])
     np.frombuffer(buf, "<i4", 1, at + 4 * field)  # (inside the file)
     buf[at + 4 * field: at + 4 * field + 4] = int(value).to_bytes(4, "little", signed=True)
