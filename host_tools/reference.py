@@ -363,6 +363,52 @@ def batchmatmul(ins, kv, qin, tensors):
     return np.clip(mq + kv["q"][1], lo, hi).reshape(kv["shape"])
 
 
+def _f32(v):
+    return np.asarray(v, np.float32)
+
+
+def logsoftmax(ins, kv, qin, tensors):
+    """TFLM's float LOG_SOFTMAX over the last axis: x - max - log(sum exp(x - max)), in float32."""
+    x = _f32(ins[0])
+    rows = x.reshape(-1, x.shape[-1])
+    top = rows.max(axis=1, keepdims=True)
+    total = np.zeros((len(rows), 1), np.float32)
+    for j in range(rows.shape[1]):
+        total = _f32(total + _f32(np.exp(_f32(rows[:, j:j + 1] - top))))
+    return _f32(_f32(rows - top) - _f32(np.log(total))).reshape(x.shape).astype(np.float64)
+
+
+def l2norm(ins, kv, qin, tensors):
+    """TFLM's float L2_NORMALIZATION over the last axis: x / max(sqrt(sum x^2), 1e-6), in float32."""
+    x = _f32(ins[0])
+    rows = x.reshape(-1, x.shape[-1])
+    total = np.zeros((len(rows), 1), np.float32)
+    for j in range(rows.shape[1]):
+        total = _f32(total + _f32(rows[:, j:j + 1] * rows[:, j:j + 1]))
+    norm = np.maximum(_f32(np.sqrt(total)), np.float32(1e-6))
+    return _f32(rows / norm).reshape(x.shape).astype(np.float64)
+
+
+def l2pool(ins, kv, qin, tensors):
+    """TFLM's L2_POOL_2D: sqrt(sum of squares / count) over each window's in-bounds elements."""
+    x = _f32(ins[0])
+    h, w, c = x.shape
+    kh, kw = kv["k"]
+    sh, sw = kv.get("stride", kv["k"])
+    pt, pl, pb, pr = kv.get("pad", (0, 0, 0, 0))
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    out = np.zeros((oh, ow, c), np.float64)
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * sh - pt, ox * sw - pl
+            win = x[max(0, y0):min(h, y0 + kh), max(0, x0):min(w, x0 + kw)].reshape(-1, c)
+            total = np.zeros(c, np.float32)
+            for v in win:
+                total = _f32(total + _f32(v * v))
+            out[oy, ox] = np.sqrt(_f32(total / np.float32(len(win))).astype(np.float64)).astype(np.float32)
+    return _act(out, kv)
+
+
 def _elementwise(fn):
     def op(ins, kv, qin, tensors):
         return np.vectorize(fn(kv))(ins[0]).astype(np.float64)
@@ -841,4 +887,5 @@ _OPS = {
     "reduce": reduce,
     "cumsum": cumsum,
     "batchmatmul": batchmatmul,
+    "logsoftmax": logsoftmax, "l2norm": l2norm, "l2pool": l2pool,
 }

@@ -50,6 +50,8 @@ OPTIONS = {
     "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
     "ARG_MIN": ("ArgMinOptions", False),
     "CUMSUM": ("CumsumOptions", False), "BATCH_MATMUL": ("BatchMatMulOptions", False),
+    "LOG_SOFTMAX": ("LogSoftmaxOptions", False), "L2_NORMALIZATION": ("L2NormOptions", False),
+    "L2_POOL_2D": ("Pool2DOptions", True),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -63,7 +65,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
          "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
          "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2),
-         "CUMSUM": (2, 2), "BATCH_MATMUL": (2, 2)}
+         "CUMSUM": (2, 2), "BATCH_MATMUL": (2, 2), "LOG_SOFTMAX": (1, 1), "L2_NORMALIZATION": (1, 1),
+         "L2_POOL_2D": (1, 1)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -84,7 +87,7 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
-IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
+IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "L2_POOL_2D")
 # the reductions: their output shape follows from their constant axes (and keep_dims)
 REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose output may have another rank than their input

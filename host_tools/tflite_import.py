@@ -36,6 +36,7 @@ ROOMS = {
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
     "SUM": "reduce", "REDUCE_MAX": "reduce", "REDUCE_MIN": "reduce", "ARG_MAX": "reduce", "ARG_MIN": "reduce",
     "CUMSUM": "cumsum", "BATCH_MATMUL": "matmul",
+    "LOG_SOFTMAX": "normalize", "L2_NORMALIZATION": "normalize", "L2_POOL_2D": "normalize",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

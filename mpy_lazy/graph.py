@@ -84,6 +84,9 @@ OPS = {
     "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
     "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
     "batchmatmul": (("x", "y", "size"), ("w", "adj", "bcast", "shape", "q", "m", "tq")),
+    "logsoftmax": (("x", "y"), ()),
+    "l2norm": (("x", "y"), ()),
+    "l2pool": (("x", "y", "k"), ("stride", "pad", "act")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -109,6 +109,7 @@ _OPS = {
     "reduce": "reduce",
     "cumsum": "cumsum",
     "batchmatmul": "matmul",
+    "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
 }
 
 

@@ -22,7 +22,7 @@ pytest.importorskip("tflite")
 
 from host_util import Board, cli, kernel_path, run_cli  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import TYPES, _opts, model  # noqa: E402
-from test_tflite_moves import Case, expect  # noqa: E402
+from test_tflite_moves import Case, expect as expect_exact  # noqa: E402
 
 import mpy_lazy  # noqa: E402,F401
 from host_tools import reference  # noqa: E402
@@ -93,6 +93,23 @@ def batch_matmul(dt, ls, rs, adj=(False, False), const=False):
     return data, [x[0] if x.shape[0] == 1 and x.ndim > 1 else x for x in xs]
 
 
+def rows_op(op, dt, shape, options=None):
+    tensors = [(shape, dt, QX[dt], None), (shape, dt, QX[dt], None)]
+    data = model(op, tensors, [0], [1], [0], options)
+    x = _x(dt, shape, 31) * (4 if dt == "f32" else 1)
+    return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
+
+
+def l2pool(shape, k, s, padding, act):
+    h, w = shape[1:3]
+    oh, ow = ((h + s - 1) // s, (w + s - 1) // s) if padding == 0 else ((h - k) // s + 1, (w - k) // s + 1)
+    tensors = [(shape, "f32", None, None), ((1, oh, ow, shape[3]), "f32", None, None)]
+    opts = _opts("Pool2DOptions", padding=padding, strideW=s, strideH=s, filterWidth=k, filterHeight=k,
+                 fusedActivationFunction=act)
+    data = model(OP.L2_POOL_2D, tensors, [0], [1], [0], opts)
+    return data, [_x("f32", shape, 37)[0] - 0.5]
+
+
 def cases_of(dt):
     out = {}
     ops = [("mean", OP.MEAN), ("sum", OP.SUM)]
@@ -130,6 +147,15 @@ def cases_of(dt):
             ("bmm_const", (1, 4, 6), (6, 5), (0, 0), 1), ("bmm_const_adj_y_batch", (3, 4, 6), (3, 5, 6), (0, 1), 1),
             ("bmm_row", (1, 7), (7, 3), (0, 0), 1)):
         out[name] = batch_matmul(dt, ls, rs, adj, const)
+    if dt == "f32":  # (TFLM's LOG_SOFTMAX, L2_NORMALIZATION take int8 too; L2_POOL_2D float32 only)
+        for shape in ((1, 5, 10), (3, 7), (1, 4, 4, 6), (1, 1)):
+            tag = "_".join(map(str, shape))
+            out["logsoftmax_" + tag] = rows_op(OP.LOG_SOFTMAX, dt, shape)
+            out["l2norm_" + tag] = rows_op(OP.L2_NORMALIZATION, dt, shape, _opts("L2NormOptions"))
+        data, _ = rows_op(OP.L2_NORMALIZATION, dt, (1, 3, 4))
+        out["l2norm_zeros"] = (data, [np.zeros((3, 4), np.float32)])  # (the 1e-6 floor)
+        for k, s, padding, act in ((2, 2, 1, 0), (3, 2, 0, 0), (3, 1, 0, 1), (2, 3, 0, 3)):
+            out["l2pool_k%ds%d%s_%d" % (k, s, "valid" if padding else "same", act)] = l2pool((1, 7, 6, 3), k, s, padding, act)
     if dt == "i16":  # sums past int32: TFLM's int64 accumulator (the output scale keeps them apart)
         data, _ = batch_matmul(dt, (1, 2, 6), (1, 6, 3), (0, 0), 0)
         m = tflm_ref.read_model(data)
@@ -167,6 +193,16 @@ def cases(tmp_path_factory):
 
 
 NAMES = list(models())
+
+
+def expect(case, got):
+    """Equal to TFLM's outputs; LOG_SOFTMAX within float32 rounding (expf and logf are each
+    libm's own), a few units in the last place of the row's largest value."""
+    if not case.name.startswith("logsoftmax"):
+        expect_exact(case, got)
+        return
+    g, w = np.asarray(got[0], np.float64).reshape(-1), case.want[0].astype(np.float64)
+    assert np.all(np.abs(g - w) <= 4 * np.spacing(np.float32(np.abs(w).max() + 1))), (case.name, g - w)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -290,16 +326,20 @@ def _record(buf, kind):
     ("bmm_batch_i8", 15, 200, "x"), ("bmm_batch_i8", 17, 16, "flags"), ("bmm_batch_i8", 6, 4, "dtype"),
     ("bmm_batch_i8", 8, 1, "weight"), ("bmm_const_i8", 11, 4, "weight"), ("bmm_batch_i16", 18, 1, "zero_point"),
     ("bmm_batch_i16", 21, 40, "m"), ("bmm_batch_f32", 13, -4, "scratch"), ("bmm_const_f32", 10, 7, "weight"),
+    ("l2norm_3_7_f32", 2, 3, "fn"), ("l2norm_3_7_f32", 7, 1 << 20, "x"), ("l2norm_3_7_f32", 9, 1, "x"),
+    ("l2pool_k3s2same_0_f32", 13, 3, "pad"), ("l2pool_k3s2same_0_f32", 15, 9, "y"), ("l2pool_k3s2same_0_f32", 17, 4, "act"),
+    ("logsoftmax_3_7_f32", 5, 1 << 28, "scratch"),
 ])
 def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
-    """Each field of a reduce, cumsum or batchmatmul record the kernels trust, broken in the stored program: a
+    """Each field of a reduce, cumsum, batchmatmul or fnorm record the kernels trust, broken in the stored program: a
     ContainerError naming the record's line and the field, before anything runs."""
     from mpy_lazy import ContainerError, kinds
 
     c = cases[0][case]
     with open(c.pack, "rb") as f:
         buf = bytearray(f.read())
-    kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM)}.get(
+    kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM), "l2norm": (0, kinds.FNORM),
+            "l2pool": (0, kinds.FNORM), "logsoftmax": (0, kinds.FNORM)}.get(
         case.split("_")[0], (kinds.REDUCE, kinds.FREDUCE))
     at = _record(buf, kind["f32" in case])
     np.frombuffer(buf, "<i4", 1, at + 4 * field)  # (inside the file)
