@@ -379,7 +379,18 @@ def logsoftmax(ins, kv, qin, tensors):
 
 
 def l2norm(ins, kv, qin, tensors):
-    """TFLM's float L2_NORMALIZATION over the last axis: x / max(sqrt(sum x^2), 1e-6), in float32."""
+    """TFLM's float L2_NORMALIZATION over the last axis: x / max(sqrt(sum x^2), 1e-6), in float32;
+    int8: per row the inverse square root of sum (x - z_x)^2 (TFLM's fixed point), each x - z_x
+    through mbqm by it with 7 more bits: codes of 1/128."""
+    if "q" in kv:
+        from .tflm import inv_sqrt, mbqm
+
+        d = ins[0].reshape(-1, ins[0].shape[-1]) - qin[0][1]
+        out = np.empty(d.shape, np.int64)
+        for i, row in enumerate(d):
+            m, s = inv_sqrt(int((row * row).sum()))
+            out[i] = [min(127, max(-128, mbqm(int(v), m, s + 7))) for v in row]
+        return out.reshape(ins[0].shape)
     x = _f32(ins[0])
     rows = x.reshape(-1, x.shape[-1])
     total = np.zeros((len(rows), 1), np.float32)

@@ -242,6 +242,31 @@ def mean_params(s_in, s_out, n):
     return m, s - shift
 
 
+def inv_sqrt(x):
+    """TFLM's GetInvSqrtQuantizedMultiplierExp(x, kReverseShift): (multiplier, shift), x >= 0."""
+    if x <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while x >= 1 << 29:
+        x //= 4
+        shift += 1
+    clz = 32 - x.bit_length()
+    pairs = (clz - 1) // 2 - 1
+    shift -= pairs
+    x <<= 2 * pairs
+    half_input = sat_shl(x >> 1, -1)  # Q3.28
+    half_three = (1 << 28) + (1 << 27)
+    v = 1 << 28  # One in Q3.28
+    for _ in range(5):
+        v3 = sat_shl(srdhm(srdhm(v, v), v), 6)  # Rescale<3> of a Q9 product
+        v = sat_shl(srdhm(half_three, v) - srdhm(half_input, v3), 3)
+    v = srdhm(v, 1518500250)  # sqrt(2) / 2 in Q0.31
+    if shift < 0:
+        v <<= -shift
+        shift = 0
+    return v, -shift
+
+
 def softmax_table(s_in, beta=1.0):
     """exps[d] for input differences -d, d = 0..255 (Q0.31; 0 where TFLM skips the element):
     TFLM's int8 softmax with 5 integer bits for the scaled difference."""

@@ -1,9 +1,10 @@
-# Viper kernels of the integer reductions, cumsum and batch matmul (kinds 72, 74, 76; the
-# records and their plain-Python versions: ops/reduce.py, cumsum.py, matmul.py, whose FAST
-# names this module): imported only for a program that has such a record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
+# Viper kernels of the integer reductions, cumsum, batch matmul and l2norm (kinds 72, 74, 76,
+# 78; the records and their plain-Python versions: ops/reduce.py, cumsum.py, matmul.py,
+# normalize.py, whose FAST names this module): imported only for a program that has such a
+# record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
 
-from ._viper import _out16, requant, rq_head
+from ._viper import _out16, _srdhm, requant, rq_head
 
 
 @micropython.viper
@@ -295,3 +296,106 @@ def bmm(E, P, k: int):
                 j += 1
             i += 1
         b += 1
+
+
+@micropython.viper
+def _mul(t, a: int, b: int) -> int:
+    # srdhm(a, b) through t[0..2] (small ints in, a small int out: |result| < 2**30 here)
+    pt = ptr32(t)
+    pt[0] = a
+    pt[1] = b
+    _srdhm(t)
+    sg = 1
+    sg <<= 31
+    return int((pt[2] ^ sg) - sg)
+
+
+@micropython.viper
+def _sat_shl(x: int, e: int) -> int:
+    # gemmlowp's SaturatingRoundingMultiplyByPOT<e>, e > 0 (inv_sqrt's Newton steps stay below
+    # the saturation: 1/sqrt of a value in [1/4, 1) is below 2 in Q3.28)
+    t = (1 << (31 - e)) - 1
+    sg = 1
+    sg <<= 31
+    if x > t:
+        return sg - 1
+    if x < 0 - t:
+        return 0 - sg
+    return x << e
+
+
+@micropython.viper
+def _inv_sqrt(t, s: int):
+    # t[3], t[4] = ops/normalize.py's inv_sqrt(s) (TFLM's GetInvSqrtQuantizedMultiplierExp)
+    pt = ptr32(t)
+    if s <= 1:
+        sg = 1
+        sg <<= 31
+        pt[3] = sg - 1
+        pt[4] = 0
+        return
+    shift = 11
+    top = 1 << 29
+    while s >= top:
+        s >>= 2
+        shift += 1
+    bits = 0
+    v = s
+    while v:
+        bits += 1
+        v >>= 1
+    pairs = (31 - bits) // 2 - 1
+    shift -= pairs
+    s <<= 2 * pairs
+    h = s >> 1
+    half = (h >> 1) + (h & 1)  # rdbpot(h, 1), h > 0
+    x = 1 << 28
+    i = 0
+    while i < 5:
+        x3 = int(_sat_shl(int(_mul(t, int(_mul(t, x, x)), x)), 6))
+        x = int(_sat_shl(int(_mul(t, (1 << 28) + (1 << 27), x)) - int(_mul(t, half, x3)), 3))
+        i += 1
+    x = int(_mul(t, x, 1518500250))
+    if shift < 0:
+        x <<= 0 - shift
+        shift = 0
+    pt[3] = x
+    pt[4] = 0 - shift
+
+
+@micropython.viper
+def norm(E, P, k: int):
+    # ops/normalize.py's norm record (int8 l2norm): per row the sum of squares, its inverse
+    # square root (W[3], W[4]), then the row's x - ZX (in ACC) requantized by it, shift + 7
+    a = ptr8(E.A)
+    arena = uint(a)
+    rec = uint(ptr32(P)) + 4 * k
+    pp = ptr32(rec)
+    sg = 1
+    sg <<= 31
+    x = int(pp[7])
+    y = int(pp[8])
+    rows = int(pp[9])
+    n = int(pp[10])
+    zx = int((pp[11] ^ sg) - sg)
+    accb = arena + pp[12]
+    acc = ptr32(accb)
+    W = E.W
+    wk = ptr32(W)
+    i = 0
+    while i < rows:
+        s = 0
+        j = 0
+        while j < n:
+            d = ((a[x + i * n + j] ^ 0x80) - 0x80) - zx
+            acc[j] = d
+            s += d * d
+            j += 1
+        _inv_sqrt(W, s)
+        wk[8] = wk[3]
+        wk[9] = int(wk[4]) + 7
+        rq_head(W, rec)
+        wk[0] = y + i * n
+        wk[1] = n
+        requant(accb, uint(wk) + 32, arena, W)
+        i += 1

@@ -85,7 +85,7 @@ OPS = {
     "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
     "batchmatmul": (("x", "y", "size"), ("w", "adj", "bcast", "shape", "q", "m", "tq")),
     "logsoftmax": (("x", "y"), ()),
-    "l2norm": (("x", "y"), ()),
+    "l2norm": (("x", "y"), ("q",)),
     "l2pool": (("x", "y", "k"), ("stride", "pad", "act")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)

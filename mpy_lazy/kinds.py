@@ -35,7 +35,7 @@ LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a cons
 REDUCE, FREDUCE = 72, 73  # sum, mean, max, min, argmax, argmin over any axes (72..79: reduce's)
 CUMSUM, FCUMSUM = 74, 75
 BMM, FBMM = 76, 77  # batch matmul
-FNORM = 79  # float logsoftmax, l2norm, l2pool
+NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
 KINDS = 80  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -49,12 +49,12 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "mul", "load") \
     + ("",) * 12 \
-    + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "", "normalize")
+    + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 0, 0) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 17, 6) \
     + (0,) * 12 \
-    + (18, 9, 16, 8, 22, 14, 0, 18)
+    + (18, 9, 16, 8, 22, 14, 18, 18)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
         "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
         "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
@@ -62,7 +62,7 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
        "layernorm", "groupnorm") + ("tconv", "", "", "", "binary", "binary") \
     + ("",) * 12 \
-    + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "", "normalize")
+    + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
           FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV,

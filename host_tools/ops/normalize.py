@@ -3,7 +3,7 @@ L2_POOL_2D (docs/OPS.md): converted from the model into the graph description fo
 room mpy_lazy/ops/normalize.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 
 # the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py)
-TYPES = {"LOG_SOFTMAX": "float32", "L2_NORMALIZATION": "float32", "L2_POOL_2D": "float32"}
+TYPES = {"LOG_SOFTMAX": "float32", "L2_NORMALIZATION": "int8 float32", "L2_POOL_2D": "float32"}
 
 
 def _float(r):
@@ -17,7 +17,9 @@ def op_LOG_SOFTMAX(r):
 
 
 def op_L2_NORMALIZATION(r):
-    x = _float(r)
+    if r.dtof(r.ins[0]) not in ("f32", "i8"):
+        raise r.err("%s L2_NORMALIZATION is not supported (int8 and float32 are)" % r.tensor(r.ins[0])[2].lower())
+    x = r.value(r.ins[0])
     o = r.options("L2NormOptions")
     if o is not None and r._act(o.FusedActivationFunction()) is not None:
         raise r.err("a fused activation: TFLM's L2_NORMALIZATION takes none")

@@ -1,5 +1,9 @@
 # logsoftmax, l2norm, l2pool: TFLite's LOG_SOFTMAX and L2_NORMALIZATION over the last axis, and
-# L2_POOL_2D (TFLM's log_softmax.cc, l2norm.cc, l2_pool_2d.cc), float32.
+# L2_POOL_2D (TFLM's log_softmax.cc, l2norm.cc, l2_pool_2d.cc): float32; l2norm int8 too.
+#
+# int8 l2norm, TFLM's: per row, s = sum (x - z_x)² in int32, TFLM's fixed-point inverse square
+# root of s (GetInvSqrtQuantizedMultiplierExp: a multiplier and shift) and each output
+# clamp(mbqm(x - z_x, inv, shift + 7)): codes of q=1/128,0 whatever the output's q.
 #
 # Float arithmetic, TFLM's, in float32: each product, sum and quotient is rounded to float32
 # (stored in the op's two scratch words, or the output, and read back) in TFLM's order, so
@@ -7,8 +11,8 @@
 # each side (within float32 rounding of TFLM's expf / logf).
 import math
 
-from .._arith import ACTS
-from ..kinds import FNORM, MAX_DIM
+from .._arith import ACTS, head, rdbpot, rec, requant, srdhm
+from ..kinds import FNORM, INT32_MAX, NORM
 from . import Op as Base, act_code
 
 _FN = {"logsoftmax": 0, "l2norm": 1, "l2pool": 2}
@@ -19,9 +23,16 @@ class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
-        self.float_only()
         self.scratch = 2
         self.act = act_code(kv)
+        if name == "l2norm" and x.dtype != "f32":
+            self.quantized(("i8",))
+            if 255 * 255 * x.shape[-1] > INT32_MAX:
+                raise self.fail("rows of %d: the sums of squares can leave int32" % x.shape[-1], "x")
+            self.scratch = x.shape[-1]
+            self.out = (x.shape, "i8", kv["q"])
+            return
+        self.float_only()
         if name != "l2pool":
             self.out = (x.shape, "f32", None)
             return
@@ -46,15 +57,22 @@ class Op(Base):
         if self.name == "l2pool":
             return [c.record(FNORM, head + self.geo + [self.act])]
         n = x.shape[-1]
+        if x.dtype == "i8":
+            return [c.record(NORM, [1, 0, -128, 127, 1, c.off(x), c.off(y), x.size // n, n, x.q[1], c.scratch,
+                                    0, 0, 0, 0, 0])]
         return [c.record(FNORM, head + [x.size // n, n] + [0] * 9 + [self.act])]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
 
-KERNELS = {FNORM: 'fnorm'}
+KERNELS = {NORM: 'norm', FNORM: 'fnorm'}
+FAST = '_viper_reduce'
 
 
 def check(r, E):
+    if r.kind == NORM:
+        _check_int(r, E)
+        return
     # fnorm: 2 FN 3 X 4 Y 5 TMP 6.. (FN 0, 1: 6 ROWS 7 N; FN 2: 6 H 7 W 8 C 9 KH 10 KW 11 SH 12 SW
     # 13 PT 14 PL 15 OH 16 OW) 17 ACT
     fn = r.range(2, "fn", 0, 2)
@@ -78,6 +96,79 @@ def check(r, E):
         r.fail("y", "%d x %d outputs leave the %d x %d input" % (oh, ow, h, w))
     r.region(3, "x", 4 * h * w * c, 4)
     r.region(4, "y", 4 * oh * ow * c, 4)
+
+
+def _check_int(r, E):
+    # norm: 2 OC (1) 3 ZY 4 LO 5 HI 6 FN (1 l2norm) 7 X 8 Y 9 ROWS 10 N 11 ZX 12 ACC 13-17 (0)
+    r.range(2, "out", 1, 1)
+    r.range(3, "zero_point", 0, 0)
+    r.range(4, "clamp", -128, -128)
+    r.range(5, "clamp", 127, 127)
+    r.range(6, "fn", 1, 1)
+    rows, n = r.range(9, "x", 1, 1 << 24), r.range(10, "x", 1, 1 << 24)
+    if rows * n > 1 << 24:
+        r.fail("x", "more than 2**24 elements")
+    if 255 * 255 * n > INT32_MAX:
+        r.fail("x", "rows of %d: the sums of squares can leave int32" % n)
+    r.range(11, "zero_point", -128, 127)
+    r.region(7, "x", rows * n)
+    r.region(8, "y", rows * n)
+    r.region(12, "scratch", 4 * n, 4)
+    for i in range(13, 18):
+        r.range(i, "x", 0, 0)
+
+
+def _sat_shl(x, e):
+    """gemmlowp's SaturatingRoundingMultiplyByPOT<e>, e > 0: x << e, saturated to int32."""
+    t = (1 << (31 - e)) - 1
+    return INT32_MAX if x > t else (-INT32_MAX - 1 if x < -t else x << e)
+
+
+def inv_sqrt(s):
+    """TFLM's GetInvSqrtQuantizedMultiplierExp(s, kReverseShift = -1): (multiplier, shift)
+    with 1/sqrt(s) ~ multiplier 2**(shift - 31) (s <= 1: INT32_MAX, 0)."""
+    if s <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while s >= 1 << 29:
+        s //= 4
+        shift += 1
+    pairs = (31 - s.bit_length()) // 2 - 1  # (CountLeadingZeros(s) - 1) / 2 - 1
+    shift -= pairs
+    s <<= 2 * pairs
+    half = rdbpot(s >> 1, 1)  # F3
+    x = 1 << 28  # F3 one
+    for _ in range(5):
+        x3 = _sat_shl(srdhm(srdhm(x, x), x), 6)
+        x = _sat_shl(srdhm((1 << 28) + (1 << 27), x) - srdhm(half, x3), 3)
+    x = srdhm(x, 1518500250)
+    if shift < 0:
+        x <<= -shift
+        shift = 0
+    return x, -shift
+
+
+# norm record (int8): 2 OC (1) 3 ZY (0) 4 LO (-128) 5 HI (127) 6 FN (1 l2norm) 7 X 8 Y (bytes)
+# 9 ROWS 10 N (rows of N consecutive elements) 11 ZX 12 ACC (N int32) 13-17 (0). Per row: the
+# sum of squares, inv_sqrt, then the row through mbqm(x - ZX, inv, shift + 7) into the clamp.
+
+def norm(E, P, k):
+    p = rec(P, k)
+    a, acc, W = E.a8, E.view(4), E.W
+    x, y, rows, n, zx, ao = p[7], p[8], p[9], p[10], p[11], p[12] // 4
+    mq = [0, 0]
+    head(W, p)
+    for i in range(rows):
+        s = 0
+        for j in range(n):
+            d = a[x + i * n + j] - zx
+            acc[ao + j] = d
+            s += d * d
+        m, sh = inv_sqrt(s)
+        mq[0], mq[1] = m, sh + 7
+        W[0] = y + i * n
+        W[1] = n
+        requant(acc, ao, mq, 0, a, W)
 
 
 # fnorm record (f32): 2 FN (0 logsoftmax, 1 l2norm, 2 l2pool) 3 X 4 Y (bytes) 5 TMP (two f32

@@ -1,14 +1,15 @@
-"""The reductions, CUMSUM and BATCH_MATMUL (issue 29) against TensorFlow Lite Micro itself: MEAN over any axes
-(not only an image's height and width) and SUM on int8, int16 and float32, REDUCE_MAX and
-REDUCE_MIN on int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D tensors; ARG_MAX and
-ARG_MIN (int32 indices, ties included) on int8 and float32; CUMSUM on int8 and float32 along
-every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's; BATCH_MATMUL on
-int8, int16 (int64 sums) and float32 with adj_x / adj_y, batches, a shared operand and a
-constant right-hand side. One-op .tflite
-models written with TFLM's own schema module, run by the tflite-micro wheel (tests/tflm_ref.py),
-packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the
-MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the host reference
-interpreter: every element equal (float32 too: TFLM's order of float32 additions); the forms
+"""The reductions and the ops of issue 29 beside them against TensorFlow Lite Micro itself:
+MEAN over any axes (not only an image's height and width) and SUM on int8, int16 and float32,
+REDUCE_MAX and REDUCE_MIN on int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D
+tensors; ARG_MAX and ARG_MIN (int32 indices, ties included) on int8 and float32; CUMSUM on int8
+and float32 along every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's;
+BATCH_MATMUL on int8, int16 (int64 sums) and float32 with adj_x / adj_y, batches, a shared
+operand and a constant right-hand side; L2_NORMALIZATION on int8 and float32; LOG_SOFTMAX and
+L2_POOL_2D on float32. One-op .tflite models written with TFLM's own schema module, run by the
+tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
+CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
+inference) and by the host reference interpreter: every element equal (float32 too: TFLM's
+order of float32 operations; LOG_SOFTMAX within float32 rounding of expf / logf); the forms
 TFLM refuses, refused; every record field the kernels trust, checked at load."""
 import json
 import os
@@ -93,8 +94,8 @@ def batch_matmul(dt, ls, rs, adj=(False, False), const=False):
     return data, [x[0] if x.shape[0] == 1 and x.ndim > 1 else x for x in xs]
 
 
-def rows_op(op, dt, shape, options=None):
-    tensors = [(shape, dt, QX[dt], None), (shape, dt, QX[dt], None)]
+def rows_op(op, dt, shape, options=None, qx=None):
+    tensors = [(shape, dt, qx or QX[dt], None), (shape, dt, (1 / 128, 0) if dt == "i8" else None, None)]
     data = model(op, tensors, [0], [1], [0], options)
     x = _x(dt, shape, 31) * (4 if dt == "f32" else 1)
     return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
@@ -156,6 +157,13 @@ def cases_of(dt):
         out["l2norm_zeros"] = (data, [np.zeros((3, 4), np.float32)])  # (the 1e-6 floor)
         for k, s, padding, act in ((2, 2, 1, 0), (3, 2, 0, 0), (3, 1, 0, 1), (2, 3, 0, 3)):
             out["l2pool_k%ds%d%s_%d" % (k, s, "valid" if padding else "same", act)] = l2pool((1, 7, 6, 3), k, s, padding, act)
+    if dt == "i8":  # (TFLM's int8 L2_NORMALIZATION: codes of 1/128 whatever the output's q)
+        for shape in ((1, 5, 10), (3, 7), (1, 4, 4, 6), (1, 1), (1, 2, 300)):
+            out["l2norm_" + "_".join(map(str, shape))] = rows_op(OP.L2_NORMALIZATION, dt, shape, _opts("L2NormOptions"))
+        data, _ = rows_op(OP.L2_NORMALIZATION, dt, (1, 3, 4), qx=(0.05, 3))
+        out["l2norm_zeros"] = (data, [np.full((3, 4), 3, np.int8)])  # (sums 0: TFLM's INT32_MAX)
+        data, _ = rows_op(OP.L2_NORMALIZATION, dt, (1, 9000), qx=(0.05, -128))
+        out["l2norm_wide"] = (data, [np.full(9000, 127, np.int8)])  # (a sum past 2**29)
     if dt == "i16":  # sums past int32: TFLM's int64 accumulator (the output scale keeps them apart)
         data, _ = batch_matmul(dt, (1, 2, 6), (1, 6, 3), (0, 0), 0)
         m = tflm_ref.read_model(data)
@@ -329,6 +337,8 @@ def _record(buf, kind):
     ("l2norm_3_7_f32", 2, 3, "fn"), ("l2norm_3_7_f32", 7, 1 << 20, "x"), ("l2norm_3_7_f32", 9, 1, "x"),
     ("l2pool_k3s2same_0_f32", 13, 3, "pad"), ("l2pool_k3s2same_0_f32", 15, 9, "y"), ("l2pool_k3s2same_0_f32", 17, 4, "act"),
     ("logsoftmax_3_7_f32", 5, 1 << 28, "scratch"),
+    ("l2norm_3_7_i8", 6, 0, "fn"), ("l2norm_3_7_i8", 10, 40000, "x"), ("l2norm_3_7_i8", 11, 200, "zero_point"),
+    ("l2norm_3_7_i8", 12, 1, "scratch"), ("l2norm_3_7_i8", 13, 1, "x"), ("l2norm_3_7_i8", 4, 0, "clamp"),
 ])
 def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
     """Each field of a reduce, cumsum, batchmatmul or fnorm record the kernels trust, broken in the stored program: a
@@ -338,7 +348,7 @@ def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words)
     c = cases[0][case]
     with open(c.pack, "rb") as f:
         buf = bytearray(f.read())
-    kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM), "l2norm": (0, kinds.FNORM),
+    kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM), "l2norm": (kinds.NORM, kinds.FNORM),
             "l2pool": (0, kinds.FNORM), "logsoftmax": (0, kinds.FNORM)}.get(
         case.split("_")[0], (kinds.REDUCE, kinds.FREDUCE))
     at = _record(buf, kind["f32" in case])
