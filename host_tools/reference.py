@@ -75,6 +75,8 @@ def run(text, tensors, *inputs, state=None):
 
 
 def _out_dtype(op, kv, x_dtype):
+    if op == "reduce" and kv["fn"] in ("argmax", "argmin"):
+        return "i32"
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
     if op in ("quantize", "lut"):
@@ -285,6 +287,150 @@ def mean(ins, kv, qin, tensors):
     acc = x.reshape(-1, c).sum(axis=0) - qin[0][1] * h * w
     y = mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1]
     return np.clip(y, -128, 127).reshape(1, 1, c)
+
+
+def reduce(ins, kv, qin, tensors):
+    """TFLM's reductions: float32 sums in x's order (each partial rounded to float32), max from
+    -FLT_MAX, min from FLT_MAX; integer sums in int64 less ZX x count, requantized; max/min of the
+    codes from the type's extreme; argmax/argmin the first index of the extreme (int32)."""
+    x, fn = ins[0], kv["fn"]
+    axes = tuple(kv.get("axes", ()))
+    if fn in ("argmax", "argmin"):
+        return (np.argmax if fn == "argmax" else np.argmin)(x, axis=axes[0], keepdims=True).astype(np.int64)
+    if "q" not in kv:
+        f = x.astype(np.float32)
+        if fn in ("max", "min"):
+            top = np.float32(np.finfo(np.float32).max)
+            edge = np.full([1 if d in axes else s for d, s in enumerate(f.shape)], -top if fn == "max" else top)
+            op = np.maximum if fn == "max" else np.minimum
+            return op(edge, (f.max if fn == "max" else f.min)(axis=axes, keepdims=True)).astype(np.float64)
+        moved = np.moveaxis(f, axes, range(len(axes))).reshape((-1,) + tuple(d for k, d in enumerate(f.shape)
+                                                                            if k not in axes))
+        total = np.zeros(moved.shape[1:], np.float32)
+        for row in moved:  # (TFLM's order: one float32 addition per element)
+            total = (total + row).astype(np.float32)
+        if fn == "mean":
+            total = (total / np.float32(moved.shape[0])).astype(np.float32)
+        return total.reshape([1 if d in axes else s for d, s in enumerate(f.shape)]).astype(np.float64)
+    lo, hi = RANGE[kv["x_dtype"]]
+    if fn in ("max", "min"):
+        edge = np.full([1 if d in axes else s for d, s in enumerate(x.shape)], lo if fn == "max" else hi)
+        return (np.maximum if fn == "max" else np.minimum)(edge, (x.max if fn == "max" else x.min)(
+            axis=axes, keepdims=True))
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    acc = x.sum(axis=axes, keepdims=True) - qin[0][1] * count
+    return np.clip(mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1], lo, hi)
+
+
+def cumsum(ins, kv, qin, tensors):
+    """TFLM's CUMSUM along `axis`: float32 partial sums; int8: (x - z_x) << 19 added in int32
+    (wrapping) from -z_x << 19, each sum z_y + mbqm(sum, m), saturated."""
+    x = np.moveaxis(ins[0], kv.get("axis", -1), 0)
+    if kv.get("reverse"):
+        x = x[::-1]
+    out = np.empty(x.shape, np.float64 if "q" not in kv else np.int64)
+    if "q" not in kv:
+        s = np.zeros(x.shape[1:], np.float32)
+        for t in range(len(x)):
+            new = (s + x[t].astype(np.float32)).astype(np.float32)
+            out[t] = s if kv.get("exclusive") else new
+            s = new
+    else:
+        z = qin[0][1]
+        s = np.full(x.shape[1:], _wrap32(np.int64(-z) << 19), np.int64)
+        for t in range(len(x)):
+            new = _wrap32(s + ((x[t] - z) << 19))
+            acc = s if kv.get("exclusive") else new
+            out[t] = np.clip(mbqm_np(acc, kv["m"][0], kv["m"][1]) + kv["q"][1], -128, 127)
+            s = new
+    if kv.get("reverse"):
+        out = out[::-1]
+    return np.moveaxis(out, 0, kv.get("axis", -1))
+
+
+def batchmatmul(ins, kv, qin, tensors):
+    """TFLM's BATCH_MATMUL: B products (M x K) (K x N), either operand stored transposed (adj)
+    or shared by every batch (bcast). Float: float32 products and sums in k's order; integers:
+    sum((l - z_l)(r - z_r)) requantized (int16: TFLM's int64 mbqm)."""
+    from .tflm import mbqm64_np
+
+    b, m, k, n = kv["size"]
+    ax, ay = kv.get("adj", (0, 0))
+    bl, br = kv.get("bcast", (0, 0))
+    rhs = ins[1] if len(ins) > 1 else _t(tensors, kv["w"], np.float64 if "q" not in kv else np.int64)
+    lhs = ins[0].reshape(1 if bl else b, *((k, m) if ax else (m, k)))
+    rhs = rhs.reshape(1 if br else b, *((n, k) if ay else (k, n)))
+    lhs = np.broadcast_to(lhs.swapaxes(1, 2) if ax else lhs, (b, m, k))
+    rhs = np.broadcast_to(rhs.swapaxes(1, 2) if ay else rhs, (b, k, n))
+    if "q" not in kv:
+        out = np.zeros((b, m, n), np.float32)
+        for t in range(k):
+            prod = (lhs[:, :, t:t + 1].astype(np.float32) * rhs[:, t:t + 1, :].astype(np.float32)).astype(np.float32)
+            out = (out + prod).astype(np.float32)
+        return out.astype(np.float64).reshape(kv["shape"])
+    zl = qin[0][1]
+    zr = (qin[1] if len(ins) > 1 else kv["tq"])[1]
+    acc = np.einsum("bmk,bkn->bmn", lhs.astype(np.int64) - zl, rhs.astype(np.int64) - zr)
+    lo, hi = RANGE[kv["x_dtype"]]
+    mq = mbqm_np(acc, *kv["m"]) if kv["x_dtype"] == "i8" else mbqm64_np(acc, *kv["m"])
+    return np.clip(mq + kv["q"][1], lo, hi).reshape(kv["shape"])
+
+
+def _f32(v):
+    return np.asarray(v, np.float32)
+
+
+def logsoftmax(ins, kv, qin, tensors):
+    """TFLM's float LOG_SOFTMAX over the last axis: x - max - log(sum exp(x - max)), in float32."""
+    x = _f32(ins[0])
+    rows = x.reshape(-1, x.shape[-1])
+    top = rows.max(axis=1, keepdims=True)
+    total = np.zeros((len(rows), 1), np.float32)
+    for j in range(rows.shape[1]):
+        total = _f32(total + _f32(np.exp(_f32(rows[:, j:j + 1] - top))))
+    return _f32(_f32(rows - top) - _f32(np.log(total))).reshape(x.shape).astype(np.float64)
+
+
+def l2norm(ins, kv, qin, tensors):
+    """TFLM's float L2_NORMALIZATION over the last axis: x / max(sqrt(sum x^2), 1e-6), in float32;
+    int8: per row the inverse square root of sum (x - z_x)^2 (TFLM's fixed point), each x - z_x
+    through mbqm by it with 7 more bits: codes of 1/128."""
+    if "q" in kv:
+        from .tflm import inv_sqrt, mbqm
+
+        d = ins[0].reshape(-1, ins[0].shape[-1]) - qin[0][1]
+        out = np.empty(d.shape, np.int64)
+        for i, row in enumerate(d):
+            m, s = inv_sqrt(int((row * row).sum()))
+            out[i] = [min(127, max(-128, mbqm(int(v), m, s + 7))) for v in row]
+        return out.reshape(ins[0].shape)
+    x = _f32(ins[0])
+    rows = x.reshape(-1, x.shape[-1])
+    total = np.zeros((len(rows), 1), np.float32)
+    for j in range(rows.shape[1]):
+        total = _f32(total + _f32(rows[:, j:j + 1] * rows[:, j:j + 1]))
+    norm = np.maximum(_f32(np.sqrt(total)), np.float32(1e-6))
+    return _f32(rows / norm).reshape(x.shape).astype(np.float64)
+
+
+def l2pool(ins, kv, qin, tensors):
+    """TFLM's L2_POOL_2D: sqrt(sum of squares / count) over each window's in-bounds elements."""
+    x = _f32(ins[0])
+    h, w, c = x.shape
+    kh, kw = kv["k"]
+    sh, sw = kv.get("stride", kv["k"])
+    pt, pl, pb, pr = kv.get("pad", (0, 0, 0, 0))
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    out = np.zeros((oh, ow, c), np.float64)
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * sh - pt, ox * sw - pl
+            win = x[max(0, y0):min(h, y0 + kh), max(0, x0):min(w, x0 + kw)].reshape(-1, c)
+            total = np.zeros(c, np.float32)
+            for v in win:
+                total = _f32(total + _f32(v * v))
+            out[oy, ox] = np.sqrt(_f32(total / np.float32(len(win))).astype(np.float64)).astype(np.float32)
+    return _act(out, kv)
 
 
 def _elementwise(fn):
@@ -853,4 +999,8 @@ _OPS = {
     "abs": abs_,
     "broadcast": broadcast,
     "gathernd": gathernd, "update": update,
+    "reduce": reduce,
+    "cumsum": cumsum,
+    "batchmatmul": batchmatmul,
+    "logsoftmax": logsoftmax, "l2norm": l2norm, "l2pool": l2pool,
 }

@@ -57,6 +57,12 @@ OPTIONS = {
     "DYNAMIC_UPDATE_SLICE": ("DynamicUpdateSliceOptions", False),
     "VAR_HANDLE": ("VarHandleOptions", True), "READ_VARIABLE": ("ReadVariableOptions", False),
     "ASSIGN_VARIABLE": ("AssignVariableOptions", False), "CALL_ONCE": ("CallOnceOptions", True),
+    "SUM": ("ReducerOptions", False), "REDUCE_MAX": ("ReducerOptions", False),
+    "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
+    "ARG_MIN": ("ArgMinOptions", False),
+    "CUMSUM": ("CumsumOptions", False), "BATCH_MATMUL": ("BatchMatMulOptions", False),
+    "LOG_SOFTMAX": ("LogSoftmaxOptions", False), "L2_NORMALIZATION": ("L2NormOptions", False),
+    "L2_POOL_2D": ("Pool2DOptions", True),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -74,7 +80,10 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "BROADCAST_TO": (2, 2), "BROADCAST_ARGS": (2, 2),
          "SPACE_TO_BATCH_ND": (3, 3), "BATCH_TO_SPACE_ND": (3, 3),
          "GATHER_ND": (2, 2), "EMBEDDING_LOOKUP": (2, 2), "DYNAMIC_UPDATE_SLICE": (3, 3),
-         "VAR_HANDLE": (0, 0), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 2), "CALL_ONCE": (0, 0)}
+         "VAR_HANDLE": (0, 0), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 2), "CALL_ONCE": (0, 0),
+         "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2),
+         "CUMSUM": (2, 2), "BATCH_MATMUL": (2, 2), "LOG_SOFTMAX": (1, 1), "L2_NORMALIZATION": (1, 1),
+         "L2_POOL_2D": (1, 1)}
 # ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
 # tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
 NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
@@ -96,17 +105,23 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "GATHER": ((1,), ("INT32",)),
             "REVERSE_V2": ((1,), ("INT32",)),
             "BROADCAST_TO": ((1,), ("INT32", "INT64")),
-            "SPACE_TO_BATCH_ND": ((1, 2), ("INT32",)), "BATCH_TO_SPACE_ND": ((1, 2), ("INT32",))}
+            "SPACE_TO_BATCH_ND": ((1, 2), ("INT32",)), "BATCH_TO_SPACE_ND": ((1, 2), ("INT32",)),
+            "SUM": ((1,), ("INT32",)), "REDUCE_MAX": ((1,), ("INT32",)), "REDUCE_MIN": ((1,), ("INT32",)),
+            "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",)),
+            "CUMSUM": ((1,), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
-IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV")
+IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "L2_POOL_2D")
+# the reductions: their output shape follows from their constant axes (and keep_dims)
+REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
                  "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
                  "GATHER",
                  "BROADCAST_TO",
-                 "GATHER_ND", "EMBEDDING_LOOKUP")
+                 "GATHER_ND", "EMBEDDING_LOOKUP",
+                 "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -117,17 +132,18 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # board runs no other op on them
 UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
-CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP")
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP", "ARG_MAX", "ARG_MIN")
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
 # all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 # TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR,
-# AVERAGE_POOL_2D, MAX_POOL_2D, the moves and the crossings)
-NO_INT16 = ("MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
+# AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SUM, the moves and the crossings)
+NO_INT16 = ("LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX",
+            "ARG_MIN", "CUMSUM")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "BATCH_MATMUL")
 
 
 def check(r, ops):
@@ -388,7 +404,7 @@ def _uses(r, name, op, ins, outs, where, fail):
         xs, w = list(shape(ins[0])), list(shape(ins[4]))
         if len(xs) == 3 and len(w) == 2 and list(shape(y)) != xs[:2] + [w[0]]:
             fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), xs[:2] + [w[0]]))
-    if name in ("MEAN", "CONCATENATION", "SVDF"):
+    if name in REDUCERS + ("CONCATENATION", "SVDF"):
         want = _out_shape(r, name, op, ins, shape, where, fail)
         if want is not None and list(shape(y)) != want:
             fail(where, "output shape %s: the op computes %s from its inputs" % (list(shape(y)), want))
@@ -418,13 +434,17 @@ def _out_shape(r, name, op, ins, shape, where, fail):
     if t is not None:
         o.Init(t.Bytes, t.Pos)
     xs = list(shape(ins[0]))
-    if name == "MEAN":
+    if name in REDUCERS:
         axes = r.data(ins[1])
         if axes is None:
             return None  # (refused as a non-constant axis)
         axes = {int(a) + len(xs) if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)}
         if any(not 0 <= a < len(xs) for a in axes):
             fail(where, "axis outside the input's %d dimensions" % len(xs))
+        if name in ("ARG_MAX", "ARG_MIN"):  # (one axis, dropped)
+            if len(np.asarray(r.data(ins[1])).reshape(-1)) != 1:
+                fail(where, "the axis input holds %d values (one expected)" % np.asarray(r.data(ins[1])).size)
+            return [n for d, n in enumerate(xs) if d not in axes]
         keep = t is not None and o.KeepDims()
         return [1 if d in axes else n for d, n in enumerate(xs) if keep or d not in axes]
     if name == "SVDF":

@@ -45,6 +45,9 @@ ROOMS = {
     "EMBEDDING_LOOKUP": "index",
     "DYNAMIC_UPDATE_SLICE": "index",
     "VAR_HANDLE": "variable", "READ_VARIABLE": "variable", "ASSIGN_VARIABLE": "variable", "CALL_ONCE": "variable",
+    "SUM": "reduce", "REDUCE_MAX": "reduce", "REDUCE_MIN": "reduce", "ARG_MAX": "reduce", "ARG_MIN": "reduce",
+    "CUMSUM": "cumsum", "BATCH_MATMUL": "matmul",
+    "LOG_SOFTMAX": "normalize", "L2_NORMALIZATION": "normalize", "L2_POOL_2D": "normalize",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

@@ -279,6 +279,29 @@ def softmax16_params(s_in, beta):
     recip = lut16(np.float32(1.0) / span, -32768, np.float32(2.0) / span, 0,
                   lambda v: np.float32(1.0) / (np.float32(1.0) + v))
     return m, exp + recip
+def inv_sqrt(x):
+    """TFLM's GetInvSqrtQuantizedMultiplierExp(x, kReverseShift): (multiplier, shift), x >= 0."""
+    if x <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while x >= 1 << 29:
+        x //= 4
+        shift += 1
+    clz = 32 - x.bit_length()
+    pairs = (clz - 1) // 2 - 1
+    shift -= pairs
+    x <<= 2 * pairs
+    half_input = sat_shl(x >> 1, -1)  # Q3.28
+    half_three = (1 << 28) + (1 << 27)
+    v = 1 << 28  # One in Q3.28
+    for _ in range(5):
+        v3 = sat_shl(srdhm(srdhm(v, v), v), 6)  # Rescale<3> of a Q9 product
+        v = sat_shl(srdhm(half_three, v) - srdhm(half_input, v3), 3)
+    v = srdhm(v, 1518500250)  # sqrt(2) / 2 in Q0.31
+    if shift < 0:
+        v <<= -shift
+        shift = 0
+    return v, -shift
 
 
 def softmax_table(s_in, beta=1.0):

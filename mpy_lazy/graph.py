@@ -30,6 +30,12 @@ _KINDS = {
 }
 _KINDS["axis"] = "i"
 _KINDS["rev"] = "i"
+_KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin"
+_KINDS["axes"] = "is"
+_KINDS["exclusive"] = "i"
+_KINDS["reverse"] = "i"
+_KINDS["adj"] = "is"
+_KINDS["bcast"] = "is"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -84,11 +90,18 @@ OPS = {
     "var": (("y", "shape"), ("dtype", "q", "t")),
     "read": (("x", "y"), ("q",)),
     "assign": (("x", "y"), ("q",)),
+    "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
+    "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
+    "batchmatmul": (("x", "y", "size"), ("w", "adj", "bcast", "shape", "q", "m", "tq")),
+    "logsoftmax": (("x", "y"), ()),
+    "l2norm": (("x", "y"), ("q",)),
+    "l2pool": (("x", "y", "k"), ("stride", "pad", "act")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
-_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",
+            "batchmatmul")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

@@ -110,6 +110,10 @@ _OPS = {
     "broadcast": "slice",
     "gathernd": "index", "update": "index",
     "var": "variable", "read": "variable", "assign": "variable",
+    "reduce": "reduce",
+    "cumsum": "cumsum",
+    "batchmatmul": "matmul",
+    "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
 }
 
 
@@ -145,6 +149,8 @@ def _fast(kind, name):
             from . import _viper_elem as fast
         elif fast == "_viper_recurrent":
             from . import _viper_recurrent as fast
+        elif fast == "_viper_reduce":
+            from . import _viper_reduce as fast
         else:
             fast = _viper
     return getattr(fast, name, None)

@@ -36,6 +36,10 @@ LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a cons
 SOFTMAX_I16 = 55  # int16 softmax (TFLM's SoftmaxInt16: interpolated tables)
 GATHERND, UPDATE = 80, 81  # index ops: GATHER_ND / EMBEDDING_LOOKUP, DYNAMIC_UPDATE_SLICE
 VAR = 84  # a resource variable's state (its initial bytes; reads and assigns are moves)
+REDUCE, FREDUCE = 72, 73  # sum, mean, max, min, argmax, argmin over any axes (72..79: reduce's)
+CUMSUM, FCUMSUM = 74, 75
+BMM, FBMM = 76, 77  # batch matmul
+NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
 KINDS = 85  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -51,7 +55,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("tconv", "softmax", "", "", "mul", "load") \
     + ("", "", "", "") \
     + ("", "", "", "", "", "", "", "") \
-    + ("", "", "", "", "", "", "", "") \
+    + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize") \
     + ("gathernd", "update", "", "") \
     + ("var",)
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
@@ -60,7 +64,7 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (26, 16, 0, 0, 17, 6) \
     + (0, 0, 0, 0) \
     + (0, 0, 0, 0, 0, 0, 0, 0) \
-    + (0, 0, 0, 0, 0, 0, 0, 0) \
+    + (18, 9, 16, 8, 22, 14, 18, 18) \
     + (18, 15, 0, 0) \
     + (8,)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
@@ -73,9 +77,10 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("tconv", "softmax", "", "", "binary", "binary") \
     + ("", "", "", "") \
     + ("", "", "", "", "", "", "", "") \
-    + ("", "", "", "", "", "", "", "") \
+    + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize") \
     + ("index", "index", "", "") \
     + ("variable",)
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
-          FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)
+          FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,
+          FCUMSUM, FBMM, FNORM)
