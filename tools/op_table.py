@@ -27,10 +27,10 @@ ANY = "any"  # (a kernel that moves bytes whatever their type)
 # int8 or int16: 16x8), as its Prepare and Eval accept them at tflite-micro 90b983c2b
 TFLM = {
     "ABS": "int8 int16 float32", "ADD": "int8 int16 int32 float32", "ADD_N": "int8 float32",
-    "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32", "ASSIGN_VARIABLE": "resource",
+    "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32", "ASSIGN_VARIABLE": ANY,
     "AVERAGE_POOL_2D": "int8 int16 float32", "BATCH_MATMUL": "int8 int16 float32",
     "BATCH_TO_SPACE_ND": "int8 float32", "BROADCAST_ARGS": "int32 int64", "BROADCAST_TO": ANY,
-    "CALL_ONCE": "control flow", "CAST": "int8 int16 int32 float32 bool", "CEIL": "float32",
+    "CALL_ONCE": ANY, "CAST": "int8 int16 int32 float32 bool", "CEIL": "float32",
     "CONCATENATION": "int8 int16 int32 float32 bool int64", "CONV_2D": "int8 int16 float32", "COS": "float32",
     "CUMSUM": "int8 float32", "CUSTOM": "custom ops (none in the resolver by default)",
     "DEPTHWISE_CONV_2D": "int8 int16 float32", "DEPTH_TO_SPACE": "int8 float32", "DEQUANTIZE": "int8 int16 uint8",
@@ -39,7 +39,7 @@ TFLM = {
     "EXPAND_DIMS": "int8 int16 float32", "FILL": "int8 int16 int32 float32 int64", "FLOOR": "float32",
     "FLOOR_DIV": "float32", "FLOOR_MOD": "float32", "FULLY_CONNECTED": "int8 int16 float32",
     "GATHER": "int8 float32", "GATHER_ND": "int8 float32", "GREATER": "int8 int16 int32 float32 int64",
-    "GREATER_EQUAL": "int8 int16 int32 float32 int64", "HARD_SWISH": "int8 float32", "IF": "control flow",
+    "GREATER_EQUAL": "int8 int16 int32 float32 int64", "HARD_SWISH": "int8 float32", "IF": ANY,
     "L2_NORMALIZATION": "int8 float32", "L2_POOL_2D": "float32", "LEAKY_RELU": "int8 int16 float32",
     "LESS": "int8 int16 int32 float32 int64", "LESS_EQUAL": "int8 int16 int32 float32 int64", "LOG": "float32",
     "LOGICAL_AND": "bool", "LOGICAL_NOT": "bool", "LOGICAL_OR": "bool", "LOGISTIC": "int8 int16 float32",
@@ -49,7 +49,7 @@ TFLM = {
     "NEG": "int8 float32", "NOT_EQUAL": "int8 int16 int32 float32 bool int64",
     "PACK": "int8 int16 int32 float32 int64", "PAD": "int8 int16 int32 float32",
     "PADV2": "int8 int16 int32 float32", "PRELU": "int8 int16 float32",
-    "QUANTIZE": "int8 int16 int32 float32 uint8", "READ_VARIABLE": "resource", "REDUCE_ALL": "bool",
+    "QUANTIZE": "int8 int16 int32 float32 uint8", "READ_VARIABLE": ANY, "REDUCE_ALL": "bool",
     "REDUCE_MAX": "int8 int16 float32", "REDUCE_MIN": "int8 int16 float32", "RELU": "int8 int16 float32",
     "RELU6": "int8 int16 float32", "RESHAPE": ANY, "RESIZE_BILINEAR": "int8 float32",
     "RESIZE_NEAREST_NEIGHBOR": "int8 int16 float32", "REVERSE_V2": "int8 int16 int32 float32 bool uint8 int64",
@@ -61,7 +61,7 @@ TFLM = {
     "STRIDED_SLICE": "int8 int16 int32 float32 bool", "SUB": "int8 int16 int32 float32", "SUM": "int8 int16 float32",
     "SVDF": "int8 float32", "TANH": "int8 int16 float32", "TRANSPOSE": "int8 int16 float32",
     "TRANSPOSE_CONV": "int8 int16 float32", "UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 int16 float32",
-    "UNPACK": "int8 int16 int32 float32", "VAR_HANDLE": "resource", "WHILE": "control flow",
+    "UNPACK": "int8 int16 int32 float32", "VAR_HANDLE": ANY, "WHILE": ANY,
     "ZEROS_LIKE": "int8 int32 float32 int64",
 }
 

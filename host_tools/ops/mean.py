@@ -9,9 +9,6 @@ from .reduce import reduce
 # the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py)
 TYPES = {"MEAN": "int8 int16 float32"}
 
-# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"MEAN": "int8 float32"}
-
 
 def op_MEAN(r):
     x = r.value(r.ins[0])

@@ -10,7 +10,7 @@ from ..ir import Node
 
 # the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py)
 TYPES = {"SUM": "int8 int16 float32", "REDUCE_MAX": "int8 float32", "REDUCE_MIN": "int8 float32",
-         "ARG_MAX": "int8 float32 (int32 output)", "ARG_MIN": "int8 float32 (int32 output)"}
+         "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32"}  # (int32 indices out)
 
 
 def reduce(r, fn):
