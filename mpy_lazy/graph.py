@@ -29,6 +29,7 @@ _KINDS = {
     "value": "f", "code": "i", "mode": "e:constant|reflect|symmetric", "block": "i",
 }
 _KINDS["axis"] = "i"
+_KINDS["opts"] = "is"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -75,11 +76,23 @@ OPS = {
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
+    # the signal library (ops/signal.py): opts= the op's integer options
+    "window": (("x", "y", "w", "opts"), ("shape", "q")),
+    "fftbits": (("x", "y"), ("q",)),
+    "fftscale": (("x", "y"), ("q",)),
+    "rfft": (("x", "y", "t", "opts"), ("q",)),
+    "energy": (("x", "y", "opts"), ("q",)),
+    "filterbank": (("x", "y", "w", "opts"), ("q",)),
+    "fbsqrt": (("x", "y"), ("q",)),
+    "specsub": (("x", "y", "opts"), ("q",)),
+    "pcan": (("x", "y", "t", "opts"), ("shape", "q")),
+    "fblog": (("x", "y", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div")
+_MULTI_X += ("fftscale", "fbsqrt", "pcan")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

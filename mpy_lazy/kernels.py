@@ -107,6 +107,8 @@ _OPS = {
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",
 }
+_OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
+             "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal"})
 
 
 def _room(name):
