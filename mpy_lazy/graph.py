@@ -70,7 +70,7 @@ OPS = {
     "gelu": (("x", "y"), ("approx",)),
     "minimum": (("x", "y"), ("t", "shape", "q")),
     "maximum": (("x", "y"), ("t", "shape", "q")),
-    "div": (("x", "y"), ("act", "q", "m", "clamp", "t")),
+    "div": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape")),
     "prelu": (("x", "y", "w"), ("shape", "q", "m", "t")),
     "cast": (("x", "y", "dtype"), ("q",)),
     "resize": (("x", "y", "size", "t"), ("interp", "q")),

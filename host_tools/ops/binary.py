@@ -19,6 +19,9 @@ def _binary(r, op, cls):
     const = r.data(b)
     o = r.options(cls)
     act = r._act(o.FusedActivationFunction() if o is not None else 0)
+    if r.tensor(r.outs[0])[2] == "INT32" and not r.tensor(r.outs[0])[3]:
+        _int32(r, op, a, b, const, act)
+        return
     yq = r.qof(r.outs[0])
     if const is None:
         n = r.emit(op, [r.value(a), r.value(b)])
@@ -39,6 +42,19 @@ def _binary(r, op, cls):
         params = tflm.add_params if op == "add" else tflm.sub_params
         n.attrs["m"] = params(q1[0], q2[0], yq[0], shift)
     n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+
+def _int32(r, op, a, b, const, act):
+    """TFLM's unquantized int32 ADD, SUB, MUL: plain integers (ADD ignores the activation)."""
+    if const is None:
+        n = r.emit(op, [r.value(a), r.value(b)])
+    else:
+        attrs = _constant(r, b, const)
+        t = attrs.pop("t")
+        attrs.pop("tq")
+        n = r.emit(op, [r.value(a)], **attrs)
+        n.t["t"] = r.add("const", t)
+    n.attrs["clamp"] = tflm.activation_range(None if op == "add" else act, 1.0, 0, "i32")
 
 
 def _constant(r, i, c):
