@@ -12,7 +12,7 @@
 # kind, which add, sub and mul of int32 values use too: ops/binary.py).
 import math
 
-from .._arith import ACTS, head, rdbpot, rec, requant, slot_ints, srdhm, wrap32
+from .._arith import ACTS, head, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
 from ..kinds import DIV, FBINARY, IARITH, INT32_MAX, MINMAX, PRELU
 from . import Op as Base, act_code
 
@@ -299,14 +299,20 @@ def prelu(E, P, k):
 # builds give) and DIV (truncated toward zero; constant divisors, none 0; INT32_MIN / -1 wraps),
 # clamped to LO..HI (the fused activation's range).
 
+@micropython.native
 def iarith(E, P, k):
-    p = rec(P, k)
     a = E.view(4)
-    if p[9]:
-        b, j0 = E.s32[p[11]], p[12] // 4
+    if P[k + 9]:
+        b, j0 = E.s32[P[k + 11]], P[k + 12] // 4
     else:
-        b, j0 = a, p[10] // 4
-    op, lo, hi, x1, y, n, bc = p[2], p[3], p[4], p[5] // 4, p[6] // 4, p[7], p[8]
+        b, j0 = a, P[k + 10] // 4
+    op = P[k + 2]
+    lo = P[k + 3]
+    hi = P[k + 4]
+    x1 = P[k + 5] // 4
+    y = P[k + 6] // 4
+    n = P[k + 7]
+    bc = P[k + 8]
     j = 0
     for i in range(n):
         u, v = a[x1 + i], b[j0 + j]
@@ -332,7 +338,11 @@ def iarith(E, P, k):
 
 def fbinary(E, P, k):
     f = E.af
-    op, x1, y, n, bc = P[k + 2], P[k + 4] // 4, P[k + 5] // 4, P[k + 6], P[k + 7]
+    op = P[k + 2]
+    x1 = P[k + 4] // 4
+    y = P[k + 5] // 4
+    n = P[k + 6]
+    bc = P[k + 7]
     if P[k + 8]:
         b, j0 = E.sf[P[k + 10]], P[k + 11] // 4
     else:

@@ -20,7 +20,7 @@
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
 # fblog correction_bits,output_scale.
-from .._arith import rec, slot_view
+from .._arith import micropython
 from ..kinds import (SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT, SSPECSUB,
                      SWINDOW)
 from . import Op as Base
@@ -75,7 +75,7 @@ class Op(Base):
             self.frames = x.size // frame
             size, dt = self.frames * (nfft + 2), "i16"
             self.param("table", "t", (3 * nfft // 2,), "i16", init)
-            self.scratch = nfft
+            self.scratch = nfft + 3 * nfft // 4
         elif name == "energy":
             if x.size % 2 or not o[0] <= o[1] <= x.size // 2:
                 raise self.fail("start %d, end %d over %d complex values" % (o[0], o[1], x.size // 2), "opts")
@@ -165,7 +165,7 @@ def check(r, E):
         frames = r.range(6, "x", 1, (1 << 24) // nfft)
         r.region(2, "x", 2 * frame * frames, 2)
         r.region(3, "y", 2 * (nfft + 2) * frames, 2)
-        r.region(7, "scratch", 4 * nfft, 4)
+        r.region(7, "scratch", 7 * nfft, 4)
         r.tensor(8, "table", ("i16",), 3 * nfft)
     elif kind == SENERGY:
         n = r.range(6, "y", 1, 1 << 24)
@@ -223,17 +223,20 @@ def state(P, k):
     return ()
 
 
+@micropython.native
 def _s32(v):
     """A uint32 (0..2**32-1) as the int32 word holding its bits."""
     return v - 0x100000000 if v > 0x7FFFFFFF else v
 
 
+@micropython.native
 def _w16(v):
     """The low 16 bits of v as an int16 (C's store to an int16_t)."""
     v &= 0xFFFF
     return v - 0x10000 if v > 0x7FFF else v
 
 
+@micropython.native
 def msb(x):
     """signal/src/msb_32.cc's MostSignificantBit32 as the GCC build has it (32 for 0); any
     width (MostSignificantBit64 for nonzero x)."""
@@ -248,17 +251,27 @@ def msb(x):
 
 # window record: 2 XO 3 YO 4 N 5 WN (window length; N a multiple) 6 SHIFT 7 8 w [WN] i16
 
+@micropython.native
 def window(E, P, k):
-    p = rec(P, k)
-    a, w = E.view(2), slot_view(E.B[p[7]], "i16")
-    xo, yo, n, wn, sh, w0 = p[2] // 2, p[3] // 2, p[4], p[5], p[6], p[8] // 2
+    a, w = E.view(2), E.s8[P[k + 7]]  # (int16 tensors read as byte pairs: views made once, no heap)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    n = P[k + 4]
+    wn = P[k + 5]
+    sh = P[k + 6]
+    w0 = P[k + 8]
+    j = 0
     for i in range(n):
-        v = (a[xo + i] * w[w0 + i % wn]) >> sh
+        v = (a[xo + i] * (w[w0 + 2 * j] & 255 | w[w0 + 2 * j + 1] << 8)) >> sh
         a[yo + i] = -32768 if v < -32768 else 32767 if v > 32767 else v
+        j += 1
+        if j == wn:
+            j = 0
 
 
 # fftbits record: 2 XO 3 YO (one int32) 4 N. fftscale record: 2 XO 3 SO (the bits) 4 YO 5 N
 
+@micropython.native
 def fftbits(E, P, k):
     a = E.view(2)
     xo, n = P[k + 2] // 2, P[k + 4]
@@ -270,35 +283,50 @@ def fftbits(E, P, k):
         elif -v > top:
             top = _w16(-v)
     bits = 16 - msb(top & 0xFFFFFFFF) - 1
-    E.view(4)[P[k + 3] // 4] = bits if bits > 0 else 0
+    y = E.view(4)
+    y[P[k + 3] // 4] = bits if bits > 0 else 0
 
 
+@micropython.native
 def fftscale(E, P, k):
     a = E.view(2)
-    xo, s, yo, n = P[k + 2] // 2, E.view(4)[P[k + 3] // 4], P[k + 4] // 2, P[k + 5]
+    xo = P[k + 2] // 2
+    s = E.view(4)[P[k + 3] // 4]
+    yo = P[k + 4] // 2
+    n = P[k + 5]
     for i in range(n):
         a[yo + i] = _w16(a[xo + i] << s)
 
 
-# rfft record: 2 XO 3 YO 4 FRAME (values per frame) 5 NFFT 6 FRAMES 7 SCRATCH (NFFT int32: the
-# zero-padded frame, then kiss_fftr's buffer of NFFT/2 complex) 8 9 t [3 NFFT / 2] i16: kiss_fft's
+# rfft record: 2 XO 3 YO 4 FRAME (values per frame) 5 NFFT 6 FRAMES 7 SCRATCH (7 NFFT / 4 int32:
+# the zero-padded frame, kiss_fftr's buffer of NFFT/2 complex, the table's copy, all int16)
+# 8 9 t [3 NFFT / 2] i16: kiss_fft's
 # twiddles of the NFFT/2-point complex FFT (re, im pairs), then kiss_fftr's NFFT/4 super twiddles,
 # floor(0.5 + 32767 cos|sin(phase)) computed at pack time in double precision as kiss_fft does.
 # y: NFFT/2 + 1 complex int16 per frame.
 
+@micropython.native
 def rfft(E, P, k):
-    p = rec(P, k)
-    a, t = E.view(2), slot_view(E.B[p[8]], "i16")
-    xo, yo, frame, nfft, frames, so, t0 = p[2] // 2, p[3] // 2, p[4], p[5], p[6], p[7] // 2, p[9] // 2
-    buf = so + nfft
+    a, t = E.view(2), E.s8[P[k + 8]]
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    frame = P[k + 4]
+    nfft = P[k + 5]
+    frames = P[k + 6]
+    so = P[k + 7] // 2
+    t0 = P[k + 9]
+    buf, tw = so + nfft, so + 2 * nfft
+    for i in range(3 * nfft // 2):  # the table into the scratch (int16 reads of the arena)
+        a[tw + i] = t[t0 + 2 * i] & 255 | t[t0 + 2 * i + 1] << 8
     for f in range(frames):
         for i in range(frame):
             a[so + i] = a[xo + f * frame + i]
         for i in range(frame, nfft):
             a[so + i] = 0
-        kiss_fftr(a, so, a, buf, a, yo + f * (nfft + 2), t, t0, nfft)
+        kiss_fftr(a, so, a, buf, a, yo + f * (nfft + 2), a, tw, nfft)
 
 
+@micropython.native
 def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
     """kiss_fftr (FIXED_POINT 16) of nfft int16 reals x[x0:] into nfft/2 + 1 complex y[y0:],
     with the nfft/2-point complex FFT in w[w0:] (kiss_fft's tmpbuf): every store an int16."""
@@ -311,7 +339,10 @@ def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
     for j in range(1, n // 2 + 1):
         pr, pi = _div(w[w0 + 2 * j], 16383), _div(w[w0 + 2 * j + 1], 16383)
         qr, qi = _div(w[w0 + 2 * (n - j)], 16383), _div(_w16(-w[w0 + 2 * (n - j) + 1]), 16383)
-        f1r, f1i, f2r, f2i = _w16(pr + qr), _w16(pi + qi), _w16(pr - qr), _w16(pi - qi)
+        f1r = _w16(pr + qr)
+        f1i = _w16(pi + qi)
+        f2r = _w16(pr - qr)
+        f2i = _w16(pi - qi)
         cr, ci = t[s0 + 2 * (j - 1)], t[s0 + 2 * (j - 1) + 1]
         twr = _w16((f2r * cr - f2i * ci + 16384) >> 15)
         twi = _w16((f2r * ci + f2i * cr + 16384) >> 15)
@@ -319,11 +350,13 @@ def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
         y[y0 + 2 * (n - j)], y[y0 + 2 * (n - j) + 1] = _w16((f1r - twr) >> 1), _w16((twi - f1i) >> 1)
 
 
+@micropython.native
 def _div(v, m):
     """kiss_fft's DIVSCALAR: v * (SAMP_MAX / k), rounded, as an int16 (m = 32767 // k)."""
     return _w16((v * m + 16384) >> 15)
 
 
+@micropython.native
 def _work(o, o0, f, f0, stride, n, t, t0):
     """kiss_fft's kf_work: the n-point complex FFT of f[f0::stride] (int16 pairs) into o[o0:],
     radix 4 while n is a multiple of 4, then radix 2 (kf_factor's order for a power of two);
@@ -348,7 +381,10 @@ def _work(o, o0, f, f0, stride, n, t, t0):
             o[a], o[a + 1] = _w16(ar + sr), _w16(ai + si)
         return
     for j in range(m):
-        i0, i1, i2, i3 = o0 + 2 * j, o0 + 2 * (j + m), o0 + 2 * (j + 2 * m), o0 + 2 * (j + 3 * m)
+        i0 = o0 + 2 * j
+        i1 = o0 + 2 * (j + m)
+        i2 = o0 + 2 * (j + 2 * m)
+        i3 = o0 + 2 * (j + 3 * m)
         f0r, f0i = _div(o[i0], 8191), _div(o[i0 + 1], 8191)
         f1r, f1i = _div(o[i1], 8191), _div(o[i1 + 1], 8191)
         f2r, f2i = _div(o[i2], 8191), _div(o[i2 + 1], 8191)
@@ -374,9 +410,14 @@ def _work(o, o0, f, f0, stride, n, t, t0):
 
 # energy record: 2 XO (complex int16) 3 YO (uint32) 4 START 5 END 6 N
 
+@micropython.native
 def energy(E, P, k):
     a, y = E.view(2), E.view(4)
-    xo, yo, start, end, n = P[k + 2] // 2, P[k + 3] // 4, P[k + 4], P[k + 5], P[k + 6]
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 4
+    start = P[k + 4]
+    end = P[k + 5]
+    n = P[k + 6]
     for i in range(n):
         if start <= i < end:
             re, im = a[xo + 2 * i], a[xo + 2 * i + 1]
@@ -388,26 +429,38 @@ def energy(E, P, k):
 # filterbank record: 2 XO (uint32 [NIN]) 3 YO (CH uint64 as lo, hi words) 4 CH 5 NIN 6 NW 7 8 w
 # (i16: weights [NW], unweights [NW], then CH + 1 each of frequency starts, weight starts, widths)
 
+@micropython.native
+def _h(s, i):
+    """The int16 at byte i of a signed byte view."""
+    return s[i] & 255 | s[i + 1] << 8
+
+
+@micropython.native
 def filterbank(E, P, k):
-    p = rec(P, k)
-    a, w = E.view(4), slot_view(E.B[p[7]], "i16")
-    xo, yo, ch, nw, w0 = p[2] // 4, p[3] // 4, p[4], p[6], p[8] // 2
-    fs, ws, wd = w0 + 2 * nw, w0 + 2 * nw + ch + 1, w0 + 2 * nw + 2 * (ch + 1)
+    a, w = E.view(4), E.s8[P[k + 7]]
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    ch = P[k + 4]
+    nw = P[k + 6]
+    w0 = P[k + 8]
+    fs, ws, wd = w0 + 4 * nw, w0 + 4 * nw + 2 * (ch + 1), w0 + 4 * nw + 4 * (ch + 1)  # (bytes)
     acc = 0
     for i in range(ch + 1):
         un = 0
-        f, s = w[fs + i], w0 + w[ws + i]
-        for j in range(w[wd + i]):
+        f, s = _h(w, fs + 2 * i), w0 + 2 * _h(w, ws + 2 * i)
+        for j in range(_h(w, wd + 2 * i)):
             v = a[xo + f + j] & 0xFFFFFFFF
-            acc += w[s + j] * v
-            un += w[s + nw + j] * v
+            acc += _h(w, s + 2 * j) * v
+            un += _h(w, s + 2 * (nw + j)) * v
         if i:  # (channel 0 of TFLM's work area is scratch)
-            acc &= 0xFFFFFFFFFFFFFFFF
+            if acc < 0 or acc >> 64:  # (negative weights: uint64 wraparound, as TFLM's)
+                acc &= 0xFFFFFFFFFFFFFFFF
             a[yo + 2 * (i - 1)] = _s32(acc & 0xFFFFFFFF)
             a[yo + 2 * (i - 1) + 1] = _s32(acc >> 32)
         acc = un
 
 
+@micropython.native
 def sqrt32(num):
     """signal/src/square_root_32.cc's Sqrt32 (a uint16 result)."""
     if num == 0:
@@ -427,6 +480,7 @@ def sqrt32(num):
     return res & 0xFFFF
 
 
+@micropython.native
 def sqrt64(num):
     """signal/src/square_root_64.cc's Sqrt64 (its 32-bit shortcut included)."""
     if num >> 32 == 0:
@@ -448,6 +502,7 @@ def sqrt64(num):
 
 # fbsqrt record: 2 XO (uint64 lo, hi words) 3 SO (the scale bits, int32) 4 YO (uint32) 5 N
 
+@micropython.native
 def fbsqrt(E, P, k):
     a = E.view(4)
     xo, yo, n = P[k + 2] // 4, P[k + 4] // 4, P[k + 5]
@@ -461,16 +516,25 @@ def fbsqrt(E, P, k):
 # 5 STATE (the noise estimate, uint32 [N], kept across calls) 6 SMOOTHING 7 ONE_MINUS
 # 8 ALT_SMOOTHING 9 ALT_ONE_MINUS 10 MIN_SIGNAL_REMAINING 11 SMOOTHING_BITS 12 SS_BITS 13 CLAMP
 
+@micropython.native
 def specsub(E, P, k):
-    p = rec(P, k)
     a = E.view(4)
-    xo, yo, n, so = p[2] // 4, p[3] // 4, p[4], p[5] // 4
-    sb, ssb, clamp, floor_m = p[11], p[12], p[13], p[10]
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    n = P[k + 4]
+    so = P[k + 5] // 4
+    sb = P[k + 11]
+    ssb = P[k + 12]
+    clamp = P[k + 13]
+    floor_m = P[k + 10]
     for i in range(n):
-        sm, om = (p[6], p[7]) if i & 1 == 0 else (p[8], p[9])
+        sm, om = P[k + 6], P[k + 7]
+        if i & 1:  # (odd channels: the alternate smoothing)
+            sm, om = P[k + 8], P[k + 9]
         x = a[xo + i] & 0xFFFFFFFF
         up = (x << sb) & 0xFFFFFFFF
-        est = (((up * sm + (a[so + i] & 0xFFFFFFFF) * om) & 0xFFFFFFFFFFFFFFFF) >> ssb) & 0xFFFFFFFF
+        # (two products of uint32 and int32 < 2**64: the uint64 sum never wraps)
+        est = ((up * sm + (a[so + i] & 0xFFFFFFFF) * om) >> ssb) & 0xFFFFFFFF
         a[so + i] = _s32(est)
         if est > up:
             est = up
@@ -485,10 +549,15 @@ def specsub(E, P, k):
 # pcan record: 2 XO (uint32 [N]) 3 NO (the noise estimate, uint32 [N]) 4 YO 5 N 6 SNR_SHIFT
 # 7 L (gain table entries) 8 9 t [L] i16: signal/src/pcan_argc_fixed.cc
 
+@micropython.native
 def pcan(E, P, k):
-    p = rec(P, k)
-    a, lut = E.view(4), slot_view(E.B[p[8]], "i16")
-    xo, no, yo, n, shift, l0 = p[2] // 4, p[3] // 4, p[4] // 4, p[5], p[6], p[9] // 2
+    a, lut = E.view(4), E.s8[P[k + 8]]
+    xo = P[k + 2] // 4
+    no = P[k + 3] // 4
+    yo = P[k + 4] // 4
+    n = P[k + 5]
+    shift = P[k + 6]
+    l0 = P[k + 9]
     for i in range(n):
         gain = _wide(a[no + i] & 0xFFFFFFFF, lut, l0) & 0xFFFFFFFF  # (an int16 made uint32)
         snr = (((a[xo + i] & 0xFFFFFFFF) * gain) >> shift) & 0xFFFFFFFF
@@ -499,19 +568,20 @@ def pcan(E, P, k):
         a[yo + i] = _s32(v)
 
 
+@micropython.native
 def _wide(x, lut, l0):
     """WideDynamicFunction: the gain of noise estimate x from the piecewise table (int16)."""
     if x <= 2:
-        return lut[l0 + x]
+        return _h(lut, l0 + 2 * x)
     interval = msb(x)
-    b = l0 + 4 * interval - 6
+    b = l0 + 2 * (4 * interval - 6)
     frac = _w16(((x << (11 - interval)) if interval < 11 else (x >> (interval - 11))) & 0xFFFFFFFF) & 0x3FF
-    r = (lut[b + 2] * frac) >> 5
-    r += ((lut[b + 1] & 0xFFFFFFFF) << 5) & 0xFFFFFFFF
+    r = (_h(lut, b + 4) * frac) >> 5
+    r += ((_h(lut, b + 2) & 0xFFFFFFFF) << 5) & 0xFFFFFFFF
     r = _s32(r & 0xFFFFFFFF)
     r = _s32((r * frac) & 0xFFFFFFFF)
     r = (r + (1 << 14)) >> 15
-    r += lut[b]
+    r += _h(lut, b)
     return _w16(r)
 
 
@@ -527,6 +597,7 @@ _LOG_LUT = (0, 224, 442, 654, 861, 1063, 1259, 1450, 1636, 1817, 1992, 2163, 232
             1094, 963, 830, 695, 559, 421, 282, 142, 0, 0)
 
 
+@micropython.native
 def log32(x, scale):
     """signal/src/log.cc's Log32 (x > 1)."""
     integer = msb(x) - 1
@@ -544,9 +615,14 @@ def log32(x, scale):
     return (((scale * loge) & 0xFFFFFFFF) + 32768 & 0xFFFFFFFF) >> 16
 
 
+@micropython.native
 def fblog(E, P, k):
     a, y = E.view(4), E.view(2)
-    xo, yo, n, cb, scale = P[k + 2] // 4, P[k + 3] // 2, P[k + 4], P[k + 5], P[k + 6]
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 2
+    n = P[k + 4]
+    cb = P[k + 5]
+    scale = P[k + 6]
     for i in range(n):
         v = ((a[xo + i] & 0xFFFFFFFF) << cb) & 0xFFFFFFFF
         if v > 1:
