@@ -775,7 +775,7 @@ def fftbits(ins, kv, qin, tensors):
 
 
 def fftscale(ins, kv, qin, tensors):
-    return _i16(ins[0] << int(ins[1][0]))
+    return _i16(ins[0] << (int(ins[1][0]) & 31))
 
 
 def _twiddle_mul(a, t):

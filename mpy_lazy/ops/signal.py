@@ -291,7 +291,7 @@ def fftbits(E, P, k):
 def fftscale(E, P, k):
     a = E.view(2)
     xo = P[k + 2] // 2
-    s = E.view(4)[P[k + 3] // 4]
+    s = E.view(4)[P[k + 3] // 4] & 31  # (fftbits' 0..15; any word: no huge shift)
     yo = P[k + 4] // 2
     n = P[k + 5]
     for i in range(n):

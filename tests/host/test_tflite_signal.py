@@ -121,3 +121,42 @@ def test_state_carries_over_frames(cases):
             m(x.tolist())
             got.append(m.tolist())
     assert got == [np.asarray(y).reshape(-1).tolist() for y in ys]
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "micro_speech", "speech.py")
+WAVS = ("yes_1000ms", "no_1000ms")
+
+
+def tflm_speech(wav):
+    """TFLM's micro_speech: the int8 front end over 49 windows (one interpreter), then the keyword
+    model: (features [49 x 40] int8, scores [4] int8)."""
+    with open(os.path.join(DIR, wav + ".wav"), "rb") as f:
+        pcm = np.frombuffer(f.read()[44:], np.int16)
+    frames_ = [pcm[320 * i:320 * i + 480] for i in range(49)]
+    feats = np.array(tflm_ref.run(os.path.join(DIR, "audio_preprocessor_int8.tflite"), frames_)).reshape(-1)
+    scores = tflm_ref.run(os.path.join(DIR, "micro_speech_quantized.tflite"), [feats.astype(np.int8).reshape(1, -1)])
+    return feats, np.asarray(scores[0]).reshape(-1)
+
+
+def test_micro_speech_end_to_end(tmp_path):
+    """examples/micro_speech/speech.py as written, on the unix port, from a ROMFS image of both
+    containers and TFLM's "yes" and "no" recordings: every score equal to TFLM's pipeline, and
+    the words recognized."""
+    from conftest import run_micropython
+
+    packs = []
+    for src, name in (("audio_preprocessor_int8", "frontend"), ("micro_speech_quantized", "model")):
+        packs.append(str(tmp_path / (name + ".mpyl")))
+        run_cli("pack", os.path.join(DIR, src + ".tflite"), "-o", packs[-1])
+    image = str(tmp_path / "speech.romfs")
+    run_cli("romfs", *packs, *[os.path.join(DIR, w + ".wav") for w in WAVS], "-o", image, "-q")
+    with open(EXAMPLE) as f:
+        script = f.read()
+    r = run_micropython("import vfs\nf = open(%r, 'rb'); vfs.mount(vfs.VfsRom(f.read()), '/rom'); f.close()\n"
+                        % image + script, heapsize="2M", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = {line.split()[0][:-4]: line for line in r.stdout.splitlines()}
+    for wav, word in zip(WAVS, ("yes", "no")):
+        _, scores = tflm_speech(wav)
+        assert ("%s.wav %s %s" % (wav, word, scores.tolist())) == got[wav], r.stdout
+        assert int(np.argmax(scores)) == ("silence", "unknown", "yes", "no").index(word)
