@@ -91,3 +91,8 @@ def op_SUB(r):
 
 def op_MUL(r):
     _binary(r, "mul", "MulOptions")
+
+
+# the tensor types each builtin takes (TFLM's interpreter is the peer: tests/host/test_tflite*.py,
+# test_thirdparty.py; int32: unquantized, test_tflite_elem.py's i32_*)
+TYPES = {"ADD": "int8 int16 int32 float32", "SUB": "int8 int16 int32 float32", "MUL": "int8 int16 int32 float32"}

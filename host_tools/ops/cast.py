@@ -13,3 +13,8 @@ def op_CAST(r):
     if "UINT32" in types and "FLOAT32" in types:  # (the board holds uint32 as int32 bits)
         raise r.err("CAST between uint32 and float32 is not supported (uint32 to or from integers is)")
     r.emit("cast", [x], dtype=r.dtof(r.outs[0]))
+
+
+# the tensor types CAST takes (to and from each other; uint32 to and from the integers only:
+# tests/host/test_tflite_elem.py, micro_speech's front ends in test_thirdparty.py)
+TYPES = {"CAST": "int8 int16 int32 float32 uint32"}

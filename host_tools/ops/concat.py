@@ -99,3 +99,8 @@ def _copy_q(r, src, dst):
     for table in (r.ir.q, r.ir.dtypes):
         if src in table:
             table[dst] = table[src]
+
+
+# the tensor types each builtin takes (tests/host/test_tflite_moves.py; int32 constants around
+# one activation: micro_speech's front ends in test_thirdparty.py)
+TYPES = {"CONCATENATION": "int8 int16 int32 float32", "PACK": "int8 int16 int32 float32"}

@@ -109,3 +109,8 @@ def op_PRELU(r):
     m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
     n.attrs["m"] = (m2, s2, aq[1])
     n.t["t"] = r.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
+
+
+# the tensor types each builtin takes (TFLM's interpreter the peer: tests/host/test_tflite_elem.py)
+TYPES = {"MINIMUM": "int8 int16 int32 float32", "MAXIMUM": "int8 int16 int32 float32", "DIV": "int8 int32 float32",
+         "PRELU": "int8 float32"}

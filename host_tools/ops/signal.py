@@ -10,11 +10,13 @@ import numpy as np
 
 from ..ir import Node
 
-# the tensor types each op takes (exactly what tests/host/test_tflite_signal.py proves against TFLM)
+# the tensor types each op takes, inputs and outputs (TFLM's interpreter the peer on micro_speech's
+# front ends, every value: tests/host/test_thirdparty.py, test_tflite_signal.py)
 TYPES = {
-    "SignalWindow": "int16", "SignalFftAutoScale": "int16", "SignalRfft": "int16", "SignalEnergy": "int16",
-    "SignalFilterBank": "uint32", "SignalFilterBankSquareRoot": "uint32",
-    "SignalFilterBankSpectralSubtraction": "uint32", "SignalPCAN": "uint32", "SignalFilterBankLog": "uint32",
+    "SignalWindow": "int16", "SignalFftAutoScale": "int16 int32", "SignalRfft": "int16",
+    "SignalEnergy": "int16 uint32", "SignalFilterBank": "uint32 int16 uint64",
+    "SignalFilterBankSquareRoot": "uint64 int32 uint32", "SignalFilterBankSpectralSubtraction": "uint32",
+    "SignalPCAN": "uint32 int16", "SignalFilterBankLog": "uint32 int16",
 }
 MAX_FFT = 1 << 15
 

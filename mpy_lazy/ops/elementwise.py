@@ -320,8 +320,8 @@ def iarith(E, P, k):
             u += v
         elif op == 1:
             u -= v
-        elif op == 2:
-            u *= v
+        elif op == 2:  # (in 16-bit halves: the product mod 2**32, no int beyond 48 bits)
+            u = (u & 0xFFFF) * v + (((u >> 16) * v & 0xFFFF) << 16)
         else:
             q = (u if u >= 0 else -u) // (v if v >= 0 else -v)
             u = q if (u >= 0) == (v >= 0) else -q

@@ -135,6 +135,23 @@ def resize16(align, half):
     return model(S.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, tensors, [0], [2], [0, 1], opts), [x[0]]
 
 
+I32 = np.array([-2147483648, -2147483647, -65536, -46341, -7, -1, 0, 1, 7, 46341, 65536, 1000000, -1000000, 12345,
+                2147483647, 3], np.int32)
+DIVISORS = np.array([3, -3, 7, -7, 2, -2, 1, 65536, -65536, 100, -100, 5, 11, -11, 2147483647, -2147483648], np.int32)
+
+
+def arith32(op, cls):
+    """Unquantized int32 ADD, SUB, MUL of two values (every pair of I32: wraparound) and DIV by a
+    constant per channel (C's truncated quotient, both signs)."""
+    if op == S.BuiltinOperator.DIV:
+        tensors = [((4, 16), "i32", None, None), ((16,), "i32", None, DIVISORS), ((4, 16), "i32", None, None)]
+        x = np.stack([I32, I32[::-1], -I32 // 3, I32 // 7]).astype(np.int32)
+        return model(op, tensors, [0], [2], [0, 1], _opts(cls, fusedActivationFunction=0)), [x]
+    tensors = [((16, 16), "i32", None, None)] * 3
+    return model(op, tensors, [0, 1], [2], [0, 1], _opts(cls, fusedActivationFunction=0)), \
+        [np.repeat(I32, 16).reshape(16, 16), np.tile(I32, 16).reshape(16, 16)]
+
+
 # float overflow: TFLite's kernels clamp a fused op's output to float32's range (none: +-FLT_MAX,
 # relu: 0..FLT_MAX), so an overflow (or an infinite input) gives FLT_MAX where IEEE gives inf (no
 # 0 / 0: the board reports its outputs in JSON, which has no NaN)
@@ -172,6 +189,9 @@ def models():
     for dt, q in (("i8", (0.02, -5)), ("i16", (0.001, 0)), ("i32", (1.0, 0))):
         out["minimum_%s" % dt] = minmax(S.BuiltinOperator.MINIMUM, dt, q)
         out["maximum_%s" % dt] = minmax(S.BuiltinOperator.MAXIMUM, dt, q)
+    for name, op, cls in (("add", S.BuiltinOperator.ADD, "AddOptions"), ("sub", S.BuiltinOperator.SUB, "SubOptions"),
+                          ("mul", S.BuiltinOperator.MUL, "MulOptions"), ("div", S.BuiltinOperator.DIV, "DivOptions")):
+        out["i32_%s" % name] = arith32(op, cls)
     for align, half in ((False, False), (True, False), (False, True)):
         out["resize16_%d%d" % (align, half)] = resize16(align, half)
     for name, op, cls in (("add", S.BuiltinOperator.ADD, "AddOptions"), ("mul", S.BuiltinOperator.MUL, "MulOptions"),
