@@ -118,8 +118,8 @@ def op_SignalRfft(r):
         raise r.err("SignalRfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
     _types(r, ("INT16",), ("INT16",))
     xs, ys = r.tensor(r.ins[0])[1], r.tensor(r.outs[0])[1]
-    if not 2 <= nfft <= MAX_FFT or nfft & (nfft - 1):
-        raise r.err("fft_length %d: mpy-lazy runs powers of two 2..%d" % (nfft, MAX_FFT))
+    if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+        raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
     if len(xs) != len(ys) or list(xs[:-1]) != list(ys[:-1]) or ys[-1] != nfft + 2 or xs[-1] > nfft:
         raise r.err("input %s, output %s: frames of at most %d in, %d out" % (list(xs), list(ys), nfft, nfft + 2))
     node = r.emit("rfft", [r.value(r.ins[0])], opts=(nfft,))

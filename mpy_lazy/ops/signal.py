@@ -52,7 +52,7 @@ class Op(Base):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
         if name in ("fftscale", "fbsqrt") and ins[1].size != 1:
             raise self.fail("its second input is the one scale-bits value", "x")
-        size, dt = x.size, "i32"
+        shape, dt = x.shape, "i32"  # (elementwise ops keep x's shape)
         if name == "window":
             if not o[0] <= 31:
                 raise self.fail("shift %d: 0..31" % o[0], "opts")
@@ -62,38 +62,38 @@ class Op(Base):
             self.param("weight", "w", tuple(wn), "i16", init)
             dt = "i16"
         elif name in ("fftbits",):
-            size = 1
+            shape = (1,)
         elif name == "fftscale":
             dt = "i16"
         elif name == "rfft":
             nfft = o[0]
-            if not 2 <= nfft <= MAX_FFT or nfft & (nfft - 1):
-                raise self.fail("fft_length %d: a power of two 2..%d" % (nfft, MAX_FFT), "opts")
+            if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+                raise self.fail("fft_length %d: a power of two 4..%d" % (nfft, MAX_FFT), "opts")
             frame = x.shape[-1]
             if frame > nfft:
                 raise self.fail("frames of %d values: more than fft_length %d" % (frame, nfft), "x")
             self.frames = x.size // frame
-            size, dt = self.frames * (nfft + 2), "i16"
+            shape, dt = x.shape[:-1] + (nfft + 2,), "i16"
             self.param("table", "t", (3 * nfft // 2,), "i16", init)
             self.scratch = nfft + 3 * nfft // 4
         elif name == "energy":
             if x.size % 2 or not o[0] <= o[1] <= x.size // 2:
                 raise self.fail("start %d, end %d over %d complex values" % (o[0], o[1], x.size // 2), "opts")
-            size = x.size // 2
+            shape = (x.size // 2,)
         elif name == "filterbank":
             ch, nw = o
             if not 1 <= ch <= 65535 or not 1 <= nw <= 65535:
                 raise self.fail("%d channels, %d weights" % (ch, nw), "opts")
             self.param("weight", "w", (2 * nw + 3 * (ch + 1),), "i16", init)
-            size = 2 * ch
+            shape = (2 * ch,)
         elif name == "fbsqrt":
             if x.size % 2:
                 raise self.fail("takes lo,hi word pairs (filterbank's output)", "x")
-            size = x.size // 2
+            shape = (x.size // 2,)
         elif name == "specsub":
             if o[5] > 31 or o[6] > 31 or o[7] > 1:
                 raise self.fail("smoothing_bits, spectral_subtraction_bits 0..31, clamping 0..1", "opts")
-            size = 2 * x.size
+            shape = (2 * x.size,)
             self.persist = 4 * x.size
         elif name == "pcan":
             if ins[1].size != x.size or o[0] > 63:
@@ -105,7 +105,7 @@ class Op(Base):
             if o[0] > 31:
                 raise self.fail("correction_bits %d: 0..31" % o[0], "opts")
             dt = "i16"
-        self.out = ((size,), dt, (1.0, 0))
+        self.out = (shape, dt, (1.0, 0))
 
     def records(self, c):
         x, y, o, name = self.x[0], self.y, self.o, self.name
@@ -159,7 +159,7 @@ def check(r, E):
         r.region(4, "y", 2 * n, 2)
         r.inplace = 2
     elif kind == SRFFT:
-        frame, nfft = r.range(4, "x", 1, MAX_FFT), r.range(5, "fft_length", 2, MAX_FFT)
+        frame, nfft = r.range(4, "x", 1, MAX_FFT), r.range(5, "fft_length", 4, MAX_FFT)
         if nfft & (nfft - 1) or frame > nfft:
             r.fail("fft_length", "%d: a power of two, at least the frame (%d)" % (nfft, frame))
         frames = r.range(6, "x", 1, (1 << 24) // nfft)

@@ -33,17 +33,21 @@ from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
 TYPES = {"f32": (S.TensorType.FLOAT32, np.float32), "i8": (S.TensorType.INT8, np.int8),
-         "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32)}
+         "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32),
+         "u32": (S.TensorType.UINT32, np.uint32), "u64": (S.TensorType.UINT64, np.uint64)}
 CODES = np.arange(-128, 128).astype(np.int8)
 ARENA = 1 << 20
 
 
-def model(op, tensors, inputs, outputs, op_inputs, options=None):
-    """A one-operator .tflite: tensors [(shape, dtype, q or None, constant data or None)]."""
+def model(op, tensors, inputs, outputs, op_inputs, options=None, custom=None):
+    """A one-operator .tflite: tensors [(shape, dtype, q or None, constant data or None)]; a custom
+    op: custom = (its name, its options: flexbuffer bytes), op CUSTOM."""
     m = S.ModelT()
     m.version = 3
     code = S.OperatorCodeT()
     code.builtinCode, code.deprecatedBuiltinCode, code.version = op, min(op, 127), 1
+    if custom is not None:
+        code.customCode = custom[0]
     m.operatorCodes = [code]
     m.buffers = [S.BufferT()]
     sg = S.SubGraphT()
@@ -67,6 +71,8 @@ def model(op, tensors, inputs, outputs, op_inputs, options=None):
     o.opcodeIndex, o.inputs, o.outputs = 0, op_inputs, outputs
     if options is not None:
         o.builtinOptionsType, o.builtinOptions = options
+    if custom is not None:
+        o.customOptions = list(custom[1])
     sg.operators = [o]
     m.subgraphs = [sg]
     b = flatbuffers.Builder(1024)
