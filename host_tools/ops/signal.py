@@ -131,7 +131,8 @@ def op_SignalEnergy(r):
     end, start = options(r, "end_index", "start_index")
     n = _size(r, r.outs[0])
     if len(r.tensor(r.ins[0])[1]) != 1 or 2 * n != _size(r, r.ins[0]) or not 0 <= start <= end <= n:
-        raise r.err("%d complex values in, %d out, bins %d..%d" % (_size(r, r.ins[0]) // 2, n, start, end))
+        raise r.err("bins start_index %d .. end_index %d over %d complex values in, %d out (0 <= start <= end <= %d)"
+                    % (start, end, _size(r, r.ins[0]) // 2, n, n))
     r.emit("energy", [r.value(r.ins[0])], opts=(start, end))
 
 

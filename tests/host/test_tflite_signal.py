@@ -16,7 +16,7 @@ tflm_ref = pytest.importorskip("tflm_ref")
 pytest.importorskip("tflite")
 
 from conftest import ROOT  # noqa: E402
-from host_util import Board, kernel_path, run_cli  # noqa: E402
+from host_util import Board, cli, kernel_path, run_cli  # noqa: E402,F401 (cli: fixture)
 
 import mpy_lazy  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
@@ -360,3 +360,51 @@ def test_square_roots_are_tflms():
         if n - r * r > r and r != top:
             r += 1
         assert sqrt64(n) == r, n
+
+
+def _refusals():
+    """name -> (.tflite bytes, words the one-line refusal names)."""
+    t16 = ((480,), "i16", None, None)
+    w = np.ones(480, np.int16)
+    lut = np.zeros(125, np.int16)
+    return {
+        "rfft_not_power_of_two": (_custom("SignalRfft", {"fft_length": 480, "T": 7}, [
+            t16, ((482,), "i16", None, None)], [0], [1], [0]), ("SignalRfft", "fft_length 480", "powers of two")),
+        "rfft_int32": (_custom("SignalRfft", {"fft_length": 512, "T": 2}, [
+            ((480,), "i32", None, None), ((514,), "i32", None, None)], [0], [1], [0]), ("SignalRfft", "int16")),
+        "window_no_options": (_custom("SignalWindow", {}, [t16, ((480,), "i16", None, w), t16], [0], [2], [0, 1]),
+                              ("SignalWindow", "lack 'shift'")),
+        "window_shift": (_custom("SignalWindow", {"shift": 40}, [t16, ((480,), "i16", None, w), t16], [0], [2],
+                                 [0, 1]), ("SignalWindow", "shift 40")),
+        "energy_range": (_custom("SignalEnergy", {"start_index": 9, "end_index": 300}, [
+            ((514,), "i16", None, None), ((257,), "u32", None, None)], [0], [1], [0]), ("SignalEnergy", "9..300")),
+        "pcan_short_table": (_custom("SignalPCAN", {"snr_shift": 6}, [
+            ((40,), "u32", None, None), ((40,), "u32", None, None), ((100,), "i16", None, lut[:100]),
+            ((40,), "u32", None, None)], [0, 1], [3], [0, 1, 2]), ("SignalPCAN", "gain table of 100")),
+        "log_float": (_custom("SignalFilterBankLog", {"input_correction_bits": 3, "output_scale": 64}, [
+            ((40,), "u32", None, None), ((40,), "f32", None, None)], [0], [1], [0]), ("output 0", "FLOAT32")),
+        "uint32_into_add": (model(S.BuiltinOperator.ADD, [((40,), "u32", None, None)] * 3, [0, 1], [2], [0, 1]),
+                            ("(ADD)", "uint32")),
+        "uint32_to_float": (model(S.BuiltinOperator.CAST, [((40,), "u32", None, None), ((40,), "f32", None, None)],
+                                  [0], [1], [0]), ("(CAST)", "uint32 and float32")),
+        "int32_div_by_zero": (model(S.BuiltinOperator.DIV, [((40,), "i32", None, None),
+                                                           ((1,), "i32", None, np.zeros(1, np.int32)),
+                                                           ((40,), "i32", None, None)], [0], [2], [0, 1]),
+                              ("(DIV)", "constant 0")),
+        "int32_div_by_value": (model(S.BuiltinOperator.DIV, [((40,), "i32", None, None)] * 3, [0, 1], [2], [0, 1]),
+                               ("(DIV)", "computed value")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_refusals()))
+def test_refused_in_one_line(cli, tmp_path, name):
+    """What the board does not run, or TFLM would not either: one line naming the operator and
+    the reason, no output written."""
+    data, words = _refusals()[name]
+    src = tmp_path / (name + ".tflite")
+    src.write_bytes(data)
+    out = tmp_path / (name + ".mpyl")
+    line = cli.fails("pack", src, "-o", out)
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
