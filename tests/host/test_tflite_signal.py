@@ -377,7 +377,7 @@ def _refusals():
         "window_shift": (_custom("SignalWindow", {"shift": 40}, [t16, ((480,), "i16", None, w), t16], [0], [2],
                                  [0, 1]), ("SignalWindow", "shift 40")),
         "energy_range": (_custom("SignalEnergy", {"start_index": 9, "end_index": 300}, [
-            ((514,), "i16", None, None), ((257,), "u32", None, None)], [0], [1], [0]), ("SignalEnergy", "9..300")),
+            ((514,), "i16", None, None), ((257,), "u32", None, None)], [0], [1], [0]), ("SignalEnergy", "start_index 9 .. end_index 300")),
         "pcan_short_table": (_custom("SignalPCAN", {"snr_shift": 6}, [
             ((40,), "u32", None, None), ((40,), "u32", None, None), ((100,), "i16", None, lut[:100]),
             ((40,), "u32", None, None)], [0, 1], [3], [0, 1, 2]), ("SignalPCAN", "gain table of 100")),
