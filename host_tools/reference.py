@@ -85,6 +85,10 @@ def _out_dtype(op, kv, x_dtype):
         return "f32"
     if op == "gathernd" and "t" in kv:  # (the params tensor's)
         return kv.get("dtype", "f32")
+    if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
+        return "i32"
+    if op in ("window", "fftscale", "rfft", "fblog"):
+        return "i16"
     return x_dtype
 
 
@@ -222,6 +226,8 @@ def add(ins, kv, qin, tensors, sign=1):
         a, b, out = _repeated(ins)
         return _act(a + sign * b, kv).reshape(out)
     a, b, out = _repeated(ins)
+    if kv["dtype"] == "i32":  # TFLM's unquantized int32: two's complement wraparound
+        return _clamp(_wrap32(a + sign * b), kv).reshape(out)
     qa, qb = qin
     m1, s1, m2, s2, m, s = kv["m"]
     shift = 15 if kv["dtype"] == "i16" else 20
@@ -240,6 +246,8 @@ def mul(ins, kv, qin, tensors):
         a, b, out = _repeated(ins)
         return _act(a * b, kv).reshape(out)
     a, b, out = _repeated(ins)
+    if kv["dtype"] == "i32":
+        return _clamp(_wrap32(a * b), kv).reshape(out)
     qa, qb = qin
     y = mbqm_np((a - qa[1]) * (b - qb[1]), kv["m"][0], kv["m"][1]) + kv["q"][1]
     return _clamp(y, kv).reshape(out)
@@ -675,6 +683,9 @@ def div(ins, kv, qin, tensors):
         with np.errstate(divide="ignore", invalid="ignore"):
             y = a.astype(np.float32) / b.astype(np.float32)
         return _act(y.astype(np.float64), kv)
+    if kv["dtype"] == "i32":  # C's quotient, truncated toward zero
+        q = np.abs(a) // np.abs(b)
+        return _clamp(_wrap32(np.where((a < 0) != (b < 0), -q, q)), kv)
     m, s = kv["m"]
     lo, hi = kv.get("clamp", RANGE["i8"])
     return div_np(a, b, qin[0][1], qin[1][1], kv["q"][1], m, s, lo, hi)
@@ -977,6 +988,222 @@ def assign(ins, kv, qin, tensors, state):
 
 
 _STATEFUL = ("lstm", "gru", "svdf", "read", "assign")
+# --- the signal library (TFLM's signal/src: micro_speech's audio front end) -------------------
+# uint32 values are held as int32 bits by the graph (the board's): read with _u32, written with
+# _wrap32. The FFT is kiss_fft's 16-bit fixed point, restated here stage by stage.
+
+def _u32(v):
+    return np.asarray(v, np.int64) & 0xFFFFFFFF
+
+
+def _msb(v):
+    """MostSignificantBit32/64 of GCC's build: the bit length (32 for 0)."""
+    v = [int(x) for x in np.asarray(v).reshape(-1)]
+    return np.array([x.bit_length() if x else 32 for x in v], np.int64)
+
+
+def _i16(v):
+    return (np.asarray(v, np.int64) + 32768) % 65536 - 32768
+
+
+def window(ins, kv, qin, tensors):
+    w = np.asarray(tensors[kv["w"]], np.int64)
+    x = ins[0].reshape(-1, w.size)
+    return np.clip((x * w) >> kv["opts"][0], -32768, 32767).reshape(-1)
+
+
+def fftbits(ins, kv, qin, tensors):
+    top = 0
+    for v in ins[0].reshape(-1).tolist():  # MaxAbs16: an int16 (|-32768| wraps to -32768)
+        if v > top:
+            top = v
+        elif -v > top:
+            top = int(_i16(-v))
+    return np.array([max(16 - int(_msb(top & 0xFFFFFFFF)[0]) - 1, 0)], np.int64)
+
+
+def fftscale(ins, kv, qin, tensors):
+    return _i16(ins[0] << (int(ins[1][0]) & 31))
+
+
+def _twiddle_mul(a, t):
+    """kiss_fft's C_MUL in Q15, each part rounded and stored as an int16."""
+    re = _i16((a[..., 0] * t[..., 0] - a[..., 1] * t[..., 1] + 16384) >> 15)
+    im = _i16((a[..., 0] * t[..., 1] + a[..., 1] * t[..., 0] + 16384) >> 15)
+    return np.stack([re, im], axis=-1)
+
+
+def _fixdiv(a, k):
+    return _i16((a * (32767 // k) + 16384) >> 15)
+
+
+def _kiss(f, tw, stride):
+    """kiss_fft (FIXED_POINT 16) of the complex int16 rows f [n, 2]: radix 4 while n is a multiple
+    of 4, then radix 2; twiddles tw [N, 2] of the full size, taken every `stride`."""
+    n = len(f)
+    p = 4 if n % 4 == 0 else 2
+    m = n // p
+    parts = [f[j::p] if m > 1 else f[j:j + 1] for j in range(p)]
+    if m > 1:
+        parts = [_kiss(q, tw, stride * p) for q in parts]
+    fo = [_fixdiv(q, p) for q in parts]
+    j = np.arange(m)
+    if p == 2:
+        t = _twiddle_mul(fo[1], tw[j * stride])
+        return np.concatenate([_i16(fo[0] + t), _i16(fo[0] - t)])
+    s0, s1, s2 = (_twiddle_mul(fo[q], tw[q * j * stride]) for q in (1, 2, 3))
+    s5, f0 = _i16(fo[0] - s1), _i16(fo[0] + s1)
+    s3, s4 = _i16(s0 + s2), _i16(s0 - s2)
+    y1 = np.stack([_i16(s5[:, 0] + s4[:, 1]), _i16(s5[:, 1] - s4[:, 0])], axis=-1)
+    y3 = np.stack([_i16(s5[:, 0] - s4[:, 1]), _i16(s5[:, 1] + s4[:, 0])], axis=-1)
+    return np.concatenate([_i16(f0 + s3), y1, _i16(f0 - s3), y3])
+
+
+def rfft(ins, kv, qin, tensors):
+    """kiss_fftr of each zero-padded frame: nfft/2 + 1 complex int16, as re, im pairs."""
+    nfft = kv["opts"][0]
+    n = nfft // 2
+    t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)
+    tw, sup = t[:n], t[n:]
+    x = ins[0]
+    frames = x.reshape(-1, x.shape[-1])
+    out = []
+    for fr in frames:
+        z = np.zeros(nfft, np.int64)
+        z[:fr.size] = fr
+        c = _kiss(z.reshape(n, 2), tw, 1)
+        y = np.zeros((n + 1, 2), np.int64)
+        tdc = _fixdiv(c[0], 2)
+        y[0, 0], y[n, 0] = _i16(tdc[0] + tdc[1]), _i16(tdc[0] - tdc[1])
+        for k in range(1, n // 2 + 1):
+            fpk = _fixdiv(c[k], 2)
+            fpnk = _fixdiv(np.array([c[n - k, 0], _i16(-c[n - k, 1])]), 2)
+            f1k, f2k = _i16(fpk + fpnk), _i16(fpk - fpnk)
+            tw_ = _twiddle_mul(f2k, sup[k - 1])
+            y[k] = [_i16((f1k[0] + tw_[0]) >> 1), _i16((f1k[1] + tw_[1]) >> 1)]
+            y[n - k] = [_i16((f1k[0] - tw_[0]) >> 1), _i16((tw_[1] - f1k[1]) >> 1)]
+        out.append(y.reshape(-1))
+    return np.concatenate(out)
+
+
+def energy(ins, kv, qin, tensors):
+    start, end = kv["opts"]
+    c = ins[0].reshape(-1, 2)
+    e = (c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1]) & 0xFFFFFFFF
+    e[:start] = 0
+    e[end:] = 0
+    return _wrap32(e)
+
+
+def filterbank(ins, kv, qin, tensors):
+    """Each channel's weighted sum of the energies (uint64, as lo, hi uint32 words); a channel
+    adds the unweighted energies of the one before it (TFLM's FilterbankAccumulateChannels)."""
+    ch, nw = kv["opts"]
+    t = np.asarray(tensors[kv["w"]], np.int64)
+    w, u = t[:nw], t[nw:2 * nw]
+    fs, ws, wd = (t[2 * nw + i * (ch + 1):2 * nw + (i + 1) * (ch + 1)] for i in range(3))
+    x = _u32(ins[0])
+    sums, carry = [], 0
+    for i in range(ch + 1):
+        sl = slice(int(ws[i]), int(ws[i] + wd[i]))
+        e = x[int(fs[i]):int(fs[i] + wd[i])]
+        acc = (carry + int((w[sl] * e).sum())) % (1 << 64)
+        carry = int((u[sl] * e).sum())
+        sums.append(acc)
+    return _wrap32(np.array([[v & 0xFFFFFFFF, v >> 32] for v in sums[1:]], np.int64).reshape(-1))
+
+
+def _isqrt_tflm(n, bits):
+    """Sqrt32/Sqrt64: the bitwise root with its last-bit rounding (unless all ones)."""
+    res = 0
+    top = (bits - n.bit_length()) | 1
+    bit = 1 << (bits - 1 - top)
+    for _ in range((bits - 1 - top) // 2 + 1):
+        if n >= res + bit:
+            n -= res + bit
+            res = (res >> 1) + bit
+        else:
+            res >>= 1
+        bit >>= 2
+    if n > res and res != (1 << (bits // 2)) - 1:
+        res += 1
+    return res
+
+
+def fbsqrt(ins, kv, qin, tensors):
+    pairs = _u32(ins[0]).reshape(-1, 2)
+    s = int(ins[1][0]) & 31
+    out = []
+    for lo, hi in pairs.tolist():
+        v = lo | hi << 32
+        r = 0 if v == 0 else _isqrt_tflm(v, 32 if v >> 32 == 0 else 64)
+        out.append(r >> s)
+    return _wrap32(np.array(out, np.int64))
+
+
+def specsub(ins, kv, qin, tensors, state):
+    """Spectral subtraction; the noise estimate (state) carries to the next run: [out, noise]."""
+    sm, om, asm, aom, floor_m, sb, ssb, clamp = kv["opts"]
+    x = _u32(ins[0]).astype(object)  # (Python integers: uint64 products)
+    noise = state.get(kv["y"], np.zeros(x.size, np.int64).astype(object))
+    odd = np.arange(x.size) % 2 == 1
+    s_, o_ = np.where(odd, asm, sm).astype(object), np.where(odd, aom, om).astype(object)
+    up = (x << sb) & 0xFFFFFFFF
+    noise = ((up * s_ + noise * o_) >> ssb) & 0xFFFFFFFF
+    est = np.minimum(noise, up)
+    if clamp:
+        noise = est
+    state[kv["y"]] = noise
+    y = np.maximum((up - est) >> sb, ((x * floor_m) >> ssb) & 0xFFFFFFFF)
+    return _wrap32(np.concatenate([y, noise]).astype(np.int64))
+
+
+def pcan(ins, kv, qin, tensors):
+    lut = np.asarray(tensors[kv["t"]], np.int64)
+    x, noise = _u32(ins[0]), _u32(ins[1])
+    out = []
+    for v, e in zip(x.tolist(), noise.tolist()):
+        if e <= 2:
+            gain = int(lut[e])
+        else:  # WideDynamicFunction
+            i = e.bit_length()
+            b = 4 * i - 6
+            frac = ((e << (11 - i)) if i < 11 else (e >> (i - 11))) & 0x3FF
+            r = (int(lut[b + 2]) * frac) >> 5
+            r = int(_wrap32(r + ((int(lut[b + 1]) & 0xFFFFFFFF) << 5)))
+            r = int(_wrap32(r * frac))
+            gain = int(_i16(((r + (1 << 14)) >> 15) + int(lut[b])))
+        snr = ((v * (gain & 0xFFFFFFFF)) >> kv["opts"][0]) & 0xFFFFFFFF
+        out.append(((snr * snr) & 0xFFFFFFFF) >> 20 if snr < 2 << 12 else ((snr >> 6) - 64) & 0xFFFFFFFF)
+    return _wrap32(np.array(out, np.int64))
+
+
+_LOG_LUT = None
+
+
+def fblog(ins, kv, qin, tensors):
+    """Log32 of each (x << correction bits) > 1, at most 32767 (signal/src/log.cc)."""
+    global _LOG_LUT
+    if _LOG_LUT is None:
+        from mpy_lazy.ops.signal import _LOG_LUT as lut  # (TFLM's table of 130 constants)
+        _LOG_LUT = lut
+    bits, scale = kv["opts"]
+    out = []
+    for v in ((_u32(ins[0]) << bits) & 0xFFFFFFFF).tolist():
+        if v <= 1:
+            out.append(0)
+            continue
+        i = v.bit_length() - 1
+        frac = (v - (1 << i)) << (16 - i) if i < 16 else (v - (1 << i)) >> (i - 16)
+        seg = frac >> 9
+        c0, c1 = _LOG_LUT[seg], _LOG_LUT[seg + 1]
+        log2 = ((i << 16) + frac + c0 + (((c1 - c0) * (frac - 512 * seg)) >> 16)) & 0xFFFFFFFF
+        loge = ((45426 * log2 + 32768) >> 16) & 0xFFFFFFFF
+        out.append(min((((scale * loge) & 0xFFFFFFFF) + 32768 & 0xFFFFFFFF) >> 16, 32767))
+    return np.array(out, np.int64)
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "specsub")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
@@ -1003,4 +1230,6 @@ _OPS = {
     "cumsum": cumsum,
     "batchmatmul": batchmatmul,
     "logsoftmax": logsoftmax, "l2norm": l2norm, "l2pool": l2pool,
+    "window": window, "fftbits": fftbits, "fftscale": fftscale, "rfft": rfft, "energy": energy,
+    "filterbank": filterbank, "fbsqrt": fbsqrt, "specsub": specsub, "pcan": pcan, "fblog": fblog,
 }

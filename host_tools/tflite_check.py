@@ -18,7 +18,7 @@ import numpy as np
 from .container import PackError
 
 ITEMSIZE = {"RESOURCE": 0, "FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2,
-            "INT8": 1, "FLOAT64": 8, "UINT32": 4, "UINT16": 2}
+            "INT8": 1, "FLOAT64": 8, "UINT32": 4, "UINT16": 2, "UINT64": 8}
 RANGE = {"INT8": (-128, 127), "INT16": (-32768, 32767), "INT32": (-2 ** 31, 2 ** 31 - 1),
          "UINT8": (0, 255), "INT64": (-2 ** 63, 2 ** 63 - 1)}
 ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32")
@@ -325,6 +325,12 @@ def _uses(r, name, op, ins, outs, where, fail):
         return r.tensor(i)[1]
 
     y = outs[0]
+    if name.startswith("CUSTOM "):
+        return  # (the signal library's ops: host_tools/ops/signal.py checks their tensors)
+    wide = [i for i in ins + outs if i >= 0 and typ(i) in ("UINT32", "UINT64")]
+    if wide and (name not in ("CAST", "RESHAPE") or typ(wide[0]) == "UINT64"):
+        fail(where, "tensor %d is %s: mpy-lazy runs uint32 through the signal ops, CAST and RESHAPE only, "
+             "uint64 from SignalFilterBank to SignalFilterBankSquareRoot" % (wide[0], typ(wide[0])))
     if name in SEVERAL_OUT:  # every output has the data input's type
         x = ins[SEVERAL_OUT[name]]
         for j, i in enumerate(outs):
@@ -333,8 +339,9 @@ def _uses(r, name, op, ins, outs, where, fail):
     if name != "QUANTIZE" and any(i >= 0 and typ(i) == "UINT8" and r.data(i) is None for i in ins + outs):
         j = [i for i in ins + outs if i >= 0 and typ(i) == "UINT8" and r.data(i) is None][0]
         fail(where, "tensor %d is uint8: %s" % (j, UINT8))
+    raw = ("CAST", "RESHAPE")  # (they move integers, reading no scale)
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
-        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name != "CAST" or  # scale
+        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name not in raw or  # scale
                                                    (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
@@ -344,7 +351,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS") and (name, typ(y)) != ("QUANTIZE", "UINT8"):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS", "RESHAPE") and (name, typ(y)) != ("QUANTIZE", "UINT8"):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)

@@ -49,6 +49,9 @@ ROOMS = {
     "CUMSUM": "cumsum", "BATCH_MATMUL": "matmul",
     "LOG_SOFTMAX": "normalize", "L2_NORMALIZATION": "normalize", "L2_POOL_2D": "normalize",
 }
+ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library (custom ops)
+    "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
+    "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction", "SignalPCAN", "SignalFilterBankLog")})
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
@@ -135,8 +138,13 @@ class _Reader:
         """Register tensor i as the output value of the current op: its name, shape, q."""
         _, shape, typ, scales, zps, _ = self.tensor(i)
         name = "t%d" % i
+        if typ == "UINT64":  # (SignalFilterBank's: lo, hi uint32 words)
+            shape = list(shape[:-1]) + [2 * shape[-1]] if shape else [2]
         self.ir.shapes[name] = _hwc(shape, self)
-        if typ in INT and not scales:  # not quantized (CAST's integers): value = code
+        if typ in ("UINT32", "UINT64") and not scales:  # the signal ops': int32 values of the same bits
+            self.ir.q[name] = (1.0, 0)
+            self.ir.dtypes[name] = "i32"
+        elif typ in INT and not scales:  # not quantized (CAST's integers): value = code
             self.ir.q[name] = (1.0, 0)
             if INT[typ] != "i8":
                 self.ir.dtypes[name] = INT[typ]
@@ -164,8 +172,9 @@ class _Reader:
         return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ in INT else None
 
     def dtof(self, i):
-        """The graph dtype of tensor i: f32, i8, i16 or i32."""
-        return INT.get(self.tensor(i)[2], "f32")
+        """The graph dtype of tensor i: f32, i8, i16 or i32 (uint32: its bits)."""
+        typ = self.tensor(i)[2]
+        return "i32" if typ == "UINT32" else INT.get(typ, "f32")
 
     def add(self, key, arr):
         return self.ir.add_tensor("%s_%d.%s" % (self.opname, self.opidx, key), np.ascontiguousarray(arr))
@@ -206,7 +215,7 @@ class _Reader:
             variable.declare(self, ops)
         for k, name, op in ops:
             self.what = "%s: operator %d (%s)" % (self.path, k, name)
-            self.opname = name.lower()
+            self.opname = name.lower().replace("custom ", "")
             self.opidx = self.count.get(name, 0)
             self.count[name] = self.opidx + 1
             self.op = op
@@ -402,7 +411,7 @@ class _Reader:
 
 def converter(name):
     """op_<name>(reader): the conversion of TFLite builtin `name` (host_tools/ops/<room>.py)."""
-    return getattr(importlib.import_module(".ops." + ROOMS[name], __package__), "op_" + name)
+    return getattr(importlib.import_module(".ops." + ROOMS[name], __package__), "op_" + name.replace("CUSTOM ", ""))
 
 
 def _hwc(shape, r):

@@ -15,6 +15,15 @@ import array
 
 from . import backend
 
+try:  # reference kernels marked @micropython.native compile to machine code on MicroPython: no
+    import micropython  # heap for their frames (0 B per inference), the same integers
+except ImportError:  # CPython: plain functions
+
+    class micropython:
+        @staticmethod
+        def native(f):
+            return f
+
 def rec(P, k):
     """The record at k as a list (the pure path's one allocation per op)."""
     return [P[k + i] for i in range(P[k + 1])]

@@ -36,6 +36,7 @@ _KINDS["exclusive"] = "i"
 _KINDS["reverse"] = "i"
 _KINDS["adj"] = "is"
 _KINDS["bcast"] = "is"
+_KINDS["opts"] = "is"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -76,7 +77,7 @@ OPS = {
     "gelu": (("x", "y"), ("approx",)),
     "minimum": (("x", "y"), ("t", "shape", "q")),
     "maximum": (("x", "y"), ("t", "shape", "q")),
-    "div": (("x", "y"), ("act", "q", "m", "clamp", "t")),
+    "div": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape")),
     "prelu": (("x", "y", "w"), ("shape", "q", "m", "t")),
     "cast": (("x", "y", "dtype"), ("q",)),
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
@@ -96,12 +97,24 @@ OPS = {
     "logsoftmax": (("x", "y"), ()),
     "l2norm": (("x", "y"), ("q",)),
     "l2pool": (("x", "y", "k"), ("stride", "pad", "act")),
+    # the signal library (ops/signal.py): opts= the op's integer options
+    "window": (("x", "y", "w", "opts"), ("shape", "q")),
+    "fftbits": (("x", "y"), ("q",)),
+    "fftscale": (("x", "y"), ("q",)),
+    "rfft": (("x", "y", "t", "opts"), ("q",)),
+    "energy": (("x", "y", "opts"), ("q",)),
+    "filterbank": (("x", "y", "w", "opts"), ("q",)),
+    "fbsqrt": (("x", "y"), ("q",)),
+    "specsub": (("x", "y", "opts"), ("q",)),
+    "pcan": (("x", "y", "t", "opts"), ("shape", "q")),
+    "fblog": (("x", "y", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",
             "batchmatmul")
+_MULTI_X += ("fftscale", "fbsqrt", "pcan")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

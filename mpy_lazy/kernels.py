@@ -115,6 +115,8 @@ _OPS = {
     "batchmatmul": "matmul",
     "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
 }
+_OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
+             "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal"})
 
 
 def _room(name):

@@ -40,7 +40,10 @@ REDUCE, FREDUCE = 72, 73  # sum, mean, max, min, argmax, argmin over any axes (7
 CUMSUM, FCUMSUM = 74, 75
 BMM, FBMM = 76, 77  # batch matmul
 NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
-KINDS = 85  # kinds are 1..KINDS-1
+# the signal library (micro_speech's audio front end: ops/signal.py), kinds 88..97
+SWINDOW, SFFTBITS, SFFTSCALE, SRFFT, SENERGY, SFBANK, SFBSQRT, SSPECSUB, SPCAN, SFBLOG = range(88, 98)
+IARITH = 98  # int32 add, sub, mul, div (TFLM's unquantized int32 ADD, MUL, DIV: micro_speech's front end)
+KINDS = 100  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -57,7 +60,9 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("", "", "", "", "", "", "", "") \
     + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize") \
     + ("gathernd", "update", "", "") \
-    + ("var",)
+    + ("var", "", "", "") \
+    + ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan",
+     "fblog", "iarith", "")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
      18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
@@ -66,7 +71,8 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (0, 0, 0, 0, 0, 0, 0, 0) \
     + (18, 9, 16, 8, 22, 14, 18, 18) \
     + (18, 15, 0, 0) \
-    + (8,)
+    + (8, 0, 0, 0) \
+    + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 0)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
      "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
      "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
@@ -79,7 +85,9 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("", "", "", "", "", "", "", "") \
     + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize") \
     + ("index", "index", "", "") \
-    + ("variable",)
+    + ("variable", "", "", "") \
+    + ("signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",
+     "signal", "elementwise", "")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
           FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,

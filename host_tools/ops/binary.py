@@ -8,9 +8,6 @@ from .. import tflm
 from ..tflite_import import _hwc
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"ADD": "int8 int16 float32", "SUB": "int8 int16 float32", "MUL": "int8 int16 float32"}
-
-
 def _binary(r, op, cls):
     a, b = r.ins[:2]
     if r.data(a) is not None and r.data(b) is not None:
@@ -21,6 +18,9 @@ def _binary(r, op, cls):
     const = r.data(b)
     o = r.options(cls)
     act = r._act(o.FusedActivationFunction() if o is not None else 0)
+    if r.tensor(r.outs[0])[2] == "INT32" and not r.tensor(r.outs[0])[3]:
+        _int32(r, op, a, b, const, act)
+        return
     yq = r.qof(r.outs[0])
     if const is None:
         n = r.emit(op, [r.value(a), r.value(b)])
@@ -41,6 +41,19 @@ def _binary(r, op, cls):
         params = tflm.add_params if op == "add" else tflm.sub_params
         n.attrs["m"] = params(q1[0], q2[0], yq[0], shift)
     n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
+
+
+def _int32(r, op, a, b, const, act):
+    """TFLM's unquantized int32 ADD, SUB, MUL: plain integers (ADD ignores the activation)."""
+    if const is None:
+        n = r.emit(op, [r.value(a), r.value(b)])
+    else:
+        attrs = _constant(r, b, const)
+        t = attrs.pop("t")
+        attrs.pop("tq")
+        n = r.emit(op, [r.value(a)], **attrs)
+        n.t["t"] = r.add("const", t)
+    n.attrs["clamp"] = tflm.activation_range(None if op == "add" else act, 1.0, 0, "i32")
 
 
 def _constant(r, i, c, whole=False):
@@ -77,3 +90,8 @@ def op_SUB(r):
 
 def op_MUL(r):
     _binary(r, "mul", "MulOptions")
+
+
+# the tensor types each builtin takes (TFLM's interpreter is the peer: tests/host/test_tflite*.py,
+# test_thirdparty.py; int32: unquantized, test_tflite_elem.py's i32_*)
+TYPES = {"ADD": "int8 int16 int32 float32", "SUB": "int8 int16 int32 float32", "MUL": "int8 int16 int32 float32"}

@@ -1,6 +1,8 @@
 """The host's half of concat: TFLite's CONCATENATION and PACK (docs/OPS.md): converted from the
 model into the graph description, with TFLite Micro's Prepare parameters, for the runtime's room
 mpy_lazy/ops/concat.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
+import numpy as np
+
 from ..ir import Node
 from . import declare
 
@@ -15,7 +17,30 @@ def op_CONCATENATION(r):
     shape = r.tensor(r.ins[0])[1]
     if not -len(shape) <= o.Axis() < len(shape):
         raise r.err("axis %d outside the inputs' %d dimensions" % (o.Axis(), len(shape)))
+    if any(r.data(i) is not None for i in r.ins):
+        _padding(r, o.Axis() % len(shape))
+        return
     _concat(r, o.Axis() % len(shape))
+
+
+def _padding(r, axis):
+    """One activation between constants of one value along the last axis (micro_speech's
+    energy bins outside the filter bank, zeroed): pad, with that value."""
+    yshape = list(r.tensor(r.outs[0])[1])
+    consts = [r.data(i) for i in r.ins]
+    acts = [k for k, c in enumerate(consts) if c is None]
+    values = {int(v) for c in consts if c is not None for v in np.asarray(c).ravel()}
+    if len(acts) != 1 or len(values) != 1 or axis != len(yshape) - 1 or r.dtof(r.outs[0]) == "f32":
+        raise r.err("constant inputs are supported as one integer value before and after one activation, "
+                    "along the last axis")
+    if r.qof(r.ins[acts[0]]) != r.qof(r.outs[0]):
+        raise r.err("integer inputs with another quantization than the output")
+    before = sum(c.shape[-1] for c in consts[:acts[0]])
+    after = sum(c.shape[-1] for c in consts[acts[0] + 1:])
+    rank = len(r.ir.shapes[r.value(r.ins[acts[0]])])
+    pad = [0] * (2 * rank)
+    pad[rank - 1], pad[2 * rank - 1] = before, after
+    r.emit("pad", [r.value(r.ins[acts[0]])], pad=tuple(pad), code=values.pop())
 
 
 def op_PACK(r):
@@ -66,4 +91,11 @@ def _size(shape):
     for d in shape:
         n *= d
     return n
+
+
+def _copy_q(r, src, dst):
+    for table in (r.ir.q, r.ir.dtypes):
+        if src in table:
+            table[dst] = table[src]
+
 

@@ -63,6 +63,9 @@ def op_MAXIMUM(r):
 
 
 def op_DIV(r):
+    if r.tensor(r.outs[0])[2] == "INT32" and not r.tensor(r.outs[0])[3]:
+        _div32(r)
+        return
     x, y = _operands(r, False)
     if not isinstance(y, str):
         raise r.err("a constant divisor is not supported (the converter makes it a MUL)")
@@ -83,6 +86,19 @@ def op_DIV(r):
     n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1])
 
 
+def _div32(r):
+    """TFLM's unquantized int32 DIV (C's quotient, truncated toward zero) by constants."""
+    x, other = _operands(r, False)
+    if isinstance(other, str):
+        raise r.err("int32 DIV by a computed value is not supported (by constants it is)")
+    if np.any(other[0] == 0):
+        raise r.err("int32 DIV by a constant 0 (undefined in C: TFLM traps)")
+    o = r.options("DivOptions")
+    act = r._act(o.FusedActivationFunction() if o is not None else 0)
+    n = r.emit("div", [x], shape=other[1], clamp=tflm.activation_range(act, 1.0, 0, "i32"))
+    n.t["t"] = r.add("const", other[0].astype(np.int32))
+
+
 def op_PRELU(r):
     x, alpha = _operands(r, False)
     if isinstance(alpha, str):
@@ -99,3 +115,8 @@ def op_PRELU(r):
     m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
     n.attrs["m"] = (m2, s2, aq[1])
     n.t["t"] = r.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
+
+
+# the tensor types each builtin takes (TFLM's interpreter the peer: tests/host/test_tflite_elem.py)
+TYPES = {"MINIMUM": "int8 int16 int32 float32", "MAXIMUM": "int8 int16 int32 float32", "DIV": "int8 int32 float32",
+         "PRELU": "int8 float32"}

@@ -11,7 +11,7 @@
 # (int8) or 15 (int16) bits of headroom (m = m1,s1,m2,s2,m,s), added or subtracted,
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
-from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, LOAD, MOVE, MUL, MUL16, SUB, SUB16
+from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, IARITH, LOAD, MOVE, MUL, MUL16, SUB, SUB16
 from . import Op as Base, act_code
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
@@ -56,7 +56,20 @@ class Op(Base):
                                      (i == 0 or not _repeats(s, oshape))])
         self.act = act_code(kv)
         self.mq = kv.get("m")
-        dt = self.quantized(("i8", "i16"))
+        dt = self.quantized(("i8", "i16", "i32"))
+        if dt == "i32":  # unquantized int32 (TFLM's plain ADD, SUB, MUL): ops/elementwise.py's iarith
+            if self.spread or "m" in kv or "tq" in kv:
+                raise self.fail("int32 %s: no m= or tq=, the second operand one value, one per channel or x's "
+                                "shape" % name, "x")
+            if const:
+                self.param("weight", "t", bshape, dt, init)
+            size = 1
+            for d in bshape:
+                size *= d
+            self.bsize = size
+            self.clamp = clamp(kv, n, dt)
+            self.out = (oshape, dt, kv.get("q"))
+            return
         self.tq = None
         if const:
             from ..graph import ITEMSIZE, zero_point
@@ -103,6 +116,12 @@ class Op(Base):
         from ..graph import ITEMSIZE
 
         a, y = self.x[0], self.y
+        if y.dtype == "i32":
+            b = [1, 0] + c.ref(self.weight) if len(self.x) == 1 else [0, c.off(self.x[1]), 0, 0]
+            if self.swap:
+                a, b = self.x[1], [0, c.off(self.x[0]), 0, 0]
+            return [c.record(IARITH, [("add", "sub", "mul").index(self.name), self.clamp[0], self.clamp[1], c.off(a),
+                                      c.off(y), y.size, self.x[0].size if self.swap else self.bsize] + b)]
         out = []
         if hasattr(self, "bsize"):  # the constant, copied to the end of the scratch
             ob = c.scratch + 4 * (self.scratch - self.cwords)

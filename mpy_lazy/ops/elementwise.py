@@ -8,10 +8,12 @@
 # computes TFLM's fixed-point quotient with t= the table of its reciprocals (made at pack
 # time), m=M,S the multiplier of scale1 / (scale2 x output scale); int8 prelu: m=M,S,ZA for
 # x < z_x (the product (x - z_x)(alpha - ZA) requantized), t= the table of the other half.
+# int32 div (unquantized, q=1.0,0): t= its constant divisors, C's truncated quotient (the iarith
+# kind, which add, sub and mul of int32 values use too: ops/binary.py).
 import math
 
-from .._arith import ACTS, head, rdbpot, rec, requant, slot_ints, srdhm
-from ..kinds import DIV, FBINARY, INT32_MAX, MINMAX, PRELU
+from .._arith import ACTS, head, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
+from ..kinds import DIV, FBINARY, IARITH, INT32_MAX, MINMAX, PRELU
 from . import Op as Base, act_code
 
 BLOCK = 256  # prelu's int32 accumulators per requantization call
@@ -25,12 +27,13 @@ class Op(Base):
 
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
-        const = {"prelu": "w", "div": None}.get(name, "t")  # the key of a constant second operand
+        # the key of a constant second operand (int32 div: t=, its constant divisors)
+        const = {"prelu": "w", "div": "t" if x.dtype == "i32" else None}.get(name, "t")
         if len(ins) != (1 if const in kv else 2):
             raise self.fail("takes x=a,b%s" % (" or x=a %s=tensor" % const if const else ""), "x")
         if name == "prelu":
             self.inplace = False
-        dt = self.quantized(("i8",) if name in ("div", "prelu") else ("i8", "i16", "i32"))
+        dt = self.quantized({"div": ("i8", "i32"), "prelu": ("i8",)}.get(name, ("i8", "i16", "i32")))
         if len(ins) == 2:
             other = ins[1].shape
             if "shape" in kv:
@@ -48,7 +51,9 @@ class Op(Base):
         else:
             raise self.fail("second operand of shape %s: %s, one per channel or one value" % (other, x.shape), "x")
         self.act = act_code(kv)
-        if dt != "f32" and name in ("div", "prelu"):
+        if dt == "i32" and name == "div":
+            self.clamp = clamp(kv, n, dt)
+        elif dt != "f32" and name in ("div", "prelu"):
             m = kv.get("m")
             want = 2 if name == "div" else 3
             if m is None or len(m) != want or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= (22 if want == 2 else 30):
@@ -77,6 +82,8 @@ class Op(Base):
         if x.dtype == "f32":
             code = {"minimum": 0, "maximum": 1, "div": 2, "prelu": 3}[self.name]
             return [c.record(FBINARY, [code, self.act, c.off(x), c.off(y), y.size, self.bc] + x2)]
+        if x.dtype == "i32" and self.name == "div":
+            return [c.record(IARITH, [3, self.clamp[0], self.clamp[1], c.off(x), c.off(y), y.size, self.bc] + x2)]
         if self.name in ("minimum", "maximum"):
             return [c.record(MINMAX, [1 if self.name == "maximum" else 0, es, c.off(x), c.off(y), y.size,
                                       self.bc] + x2)]
@@ -93,7 +100,7 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu'}
+KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu', IARITH: 'iarith'}
 FAST = '_viper_elem'
 
 
@@ -155,9 +162,36 @@ def check_prelu(r, E):
     r.region(18, "scratch", 4 * block, 4)
 
 
+def check_iarith(r, E):
+    """int32 add, sub, mul, div: 2 OP 3 LO 4 HI 5 X1 6 Y 7 N 8 BC 9 SRC (0: x2 in the arena at
+    10; 1: a tensor at 11-12)."""
+    op = r.range(2, "op", 0, 3)
+    lo = r.range(3, "clamp", -INT32_MAX - 1, INT32_MAX)
+    r.range(4, "clamp", lo, INT32_MAX)
+    n, bc = r.broadcast(7)
+    r.region(5, "x", 4 * n, 4)
+    r.region(6, "y", 4 * n, 4)
+    if r.range(9, "x", 0, 1):
+        r.range(10, "x", 0, 0)
+        r.tensor(11, "t", ("i32",), 4 * bc)
+        if op == 3:
+            d = E.words(r[11], r[12], bc)
+            for i in range(bc):
+                if d[i] == 0:
+                    r.fail("t", "divisor %d is 0" % i)
+    else:
+        if op == 3:
+            r.fail("x", "int32 div takes constant divisors")
+        r.region(10, "x", 4 * bc, 4)
+        r.absent(11, "t")
+
+
 def check(r, E):
     kind = r.kind
-    if kind == PRELU:
+    if kind == IARITH:
+        check_iarith(r, E)
+        r.inplace = 5
+    elif kind == PRELU:
         check_prelu(r, E)
     elif kind == DIV:
         check_div(r, E)
@@ -259,13 +293,56 @@ def prelu(E, P, k):
         i += m
 
 
+# iarith record (int32): 2 OP (0 add, 1 sub, 2 mul, 3 div) 3 LO 4 HI 5 X1 6 Y (bytes) 7 N 8 BC
+# (x2 repeats every BC elements) 9 SRC (0: x2 in the arena at byte 10; 1: the i32 tensor at
+# 11-12). TFLM's unquantized int32 ADD, SUB, MUL (two's complement wraparound, as the x86 and Arm
+# builds give) and DIV (truncated toward zero; constant divisors, none 0; INT32_MIN / -1 wraps),
+# clamped to LO..HI (the fused activation's range).
+
+@micropython.native
+def iarith(E, P, k):
+    a = E.view(4)
+    if P[k + 9]:
+        b, j0 = E.s32[P[k + 11]], P[k + 12] // 4
+    else:
+        b, j0 = a, P[k + 10] // 4
+    op = P[k + 2]
+    lo = P[k + 3]
+    hi = P[k + 4]
+    x1 = P[k + 5] // 4
+    y = P[k + 6] // 4
+    n = P[k + 7]
+    bc = P[k + 8]
+    j = 0
+    for i in range(n):
+        u, v = a[x1 + i], b[j0 + j]
+        if op == 0:
+            u += v
+        elif op == 1:
+            u -= v
+        elif op == 2:  # (in 16-bit halves: the product mod 2**32, no int beyond 48 bits)
+            u = (u & 0xFFFF) * v + (((u >> 16) * v & 0xFFFF) << 16)
+        else:
+            q = (u if u >= 0 else -u) // (v if v >= 0 else -v)
+            u = q if (u >= 0) == (v >= 0) else -q
+        u = wrap32(u)
+        a[y + i] = lo if u < lo else (hi if u > hi else u)
+        j += 1
+        if j == bc:
+            j = 0
+
+
 # binary record (f32): 2 OP (0 min, 1 max, 2 div, 3 prelu: x if x >= 0 else x * alpha) 3 ACT
 # 4 X1 5 Y (bytes) 6 N 7 BC (x2 repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9;
 # 1: the f32 tensor at 10-11)
 
 def fbinary(E, P, k):
     f = E.af
-    op, x1, y, n, bc = P[k + 2], P[k + 4] // 4, P[k + 5] // 4, P[k + 6], P[k + 7]
+    op = P[k + 2]
+    x1 = P[k + 4] // 4
+    y = P[k + 5] // 4
+    n = P[k + 6]
+    bc = P[k + 7]
     if P[k + 8]:
         b, j0 = E.sf[P[k + 10]], P[k + 11] // 4
     else:

@@ -33,17 +33,21 @@ from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
 TYPES = {"f32": (S.TensorType.FLOAT32, np.float32), "i8": (S.TensorType.INT8, np.int8),
-         "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32)}
+         "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32),
+         "u32": (S.TensorType.UINT32, np.uint32), "u64": (S.TensorType.UINT64, np.uint64)}
 CODES = np.arange(-128, 128).astype(np.int8)
 ARENA = 1 << 20
 
 
-def model(op, tensors, inputs, outputs, op_inputs, options=None):
-    """A one-operator .tflite: tensors [(shape, dtype, q or None, constant data or None)]."""
+def model(op, tensors, inputs, outputs, op_inputs, options=None, custom=None):
+    """A one-operator .tflite: tensors [(shape, dtype, q or None, constant data or None)]; a custom
+    op: custom = (its name, its options: flexbuffer bytes), op CUSTOM."""
     m = S.ModelT()
     m.version = 3
     code = S.OperatorCodeT()
     code.builtinCode, code.deprecatedBuiltinCode, code.version = op, min(op, 127), 1
+    if custom is not None:
+        code.customCode = custom[0]
     m.operatorCodes = [code]
     m.buffers = [S.BufferT()]
     sg = S.SubGraphT()
@@ -67,6 +71,8 @@ def model(op, tensors, inputs, outputs, op_inputs, options=None):
     o.opcodeIndex, o.inputs, o.outputs = 0, op_inputs, outputs
     if options is not None:
         o.builtinOptionsType, o.builtinOptions = options
+    if custom is not None:
+        o.customOptions = list(custom[1])
     sg.operators = [o]
     m.subgraphs = [sg]
     b = flatbuffers.Builder(1024)
@@ -135,6 +141,23 @@ def resize16(align, half):
     return model(S.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, tensors, [0], [2], [0, 1], opts), [x[0]]
 
 
+I32 = np.array([-2147483648, -2147483647, -65536, -46341, -7, -1, 0, 1, 7, 46341, 65536, 1000000, -1000000, 12345,
+                2147483647, 3], np.int32)
+DIVISORS = np.array([3, -3, 7, -7, 2, -2, 1, 65536, -65536, 100, -100, 5, 11, -11, 2147483647, -2147483648], np.int32)
+
+
+def arith32(op, cls):
+    """Unquantized int32 ADD, SUB, MUL of two values (every pair of I32: wraparound) and DIV by a
+    constant per channel (C's truncated quotient, both signs)."""
+    if op == S.BuiltinOperator.DIV:
+        tensors = [((4, 16), "i32", None, None), ((16,), "i32", None, DIVISORS), ((4, 16), "i32", None, None)]
+        x = np.stack([I32, I32[::-1], -I32 // 3, I32 // 7]).astype(np.int32)
+        return model(op, tensors, [0], [2], [0, 1], _opts(cls, fusedActivationFunction=0)), [x]
+    tensors = [((16, 16), "i32", None, None)] * 3
+    return model(op, tensors, [0, 1], [2], [0, 1], _opts(cls, fusedActivationFunction=0)), \
+        [np.repeat(I32, 16).reshape(16, 16), np.tile(I32, 16).reshape(16, 16)]
+
+
 # float overflow: TFLite's kernels clamp a fused op's output to float32's range (none: +-FLT_MAX,
 # relu: 0..FLT_MAX), so an overflow (or an infinite input) gives FLT_MAX where IEEE gives inf (no
 # 0 / 0: the board reports its outputs in JSON, which has no NaN)
@@ -172,6 +195,9 @@ def models():
     for dt, q in (("i8", (0.02, -5)), ("i16", (0.001, 0)), ("i32", (1.0, 0))):
         out["minimum_%s" % dt] = minmax(S.BuiltinOperator.MINIMUM, dt, q)
         out["maximum_%s" % dt] = minmax(S.BuiltinOperator.MAXIMUM, dt, q)
+    for name, op, cls in (("add", S.BuiltinOperator.ADD, "AddOptions"), ("sub", S.BuiltinOperator.SUB, "SubOptions"),
+                          ("mul", S.BuiltinOperator.MUL, "MulOptions"), ("div", S.BuiltinOperator.DIV, "DivOptions")):
+        out["i32_%s" % name] = arith32(op, cls)
     for align, half in ((False, False), (True, False), (False, True)):
         out["resize16_%d%d" % (align, half)] = resize16(align, half)
     for name, op, cls in (("add", S.BuiltinOperator.ADD, "AddOptions"), ("mul", S.BuiltinOperator.MUL, "MulOptions"),

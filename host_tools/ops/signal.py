@@ -1,0 +1,200 @@
+"""The host's half of the signal library: TFLite Micro's custom ops Signal* (signal/micro/kernels;
+micro_speech's audio front end), converted from the model into the graph description for the
+runtime's room mpy_lazy/ops/signal.py (docs/OPS.md). Their options are flexbuffer maps
+(custom_options), read with flatbuffers' own flexbuffers module. uint32 tensors are the board's
+int32 values (the same bits); SignalFilterBank's uint64 output becomes lo, hi uint32 pairs, read
+only by SignalFilterBankSquareRoot. op_<Name>(r): r the reader (host_tools.tflite_import)."""
+import math
+
+import numpy as np
+
+from ..ir import Node
+
+# the tensor types each op takes, inputs and outputs (TFLM's interpreter the peer on micro_speech's
+# front ends, every value: tests/host/test_thirdparty.py, test_tflite_signal.py)
+TYPES = {
+    "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32", "CUSTOM SignalRfft": "int16",
+    "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
+    "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
+    "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16",
+}
+MAX_FFT = 1 << 15
+
+
+def options(r, *keys):
+    """The op's custom options (a flexbuffer map): the integers of `keys` (bools as 0/1)."""
+    from flatbuffers import flexbuffers
+
+    raw = r.op.CustomOptionsAsNumpy()
+    if not isinstance(raw, np.ndarray) or not raw.size:
+        raise r.err("no custom options (a flexbuffer map)")
+    try:
+        m = flexbuffers.GetRoot(bytes(raw.tobytes())).AsMap
+        got = {k: m[k] for k in m.Keys.Value}
+    except Exception as e:
+        raise r.err("custom options are not a flexbuffer map: %s" % e)
+    out = []
+    for k in keys:
+        v = got.get(k)
+        if v is None:
+            raise r.err("custom options lack %r" % k)
+        v = v.AsBool if v.IsBool else v.AsInt
+        if not -(1 << 31) <= v < 1 << 31:
+            raise r.err("%s=%d: not an int32" % (k, v))
+        out.append(int(v))
+    return out
+
+
+def _types(r, ins, outs):
+    for where, idx, want in (("input", r.ins, ins), ("output", r.outs, outs)):
+        if len(idx) != len(want):
+            raise r.err("%d %ss: the op has %d" % (len(idx), where, len(want)))
+        for j, (i, t) in enumerate(zip(idx, want)):
+            typ = r.tensor(i)[2]
+            if typ != t:
+                raise r.err("%s %d (tensor %d) is %s: %s expected" % (where, j, i, typ, t))
+
+
+def _const(r, j, n=None):
+    """Input j: a constant int16 vector (of n values)."""
+    v = r.data(r.ins[j])
+    if v is None or v.ndim != 1 or (n is not None and v.size != n):
+        raise r.err("input %d must be a constant int16 vector%s" % (j, "" if n is None else " of %d" % n))
+    return v
+
+
+def _node(r, op, xs, i, shape, **attrs):
+    """A graph op writing tensor i, an int32/uint32 value of `shape` (a scalar: one value)."""
+    y = "t%d" % i
+    r.ir.shapes[y] = tuple(shape)
+    r.ir.q[y] = (1.0, 0)
+    r.ir.dtypes[y] = "i32"
+    r.ir.nodes.append(Node(op, xs, y, r.what, **attrs))
+    return y
+
+
+def _size(r, i):
+    return int(np.prod(r.tensor(i)[1], dtype=np.int64))
+
+
+def op_SignalWindow(r):
+    _types(r, ("INT16", "INT16"), ("INT16",))
+    shift, = options(r, "shift")
+    w = _const(r, 1)
+    n = _size(r, r.ins[0])
+    if r.tensor(r.outs[0])[1] != r.tensor(r.ins[0])[1] or n % w.size or not 0 <= shift <= 31:
+        raise r.err("a window of %d over %d values, shift %d (0..31)" % (w.size, n, shift))
+    node = r.emit("window", [r.value(r.ins[0])], opts=(shift,), shape=(w.size,))
+    node.t["w"] = r.add("window", w.astype(np.int16))
+
+
+def op_SignalFftAutoScale(r):
+    _types(r, ("INT16",), ("INT16", "INT32"))
+    x = r.value(r.ins[0])
+    if len(r.tensor(r.ins[0])[1]) != 1 or r.tensor(r.outs[0])[1] != r.tensor(r.ins[0])[1] or r.tensor(r.outs[1])[1]:
+        raise r.err("a vector in, the vector and a scalar out")
+    bits = _node(r, "fftbits", [x], r.outs[1], (1,))
+    r.emit("fftscale", [x, bits])
+
+
+def twiddles(nfft):
+    """kiss_fft's int16 tables for an nfft-point real FFT: the nfft/2-point complex FFT's twiddles
+    (kiss_fft_alloc), then kiss_fftr's nfft/4 super twiddles (kiss_fftr_alloc), as re, im pairs:
+    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ)."""
+    n = nfft // 2
+    out = []
+    for i in range(n):
+        phase = -2 * math.pi * i / n
+        out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
+    for i in range(n // 2):
+        phase = -3.14159265358979323846264338327 * ((i + 1) / n + .5)
+        out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
+    return np.array(out, np.int16)
+
+
+def op_SignalRfft(r):
+    nfft, typ = options(r, "fft_length", "T")
+    if typ != 7:  # TensorType INT16
+        raise r.err("SignalRfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
+    _types(r, ("INT16",), ("INT16",))
+    xs, ys = r.tensor(r.ins[0])[1], r.tensor(r.outs[0])[1]
+    if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+        raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
+    if len(xs) != len(ys) or list(xs[:-1]) != list(ys[:-1]) or ys[-1] != nfft + 2 or xs[-1] > nfft:
+        raise r.err("input %s, output %s: frames of at most %d in, %d out" % (list(xs), list(ys), nfft, nfft + 2))
+    node = r.emit("rfft", [r.value(r.ins[0])], opts=(nfft,))
+    node.t["t"] = r.add("twiddles", twiddles(nfft))
+
+
+def op_SignalEnergy(r):
+    _types(r, ("INT16",), ("UINT32",))
+    end, start = options(r, "end_index", "start_index")
+    n = _size(r, r.outs[0])
+    if len(r.tensor(r.ins[0])[1]) != 1 or 2 * n != _size(r, r.ins[0]) or not 0 <= start <= end <= n:
+        raise r.err("bins start_index %d .. end_index %d over %d complex values in, %d out (0 <= start <= end <= %d)"
+                    % (start, end, _size(r, r.ins[0]) // 2, n, n))
+    r.emit("energy", [r.value(r.ins[0])], opts=(start, end))
+
+
+def op_SignalFilterBank(r):
+    _types(r, ("UINT32",) + ("INT16",) * 5, ("UINT64",))
+    ch, = options(r, "num_channels")
+    w, u = _const(r, 1), _const(r, 2)
+    fs, ws, wd = _const(r, 3, ch + 1), _const(r, 4, ch + 1), _const(r, 5, ch + 1)
+    nin = _size(r, r.ins[0])
+    if w.size != u.size or _size(r, r.outs[0]) != ch or not 1 <= ch <= 65535:
+        raise r.err("%d weights, %d unweights, %d channels, %d outputs" % (w.size, u.size, ch, _size(r, r.outs[0])))
+    for i in range(ch + 1):
+        if min(fs[i], ws[i], wd[i]) < 0 or fs[i] + wd[i] > nin or ws[i] + wd[i] > w.size:
+            raise r.err("channel %d: bins %d+%d of %d, weights %d+%d of %d" % (i, fs[i], wd[i], nin, ws[i], wd[i],
+                                                                                 w.size))
+    y = _node(r, "filterbank", [r.value(r.ins[0])], r.outs[0], (2 * ch,), opts=(ch, w.size))
+    r.ir.nodes[-1].t["w"] = r.add("tables", np.concatenate([w, u, fs, ws, wd]).astype(np.int16))
+    return y
+
+
+def op_SignalFilterBankSquareRoot(r):
+    _types(r, ("UINT64", "INT32"), ("UINT32",))
+    if r.data(r.ins[1]) is not None:
+        raise r.err("a constant scale: mpy-lazy takes SignalFftAutoScale's")
+    r.emit("fbsqrt", [r.value(r.ins[0]), r.value(r.ins[1])])
+
+
+def op_SignalFilterBankSpectralSubtraction(r):
+    _types(r, ("UINT32",), ("UINT32", "UINT32"))
+    keys = ("smoothing", "one_minus_smoothing", "alternate_smoothing", "alternate_one_minus_smoothing",
+            "min_signal_remaining", "smoothing_bits", "spectral_subtraction_bits", "clamping", "num_channels")
+    o = options(r, *keys)
+    n = _size(r, r.ins[0])
+    if o[8] != n or _size(r, r.outs[0]) != n or _size(r, r.outs[1]) != n:
+        raise r.err("num_channels %d over %d values" % (o[8], n))
+    for k, v in zip(keys, o):
+        if v < 0 or k.endswith("_bits") and v > 31:
+            raise r.err("%s=%d out of range" % (k, v))
+    both = "t%d.both" % r.outs[0]
+    r.ir.shapes[both] = (2 * n,)
+    r.ir.q[both] = (1.0, 0)
+    r.ir.dtypes[both] = "i32"
+    r.ir.nodes.append(Node("specsub", [r.value(r.ins[0])], both, r.what, opts=tuple(o[:8])))
+    for j, i in enumerate(r.outs):  # the output, then the noise estimate
+        _node(r, "slice", [both], i, (n,), begin=(j * n,), end=((j + 1) * n,))
+
+
+def op_SignalPCAN(r):
+    _types(r, ("UINT32", "UINT32", "INT16"), ("UINT32",))
+    shift, = options(r, "snr_shift")
+    lut = _const(r, 2)
+    n = _size(r, r.ins[0])
+    if _size(r, r.ins[1]) != n or lut.size < 125 or not 0 <= shift <= 63:
+        raise r.err("signal of %d, noise of %d, a gain table of %d (125 needed), snr_shift %d"
+                    % (n, _size(r, r.ins[1]), lut.size, shift))
+    node = r.emit("pcan", [r.value(r.ins[0]), r.value(r.ins[1])], opts=(shift,), shape=(lut.size,))
+    node.t["t"] = r.add("gain", lut.astype(np.int16))
+
+
+def op_SignalFilterBankLog(r):
+    _types(r, ("UINT32",), ("INT16",))
+    bits, scale = options(r, "input_correction_bits", "output_scale")
+    if not 0 <= bits <= 31 or scale < 0:
+        raise r.err("input_correction_bits %d (0..31), output_scale %d" % (bits, scale))
+    r.emit("fblog", [r.value(r.ins[0])], opts=(bits, scale))

@@ -1,0 +1,632 @@
+# signal: TensorFlow Lite Micro's signal library (signal/micro/kernels, signal/src), the ops of
+# micro_speech's audio front end, integer arithmetic bit for bit:
+#
+#   window     y = clamp16((x * w) >> shift), the window w repeated over x
+#   fftbits    y[0] = scale bits of FftAutoScale (16 - msb(max |x|) - 1, at least 0)
+#   fftscale   y = x * 2**s (x=data,bits), FftAutoScale's scaled data
+#   rfft       the real FFT of each frame of x (int16, zero-padded to the FFT length), kiss_fft's
+#              16-bit fixed point (kiss_fftr): complex int16 (re, im) pairs
+#   energy     y[i] = re[i]**2 + im[i]**2 (uint32) for start <= i < end, 0 elsewhere
+#   filterbank the mel filter bank's channels (uint64 sums of weights x energy; stored as
+#              lo, hi uint32 words, read only by fbsqrt)
+#   fbsqrt     y = Sqrt64(x) >> bits (x=sums,bits)
+#   specsub    spectral subtraction: y = [out, noise estimate] (uint32); the noise estimate is
+#              state kept across calls (TFLM's persistent buffer; reset() zeroes it)
+#   pcan       per-channel amplitude normalization (x=signal,noise; t= the gain table)
+#   fblog      y = min(Log32(x << c, scale), 32767) (int16; 0 where x << c <= 1)
+#
+# uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
+# this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
+# specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
+# min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
+# fblog correction_bits,output_scale.
+from .._arith import micropython
+from ..kinds import (SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT, SSPECSUB,
+                     SWINDOW)
+from . import Op as Base
+
+MAX_FFT = 1 << 15
+_OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
+         "specsub": 8, "pcan": 1, "fblog": 2}
+
+
+class Op(Base):
+    def __init__(self, name, kv, ins, n, init=None):
+        Base.__init__(self, name, kv, ins, n)
+        o = tuple(kv.get("opts", ()))
+        if len(o) != _OPTS[name]:
+            raise self.fail("needs opts= %d integers" % _OPTS[name], "opts")
+        for i in o:
+            if not 0 <= i <= 0x7FFFFFFF:
+                raise self.fail("opts=%s: each 0..2147483647" % (o,), "opts")
+        self.o = o
+        if tuple(kv.get("q", (1.0, 0))) != (1.0, 0):
+            raise self.fail("q=1.0,0 (integer values)", "q")
+        want = 2 if name in ("fftscale", "fbsqrt", "pcan") else 1
+        if len(ins) != want:
+            raise self.fail("takes %d input values" % want, "x")
+        x = ins[0]
+        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy") else "i32"
+        for v in ins:
+            if v.dtype != (xdt if v is x else "i32"):
+                raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
+        if name in ("fftscale", "fbsqrt") and ins[1].size != 1:
+            raise self.fail("its second input is the one scale-bits value", "x")
+        shape, dt = x.shape, "i32"  # (elementwise ops keep x's shape)
+        if name == "window":
+            if not o[0] <= 31:
+                raise self.fail("shift %d: 0..31" % o[0], "opts")
+            wn = kv.get("shape", (x.size,))
+            if len(wn) != 1 or x.size % wn[0]:
+                raise self.fail("window of %s values over %d" % (wn, x.size), "shape")
+            self.param("weight", "w", tuple(wn), "i16", init)
+            dt = "i16"
+        elif name in ("fftbits",):
+            shape = (1,)
+        elif name == "fftscale":
+            dt = "i16"
+        elif name == "rfft":
+            nfft = o[0]
+            if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+                raise self.fail("fft_length %d: a power of two 4..%d" % (nfft, MAX_FFT), "opts")
+            frame = x.shape[-1]
+            if frame > nfft:
+                raise self.fail("frames of %d values: more than fft_length %d" % (frame, nfft), "x")
+            self.frames = x.size // frame
+            shape, dt = x.shape[:-1] + (nfft + 2,), "i16"
+            self.param("table", "t", (3 * nfft // 2,), "i16", init)
+            self.scratch = nfft + 3 * nfft // 4
+        elif name == "energy":
+            if x.size % 2 or not o[0] <= o[1] <= x.size // 2:
+                raise self.fail("start %d, end %d over %d complex values" % (o[0], o[1], x.size // 2), "opts")
+            shape = (x.size // 2,)
+        elif name == "filterbank":
+            ch, nw = o
+            if not 1 <= ch <= 65535 or not 1 <= nw <= 65535:
+                raise self.fail("%d channels, %d weights" % (ch, nw), "opts")
+            self.param("weight", "w", (2 * nw + 3 * (ch + 1),), "i16", init)
+            shape = (2 * ch,)
+        elif name == "fbsqrt":
+            if x.size % 2:
+                raise self.fail("takes lo,hi word pairs (filterbank's output)", "x")
+            shape = (x.size // 2,)
+        elif name == "specsub":
+            if o[5] > 31 or o[6] > 31 or o[7] > 1:
+                raise self.fail("smoothing_bits, spectral_subtraction_bits 0..31, clamping 0..1", "opts")
+            shape = (2 * x.size,)
+            self.persist = 4 * x.size
+        elif name == "pcan":
+            if ins[1].size != x.size or o[0] > 63:
+                raise self.fail("signal and noise of one size, snr_shift 0..63", "x")
+            wn = kv.get("shape", (125,))
+            self.param("table", "t", tuple(wn), "i16", init)
+            self.lut = wn[0]
+        elif name == "fblog":
+            if o[0] > 31:
+                raise self.fail("correction_bits %d: 0..31" % o[0], "opts")
+            dt = "i16"
+        self.out = (shape, dt, (1.0, 0))
+
+    def records(self, c):
+        x, y, o, name = self.x[0], self.y, self.o, self.name
+        xo, yo = c.off(x), c.off(y)
+        if name == "window":
+            return [c.record(SWINDOW, [xo, yo, x.size, self.weight.shape[0], o[0]] + c.ref(self.weight))]
+        if name == "fftbits":
+            return [c.record(SFFTBITS, [xo, yo, x.size])]
+        if name == "fftscale":
+            return [c.record(SFFTSCALE, [xo, c.off(self.x[1]), yo, x.size])]
+        if name == "rfft":
+            return [c.record(SRFFT, [xo, yo, x.shape[-1], o[0], self.frames, c.scratch] + c.ref(self.table))]
+        if name == "energy":
+            return [c.record(SENERGY, [xo, yo, o[0], o[1], y.size])]
+        if name == "filterbank":
+            return [c.record(SFBANK, [xo, yo, o[0], x.size, o[1]] + c.ref(self.weight))]
+        if name == "fbsqrt":
+            return [c.record(SFBSQRT, [xo, c.off(self.x[1]), yo, y.size])]
+        if name == "specsub":
+            return [c.record(SSPECSUB, [xo, yo, x.size, c.state] + list(o))]
+        if name == "pcan":
+            return [c.record(SPCAN, [xo, c.off(self.x[1]), yo, x.size, o[0], self.lut] + c.ref(self.table))]
+        return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
+
+
+# --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
+
+KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
+           SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog"}
+
+
+def check(r, E):
+    kind = r.kind
+    if kind == SWINDOW:
+        n, wn = r.range(4, "x", 1, 1 << 24), r.range(5, "w", 1, 1 << 24)
+        if n % wn:
+            r.fail("w", "a window of %d values over %d" % (wn, n))
+        r.range(6, "shift", 0, 31)
+        r.region(2, "x", 2 * n, 2)
+        r.region(3, "y", 2 * n, 2)
+        r.inplace = 2
+        r.tensor(7, "w", ("i16",), 2 * wn)
+    elif kind == SFFTBITS:
+        n = r.range(4, "x", 1, 1 << 24)
+        r.region(2, "x", 2 * n, 2)
+        r.region(3, "y", 4, 4)
+    elif kind == SFFTSCALE:
+        n = r.range(5, "x", 1, 1 << 24)
+        r.region(2, "x", 2 * n, 2)
+        r.region(3, "x", 4, 4)
+        r.region(4, "y", 2 * n, 2)
+        r.inplace = 2
+    elif kind == SRFFT:
+        frame, nfft = r.range(4, "x", 1, MAX_FFT), r.range(5, "fft_length", 4, MAX_FFT)
+        if nfft & (nfft - 1) or frame > nfft:
+            r.fail("fft_length", "%d: a power of two, at least the frame (%d)" % (nfft, frame))
+        frames = r.range(6, "x", 1, (1 << 24) // nfft)
+        r.region(2, "x", 2 * frame * frames, 2)
+        r.region(3, "y", 2 * (nfft + 2) * frames, 2)
+        r.region(7, "scratch", 7 * nfft, 4)
+        r.tensor(8, "table", ("i16",), 3 * nfft)
+    elif kind == SENERGY:
+        n = r.range(6, "y", 1, 1 << 24)
+        end = r.range(5, "end", 0, n)
+        r.range(4, "start", 0, end)
+        r.region(2, "x", 4 * n, 2)
+        r.region(3, "y", 4 * n, 4)
+    elif kind == SFBANK:
+        ch, nin, nw = r.range(4, "channels", 1, 65535), r.range(5, "x", 1, 1 << 24), r.range(6, "w", 1, 65535)
+        r.region(2, "x", 4 * nin, 4)
+        r.region(3, "y", 8 * ch, 4)
+        r.tensor(7, "w", ("i16",), 2 * (2 * nw + 3 * (ch + 1)))
+        t = E.halfs(r[7], r[8], 2 * nw + 3 * (ch + 1))
+        for i in range(ch + 1):  # every channel's bins and weights inside the input and the table
+            f, s, width = t[2 * nw + i], t[2 * nw + ch + 1 + i], t[2 * nw + 2 * (ch + 1) + i]
+            if f < 0 or s < 0 or width < 0 or f + width > nin or s + width > nw:
+                r.fail("w", "channel %d: bins %d+%d of %d, weights %d+%d of %d" % (i, f, width, nin, s, width, nw))
+    elif kind == SFBSQRT:
+        n = r.range(5, "y", 1, 1 << 24)
+        r.region(2, "x", 8 * n, 4)
+        r.region(3, "x", 4, 4)
+        r.region(4, "y", 4 * n, 4)
+    elif kind == SSPECSUB:
+        n = r.range(4, "x", 1, 1 << 24)
+        r.region(2, "x", 4 * n, 4)
+        r.region(3, "y", 8 * n, 4)
+        r.region(5, "state", 4 * n, 4)
+        r.range(11, "smoothing_bits", 0, 31)
+        r.range(12, "spectral_subtraction_bits", 0, 31)
+        r.range(13, "clamping", 0, 1)
+        for i in range(6, 11):
+            r.range(i, "opts", 0, 0x7FFFFFFF)
+    elif kind == SPCAN:
+        n, lut = r.range(5, "x", 1, 1 << 24), r.range(7, "table", 3, 1 << 16)
+        r.range(6, "snr_shift", 0, 63)
+        r.region(2, "x", 4 * n, 4)
+        r.region(3, "x", 4 * n, 4)
+        r.region(4, "y", 4 * n, 4)
+        r.inplace = 2
+        r.tensor(8, "table", ("i16",), 2 * lut)
+        if lut < 4 * 32 - 6 + 3:  # WideDynamicFunction reads lut[4 * msb(x) - 6 + 2], msb up to 32
+            r.fail("table", "%d entries: the gain table needs %d" % (lut, 4 * 32 - 3))
+    elif kind == SFBLOG:
+        n = r.range(4, "x", 1, 1 << 24)
+        r.range(5, "correction_bits", 0, 31)
+        r.range(6, "output_scale", 0, 0x7FFFFFFF)
+        r.region(2, "x", 4 * n, 4)
+        r.region(3, "y", 2 * n, 2)
+
+
+def state(P, k):
+    """specsub's noise estimate, kept across calls (zero at the start, as TFLM's Reset)."""
+    if P[k] & 255 == SSPECSUB:
+        return ((P[k + 5], P[k + 4], 0, 4),)
+    return ()
+
+
+@micropython.native
+def _s32(v):
+    """A uint32 (0..2**32-1) as the int32 word holding its bits."""
+    return v - 0x100000000 if v > 0x7FFFFFFF else v
+
+
+@micropython.native
+def _w16(v):
+    """The low 16 bits of v as an int16 (C's store to an int16_t)."""
+    v &= 0xFFFF
+    return v - 0x10000 if v > 0x7FFF else v
+
+
+@micropython.native
+def msb(x):
+    """signal/src/msb_32.cc's MostSignificantBit32 as the GCC build has it (32 for 0); any
+    width (MostSignificantBit64 for nonzero x)."""
+    if not x:
+        return 32
+    n = 0
+    while x:
+        x >>= 1
+        n += 1
+    return n
+
+
+# window record: 2 XO 3 YO 4 N 5 WN (window length; N a multiple) 6 SHIFT 7 8 w [WN] i16
+
+@micropython.native
+def window(E, P, k):
+    a, w = E.view(2), E.s8[P[k + 7]]  # (int16 tensors read as byte pairs: views made once, no heap)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    n = P[k + 4]
+    wn = P[k + 5]
+    sh = P[k + 6]
+    w0 = P[k + 8]
+    j = 0
+    for i in range(n):
+        v = (a[xo + i] * (w[w0 + 2 * j] & 255 | w[w0 + 2 * j + 1] << 8)) >> sh
+        a[yo + i] = -32768 if v < -32768 else 32767 if v > 32767 else v
+        j += 1
+        if j == wn:
+            j = 0
+
+
+# fftbits record: 2 XO 3 YO (one int32) 4 N. fftscale record: 2 XO 3 SO (the bits) 4 YO 5 N
+
+@micropython.native
+def fftbits(E, P, k):
+    a = E.view(2)
+    xo, n = P[k + 2] // 2, P[k + 4]
+    top = 0
+    for i in range(n):  # MaxAbs16: an int16, so |-32768| wraps to -32768 (and stays below what follows)
+        v = a[xo + i]
+        if v > top:
+            top = v
+        elif -v > top:
+            top = _w16(-v)
+    bits = 16 - msb(top & 0xFFFFFFFF) - 1
+    y = E.view(4)
+    y[P[k + 3] // 4] = bits if bits > 0 else 0
+
+
+@micropython.native
+def fftscale(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    s = E.view(4)[P[k + 3] // 4] & 31  # (fftbits' 0..15; any word: no huge shift)
+    yo = P[k + 4] // 2
+    n = P[k + 5]
+    for i in range(n):
+        a[yo + i] = _w16(a[xo + i] << s)
+
+
+# rfft record: 2 XO 3 YO 4 FRAME (values per frame) 5 NFFT 6 FRAMES 7 SCRATCH (7 NFFT / 4 int32:
+# the zero-padded frame, kiss_fftr's buffer of NFFT/2 complex, the table's copy, all int16)
+# 8 9 t [3 NFFT / 2] i16: kiss_fft's
+# twiddles of the NFFT/2-point complex FFT (re, im pairs), then kiss_fftr's NFFT/4 super twiddles,
+# floor(0.5 + 32767 cos|sin(phase)) computed at pack time in double precision as kiss_fft does.
+# y: NFFT/2 + 1 complex int16 per frame.
+
+@micropython.native
+def rfft(E, P, k):
+    a, t = E.view(2), E.s8[P[k + 8]]
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    frame = P[k + 4]
+    nfft = P[k + 5]
+    frames = P[k + 6]
+    so = P[k + 7] // 2
+    t0 = P[k + 9]
+    buf, tw = so + nfft, so + 2 * nfft
+    for i in range(3 * nfft // 2):  # the table into the scratch (int16 reads of the arena)
+        a[tw + i] = t[t0 + 2 * i] & 255 | t[t0 + 2 * i + 1] << 8
+    for f in range(frames):
+        for i in range(frame):
+            a[so + i] = a[xo + f * frame + i]
+        for i in range(frame, nfft):
+            a[so + i] = 0
+        kiss_fftr(a, so, a, buf, a, yo + f * (nfft + 2), a, tw, nfft)
+
+
+@micropython.native
+def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
+    """kiss_fftr (FIXED_POINT 16) of nfft int16 reals x[x0:] into nfft/2 + 1 complex y[y0:],
+    with the nfft/2-point complex FFT in w[w0:] (kiss_fft's tmpbuf): every store an int16."""
+    n = nfft // 2
+    _work(w, w0, x, x0, 1, n, t, t0)
+    s0 = t0 + 2 * n  # the super twiddles
+    tr, ti = _div(w[w0], 16383), _div(w[w0 + 1], 16383)
+    y[y0], y[y0 + 1] = _w16(tr + ti), 0
+    y[y0 + 2 * n], y[y0 + 2 * n + 1] = _w16(tr - ti), 0
+    for j in range(1, n // 2 + 1):
+        pr, pi = _div(w[w0 + 2 * j], 16383), _div(w[w0 + 2 * j + 1], 16383)
+        qr, qi = _div(w[w0 + 2 * (n - j)], 16383), _div(_w16(-w[w0 + 2 * (n - j) + 1]), 16383)
+        f1r = _w16(pr + qr)
+        f1i = _w16(pi + qi)
+        f2r = _w16(pr - qr)
+        f2i = _w16(pi - qi)
+        cr, ci = t[s0 + 2 * (j - 1)], t[s0 + 2 * (j - 1) + 1]
+        twr = _w16((f2r * cr - f2i * ci + 16384) >> 15)
+        twi = _w16((f2r * ci + f2i * cr + 16384) >> 15)
+        y[y0 + 2 * j], y[y0 + 2 * j + 1] = _w16((f1r + twr) >> 1), _w16((f1i + twi) >> 1)
+        y[y0 + 2 * (n - j)], y[y0 + 2 * (n - j) + 1] = _w16((f1r - twr) >> 1), _w16((twi - f1i) >> 1)
+
+
+@micropython.native
+def _div(v, m):
+    """kiss_fft's DIVSCALAR: v * (SAMP_MAX / k), rounded, as an int16 (m = 32767 // k)."""
+    return _w16((v * m + 16384) >> 15)
+
+
+@micropython.native
+def _work(o, o0, f, f0, stride, n, t, t0):
+    """kiss_fft's kf_work: the n-point complex FFT of f[f0::stride] (int16 pairs) into o[o0:],
+    radix 4 while n is a multiple of 4, then radix 2 (kf_factor's order for a power of two);
+    twiddles t[t0 + 2 * j * stride] of the full-size FFT."""
+    p = 4 if n % 4 == 0 else 2
+    m = n // p
+    if m == 1:
+        for j in range(p):
+            o[o0 + 2 * j], o[o0 + 2 * j + 1] = f[f0 + 2 * j * stride], f[f0 + 2 * j * stride + 1]
+    else:
+        for j in range(p):
+            _work(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0)
+    if p == 2:
+        for j in range(m):
+            a, b = o0 + 2 * j, o0 + 2 * (j + m)
+            ar, ai = _div(o[a], 16383), _div(o[a + 1], 16383)
+            br, bi = _div(o[b], 16383), _div(o[b + 1], 16383)
+            cr, ci = t[t0 + 2 * j * stride], t[t0 + 2 * j * stride + 1]
+            sr = _w16((br * cr - bi * ci + 16384) >> 15)
+            si = _w16((br * ci + bi * cr + 16384) >> 15)
+            o[b], o[b + 1] = _w16(ar - sr), _w16(ai - si)
+            o[a], o[a + 1] = _w16(ar + sr), _w16(ai + si)
+        return
+    for j in range(m):
+        i0 = o0 + 2 * j
+        i1 = o0 + 2 * (j + m)
+        i2 = o0 + 2 * (j + 2 * m)
+        i3 = o0 + 2 * (j + 3 * m)
+        f0r, f0i = _div(o[i0], 8191), _div(o[i0 + 1], 8191)
+        f1r, f1i = _div(o[i1], 8191), _div(o[i1 + 1], 8191)
+        f2r, f2i = _div(o[i2], 8191), _div(o[i2 + 1], 8191)
+        f3r, f3i = _div(o[i3], 8191), _div(o[i3 + 1], 8191)
+        c = t0 + 2 * j * stride
+        s0r = _w16((f1r * t[c] - f1i * t[c + 1] + 16384) >> 15)
+        s0i = _w16((f1r * t[c + 1] + f1i * t[c] + 16384) >> 15)
+        c = t0 + 4 * j * stride
+        s1r = _w16((f2r * t[c] - f2i * t[c + 1] + 16384) >> 15)
+        s1i = _w16((f2r * t[c + 1] + f2i * t[c] + 16384) >> 15)
+        c = t0 + 6 * j * stride
+        s2r = _w16((f3r * t[c] - f3i * t[c + 1] + 16384) >> 15)
+        s2i = _w16((f3r * t[c + 1] + f3i * t[c] + 16384) >> 15)
+        s5r, s5i = _w16(f0r - s1r), _w16(f0i - s1i)
+        f0r, f0i = _w16(f0r + s1r), _w16(f0i + s1i)
+        s3r, s3i = _w16(s0r + s2r), _w16(s0i + s2i)
+        s4r, s4i = _w16(s0r - s2r), _w16(s0i - s2i)
+        o[i2], o[i2 + 1] = _w16(f0r - s3r), _w16(f0i - s3i)
+        o[i0], o[i0 + 1] = _w16(f0r + s3r), _w16(f0i + s3i)
+        o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
+        o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+
+
+# energy record: 2 XO (complex int16) 3 YO (uint32) 4 START 5 END 6 N
+
+@micropython.native
+def energy(E, P, k):
+    a, y = E.view(2), E.view(4)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 4
+    start = P[k + 4]
+    end = P[k + 5]
+    n = P[k + 6]
+    for i in range(n):
+        if start <= i < end:
+            re, im = a[xo + 2 * i], a[xo + 2 * i + 1]
+            y[yo + i] = _s32((re * re + im * im) & 0xFFFFFFFF)
+        else:
+            y[yo + i] = 0  # (TFLM leaves these bytes as they were; micro_speech zeroes them after)
+
+
+# filterbank record: 2 XO (uint32 [NIN]) 3 YO (CH uint64 as lo, hi words) 4 CH 5 NIN 6 NW 7 8 w
+# (i16: weights [NW], unweights [NW], then CH + 1 each of frequency starts, weight starts, widths)
+
+@micropython.native
+def _h(s, i):
+    """The int16 at byte i of a signed byte view."""
+    return s[i] & 255 | s[i + 1] << 8
+
+
+@micropython.native
+def filterbank(E, P, k):
+    a, w = E.view(4), E.s8[P[k + 7]]
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    ch = P[k + 4]
+    nw = P[k + 6]
+    w0 = P[k + 8]
+    fs, ws, wd = w0 + 4 * nw, w0 + 4 * nw + 2 * (ch + 1), w0 + 4 * nw + 4 * (ch + 1)  # (bytes)
+    acc = 0
+    for i in range(ch + 1):
+        un = 0
+        f, s = _h(w, fs + 2 * i), w0 + 2 * _h(w, ws + 2 * i)
+        for j in range(_h(w, wd + 2 * i)):
+            v = a[xo + f + j] & 0xFFFFFFFF
+            acc += _h(w, s + 2 * j) * v
+            un += _h(w, s + 2 * (nw + j)) * v
+        if i:  # (channel 0 of TFLM's work area is scratch)
+            if acc < 0 or acc >> 64:  # (negative weights: uint64 wraparound, as TFLM's)
+                acc &= 0xFFFFFFFFFFFFFFFF
+            a[yo + 2 * (i - 1)] = _s32(acc & 0xFFFFFFFF)
+            a[yo + 2 * (i - 1) + 1] = _s32(acc >> 32)
+        acc = un
+
+
+@micropython.native
+def sqrt32(num):
+    """signal/src/square_root_32.cc's Sqrt32 (a uint16 result)."""
+    if num == 0:
+        return 0
+    res = 0
+    top = (32 - msb(num)) | 1
+    bit = 1 << (31 - top)
+    for _ in range((31 - top) // 2 + 1):
+        if num >= res + bit:
+            num -= res + bit
+            res = (res >> 1) + bit
+        else:
+            res >>= 1
+        bit >>= 2
+    if num > res and res != 0xFFFF:
+        res += 1
+    return res & 0xFFFF
+
+
+@micropython.native
+def sqrt64(num):
+    """signal/src/square_root_64.cc's Sqrt64 (its 32-bit shortcut included)."""
+    if num >> 32 == 0:
+        return sqrt32(num)
+    res = 0
+    top = (64 - msb(num)) | 1
+    bit = 1 << (63 - top)
+    for _ in range((63 - top) // 2 + 1):
+        if num >= res + bit:
+            num -= res + bit
+            res = (res >> 1) + bit
+        else:
+            res >>= 1
+        bit >>= 2
+    if num > res and res != 0xFFFFFFFF:
+        res += 1
+    return res & 0xFFFFFFFF
+
+
+# fbsqrt record: 2 XO (uint64 lo, hi words) 3 SO (the scale bits, int32) 4 YO (uint32) 5 N
+
+@micropython.native
+def fbsqrt(E, P, k):
+    a = E.view(4)
+    xo, yo, n = P[k + 2] // 4, P[k + 4] // 4, P[k + 5]
+    s = a[P[k + 3] // 4] & 31  # (a uint32 shifted by an int: the shift is taken mod 32, as x86 does)
+    for i in range(n):
+        v = (a[xo + 2 * i] & 0xFFFFFFFF) | (a[xo + 2 * i + 1] & 0xFFFFFFFF) << 32
+        a[yo + i] = _s32(sqrt64(v) >> s)
+
+
+# specsub record: 2 XO (uint32 [N]) 3 YO ([2N]: the output, then the noise estimate) 4 N
+# 5 STATE (the noise estimate, uint32 [N], kept across calls) 6 SMOOTHING 7 ONE_MINUS
+# 8 ALT_SMOOTHING 9 ALT_ONE_MINUS 10 MIN_SIGNAL_REMAINING 11 SMOOTHING_BITS 12 SS_BITS 13 CLAMP
+
+@micropython.native
+def specsub(E, P, k):
+    a = E.view(4)
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    n = P[k + 4]
+    so = P[k + 5] // 4
+    sb = P[k + 11]
+    ssb = P[k + 12]
+    clamp = P[k + 13]
+    floor_m = P[k + 10]
+    for i in range(n):
+        sm, om = P[k + 6], P[k + 7]
+        if i & 1:  # (odd channels: the alternate smoothing)
+            sm, om = P[k + 8], P[k + 9]
+        x = a[xo + i] & 0xFFFFFFFF
+        up = (x << sb) & 0xFFFFFFFF
+        # (two products of uint32 and int32 < 2**64: the uint64 sum never wraps)
+        est = ((up * sm + (a[so + i] & 0xFFFFFFFF) * om) >> ssb) & 0xFFFFFFFF
+        a[so + i] = _s32(est)
+        if est > up:
+            est = up
+            if clamp:
+                a[so + i] = _s32(est)
+        fl = ((x * floor_m) >> ssb) & 0xFFFFFFFF
+        sub = (up - est) >> sb
+        a[yo + i] = _s32(sub if sub > fl else fl)
+        a[yo + n + i] = a[so + i]
+
+
+# pcan record: 2 XO (uint32 [N]) 3 NO (the noise estimate, uint32 [N]) 4 YO 5 N 6 SNR_SHIFT
+# 7 L (gain table entries) 8 9 t [L] i16: signal/src/pcan_argc_fixed.cc
+
+@micropython.native
+def pcan(E, P, k):
+    a, lut = E.view(4), E.s8[P[k + 8]]
+    xo = P[k + 2] // 4
+    no = P[k + 3] // 4
+    yo = P[k + 4] // 4
+    n = P[k + 5]
+    shift = P[k + 6]
+    l0 = P[k + 9]
+    for i in range(n):
+        gain = _wide(a[no + i] & 0xFFFFFFFF, lut, l0) & 0xFFFFFFFF  # (an int16 made uint32)
+        snr = (((a[xo + i] & 0xFFFFFFFF) * gain) >> shift) & 0xFFFFFFFF
+        if snr < 2 << 12:  # PcanShrink: x*x/4 below 2, x - 1 above (12 fraction bits in, 6 out)
+            v = ((snr * snr) & 0xFFFFFFFF) >> 20
+        else:
+            v = ((snr >> 6) - 64) & 0xFFFFFFFF
+        a[yo + i] = _s32(v)
+
+
+@micropython.native
+def _wide(x, lut, l0):
+    """WideDynamicFunction: the gain of noise estimate x from the piecewise table (int16)."""
+    if x <= 2:
+        return _h(lut, l0 + 2 * x)
+    interval = msb(x)
+    b = l0 + 2 * (4 * interval - 6)
+    frac = _w16(((x << (11 - interval)) if interval < 11 else (x >> (interval - 11))) & 0xFFFFFFFF) & 0x3FF
+    r = (_h(lut, b + 4) * frac) >> 5
+    r += ((_h(lut, b + 2) & 0xFFFFFFFF) << 5) & 0xFFFFFFFF
+    r = _s32(r & 0xFFFFFFFF)
+    r = _s32((r * frac) & 0xFFFFFFFF)
+    r = (r + (1 << 14)) >> 15
+    r += _h(lut, b)
+    return _w16(r)
+
+
+# fblog record: 2 XO (uint32 [N]) 3 YO (int16) 4 N 5 CORRECTION_BITS 6 OUTPUT_SCALE
+
+_LOG_LUT = (0, 224, 442, 654, 861, 1063, 1259, 1450, 1636, 1817, 1992, 2163, 2329, 2490, 2646, 2797, 2944, 3087,
+            3224, 3358, 3487, 3611, 3732, 3848, 3960, 4068, 4172, 4272, 4368, 4460, 4549, 4633, 4714, 4791, 4864,
+            4934, 5001, 5063, 5123, 5178, 5231, 5280, 5326, 5368, 5408, 5444, 5477, 5507, 5533, 5557, 5578, 5595,
+            5610, 5622, 5631, 5637, 5640, 5641, 5638, 5633, 5626, 5615, 5602, 5586, 5568, 5547, 5524, 5498, 5470,
+            5439, 5406, 5370, 5332, 5291, 5249, 5203, 5156, 5106, 5054, 5000, 4944, 4885, 4825, 4762, 4697, 4630,
+            4561, 4490, 4416, 4341, 4264, 4184, 4103, 4020, 3935, 3848, 3759, 3668, 3575, 3481, 3384, 3286, 3186,
+            3084, 2981, 2875, 2768, 2659, 2549, 2437, 2323, 2207, 2090, 1971, 1851, 1729, 1605, 1480, 1353, 1224,
+            1094, 963, 830, 695, 559, 421, 282, 142, 0, 0)
+
+
+@micropython.native
+def log32(x, scale):
+    """signal/src/log.cc's Log32 (x > 1)."""
+    integer = msb(x) - 1
+    frac = x - (1 << integer)  # (an int32 in TFLM: x < 2**32 keeps it in range after the shift)
+    if integer < 16:
+        frac <<= 16 - integer
+    else:
+        frac >>= integer - 16
+    frac = _s32(frac & 0xFFFFFFFF)
+    seg = (frac >> 9) & 0xFFFFFFFF
+    c0, c1 = _LOG_LUT[seg], _LOG_LUT[seg + 1]
+    rel = ((c1 - c0) * (frac - 512 * seg)) >> 16
+    log2 = (((integer << 16) & 0xFFFFFFFF) + ((frac + c0 + rel) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    loge = ((45426 * log2 + 32768) >> 16) & 0xFFFFFFFF
+    return (((scale * loge) & 0xFFFFFFFF) + 32768 & 0xFFFFFFFF) >> 16
+
+
+@micropython.native
+def fblog(E, P, k):
+    a, y = E.view(4), E.view(2)
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 2
+    n = P[k + 4]
+    cb = P[k + 5]
+    scale = P[k + 6]
+    for i in range(n):
+        v = ((a[xo + i] & 0xFFFFFFFF) << cb) & 0xFFFFFFFF
+        if v > 1:
+            v = log32(v, scale)
+            y[yo + i] = v if v < 32767 else 32767
+        else:
+            y[yo + i] = 0

@@ -1,0 +1,410 @@
+"""TFLite Micro's signal library (the custom ops Signal*: micro_speech's audio front end) against
+TFLM itself: micro_speech's audio preprocessors (tests/golden/thirdparty/tflite-micro/
+audio_preprocessor_int8.tflite and _float.tflite: window, FFT auto scale, int16 RFFT, energy,
+filter bank, its square root, spectral subtraction, PCAN, log, then int32 / float32 arithmetic)
+packed with `mpy-lazy pack` and run frame after frame, as TFLM runs them on one interpreter
+(the spectral subtraction's noise estimate carries from each frame to the next), on CPython
+(the pure kernels) and on the MicroPython unix port: every output element equal. Frames:
+silence, quiet and loud noise, tones, full-scale square waves (-32768 included), seeded."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+pytest.importorskip("tflite")
+
+from conftest import ROOT  # noqa: E402
+from host_util import Board, cli, kernel_path, run_cli  # noqa: E402,F401 (cli: fixture)
+
+import mpy_lazy  # noqa: E402
+from mpy_lazy import model as mmodel  # noqa: E402
+
+DIR = os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro")
+MODELS = ("audio_preprocessor_int8", "audio_preprocessor_float")
+
+
+def frames(n=24, seed=3):
+    """n frames of 480 int16 samples (30 ms at 16 kHz) of varied loudness and content."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(480)
+    out = [np.zeros(480, np.int16)]
+    for k in range(1, n):
+        kind = k % 6
+        if kind == 0:
+            x = rng.normal(0, 10 ** rng.uniform(0, 4.3), 480)
+        elif kind == 1:
+            x = 20000 * np.sin(2 * np.pi * rng.uniform(50, 7900) * t / 16000) + rng.normal(0, 50, 480)
+        elif kind == 2:
+            x = np.where((t // rng.integers(2, 40)) % 2, 32767, -32768)
+        elif kind == 3:
+            x = rng.integers(-32768, 32768, 480)
+        elif kind == 4:
+            x = rng.normal(0, 3, 480)
+        else:
+            x = sum(rng.uniform(500, 8000) * np.sin(2 * np.pi * f * t / 16000) for f in rng.uniform(100, 4000, 3))
+        out.append(np.clip(np.round(x), -32768, 32767).astype(np.int16))
+    return out
+
+
+class Case:
+    def __init__(self, name, workdir):
+        self.name = name
+        self.src = os.path.join(DIR, name + ".tflite")
+        self.xs = frames()
+        self.want = [np.asarray(y).reshape(-1).tolist() for y in tflm_ref.run(self.src, self.xs)]
+        self.pack = os.path.join(workdir, name + ".mpyl")
+        run_cli("pack", self.src, "-o", self.pack)
+        with open(self.pack, "rb") as f:
+            self.data = f.read()
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("signal"))
+    out = {name: Case(name, workdir) for name in MODELS}
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump([[x.tolist()] for x in c.xs], f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
+    board = Board(workdir, "signal", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+def test_frames_reach_every_path(cases):
+    """The frames give varied outputs (not all clamped): the test can fail."""
+    want = np.array(cases[0]["audio_preprocessor_int8"].want)
+    assert (want.max(axis=1) > -128).sum() >= 2 * len(want) // 3
+    assert want.min() == -128 and want.max() == 127 and len(np.unique(want)) > 80
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_cpython_matches_tflm(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        for k, (x, want) in enumerate(zip(c.xs, c.want)):
+            m(x.tolist())
+            assert m.tolist() == want, (name, k)
+        m.reset()  # the noise estimate starts again: the first frame's answer again
+        m(c.xs[0].tolist())
+        assert m.tolist() == c.want[0]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_micropython_matches_tflm(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert len(r["ys"]) == len(c.xs)
+    for k, (got, want) in enumerate(zip(r["ys"], c.want)):
+        assert got[0] == want, (name, k)
+    if "int8" in name:  # (the float model's last two ops box their floats on the unix port)
+        assert r["alloc"] == [0] * len(c.xs), r["alloc"]
+
+
+def test_state_carries_over_frames(cases):
+    """The same frame twice gives two answers (the noise estimate moved), as in TFLM."""
+    c = cases[0]["audio_preprocessor_int8"]
+    x = c.xs[3]
+    ys = tflm_ref.run(c.src, [x, x])
+    assert not np.array_equal(ys[0], ys[1])
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        got = []
+        for _ in range(2):
+            m(x.tolist())
+            got.append(m.tolist())
+    assert got == [np.asarray(y).reshape(-1).tolist() for y in ys]
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "micro_speech", "speech.py")
+WAVS = ("yes_1000ms", "no_1000ms")
+
+
+def tflm_speech(wav):
+    """TFLM's micro_speech: the int8 front end over 49 windows (one interpreter), then the keyword
+    model: (features [49 x 40] int8, scores [4] int8)."""
+    with open(os.path.join(DIR, wav + ".wav"), "rb") as f:
+        pcm = np.frombuffer(f.read()[44:], np.int16)
+    frames_ = [pcm[320 * i:320 * i + 480] for i in range(49)]
+    feats = np.array(tflm_ref.run(os.path.join(DIR, "audio_preprocessor_int8.tflite"), frames_)).reshape(-1)
+    scores = tflm_ref.run(os.path.join(DIR, "micro_speech_quantized.tflite"), [feats.astype(np.int8).reshape(1, -1)])
+    return feats, np.asarray(scores[0]).reshape(-1)
+
+
+def test_micro_speech_end_to_end(tmp_path):
+    """examples/micro_speech/speech.py as written, on the unix port, from a ROMFS image of both
+    containers and TFLM's "yes" and "no" recordings: every score equal to TFLM's pipeline, and
+    the words recognized."""
+    from conftest import run_micropython
+
+    packs = []
+    for src, name in (("audio_preprocessor_int8", "frontend"), ("micro_speech_quantized", "model")):
+        packs.append(str(tmp_path / (name + ".mpyl")))
+        run_cli("pack", os.path.join(DIR, src + ".tflite"), "-o", packs[-1])
+    image = str(tmp_path / "speech.romfs")
+    run_cli("romfs", *packs, *[os.path.join(DIR, w + ".wav") for w in WAVS], "-o", image, "-q")
+    with open(EXAMPLE) as f:
+        script = f.read()
+    r = run_micropython("import vfs\nf = open(%r, 'rb'); vfs.mount(vfs.VfsRom(f.read()), '/rom'); f.close()\n"
+                        % image + script, heapsize="2M", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = {line.split()[0][:-4]: line for line in r.stdout.splitlines()}
+    for wav, word in zip(WAVS, ("yes", "no")):
+        _, scores = tflm_speech(wav)
+        assert ("%s.wav %s %s" % (wav, word, scores.tolist())) == got[wav], r.stdout
+        assert int(np.argmax(scores)) == ("silence", "unknown", "yes", "no").index(word)
+
+
+# --- each op alone: one-op models (TFLM's schema module, flexbuffer options) on edge inputs -------
+
+from flatbuffers import flexbuffers  # noqa: E402
+from test_tflite_elem import model  # noqa: E402
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+CUSTOM = S.BuiltinOperator.CUSTOM
+I16 = np.iinfo(np.int16)
+
+
+def _custom(name, opts, tensors, inputs, outputs, op_inputs):
+    return model(CUSTOM, tensors, inputs, outputs, op_inputs, custom=(name, flexbuffers.Dumps(opts)))
+
+
+def _edges16(rng, shape):
+    x = rng.integers(I16.min, I16.max, shape, endpoint=True).astype(np.int16)
+    e = x.reshape(-1)
+    e[:min(4, e.size)] = (-32768, 32767, 0, -1)[:e.size]
+    return x
+
+
+def one_op_models():
+    """name -> (.tflite bytes, [a list of inputs per invoke, in order])."""
+    rng = np.random.default_rng(11)
+    out = {}
+    for shift in (0, 7, 15):
+        w = _edges16(rng, (64,))
+        out["window%d" % shift] = _custom("SignalWindow", {"shift": shift}, [
+            ((3, 64), "i16", None, None), ((64,), "i16", None, w), ((3, 64), "i16", None, None)],
+            [0], [2], [0, 1]), [[_edges16(rng, (3, 64))]]
+    xs = [np.zeros(40, np.int16), np.full(40, -32768, np.int16), (rng.integers(-300, 300, 40)).astype(np.int16),
+          _edges16(rng, (40,)), np.array([1] * 40, np.int16)]
+    out["fft_auto_scale"] = _custom("SignalFftAutoScale", {}, [
+        ((40,), "i16", None, None), ((40,), "i16", None, None), ((), "i32", None, None)],
+        [0], [1, 2], [0]), [[x] for x in xs]
+    for nfft, frame, frames in ((4, 3, 1), (16, 16, 2), (64, 50, 3), (512, 480, 1)):
+        x = _edges16(rng, (frames, frame))
+        quiet = (rng.normal(0, 200, (frames, frame))).astype(np.int16)
+        out["rfft%d" % nfft] = _custom("SignalRfft", {"fft_length": nfft, "T": 7}, [
+            ((frames, frame), "i16", None, None), ((frames, nfft + 2), "i16", None, None)],
+            [0], [1], [0]), [[x], [quiet]]
+    out["energy"] = _custom("SignalEnergy", {"start_index": 3, "end_index": 60}, [
+        ((130,), "i16", None, None), ((65,), "u32", None, None)], [0], [1], [0]), [[_edges16(rng, (130,))]]
+    ch, nin = 12, 90
+    widths = rng.integers(1, 9, ch + 1).astype(np.int16)
+    starts = np.minimum(np.cumsum(np.r_[0, widths[:-1]]) // 2, nin - 9).astype(np.int16)
+    wstarts = np.cumsum(np.r_[0, widths[:-1]]).astype(np.int16)
+    nw = int(wstarts[-1] + widths[-1])
+    weights = rng.integers(0, 4096, nw).astype(np.int16)
+    unweights = (4096 - weights).astype(np.int16)
+    energies = rng.integers(0, 1 << 32, nin, dtype=np.uint64).astype(np.uint32)
+    energies[:3] = (0xFFFFFFFF, 0, 1)
+    out["filter_bank"] = _custom("SignalFilterBank", {"num_channels": ch}, [
+        ((nin,), "u32", None, None), ((nw,), "i16", None, weights), ((nw,), "i16", None, unweights),
+        ((ch + 1,), "i16", None, starts), ((ch + 1,), "i16", None, wstarts), ((ch + 1,), "i16", None, widths),
+        ((ch,), "u64", None, None)], [0], [6], [0, 1, 2, 3, 4, 5]), [[energies]]
+    for clamping in (False, True):
+        opts = {"alternate_one_minus_smoothing": 15401, "alternate_smoothing": 983, "clamping": clamping,
+                "min_signal_remaining": 819, "num_channels": 20, "one_minus_smoothing": 15975, "smoothing": 409,
+                "smoothing_bits": 10, "spectral_subtraction_bits": 14}
+        xs = [rng.integers(0, 1 << (4 * k + 4), 20, dtype=np.uint64).astype(np.uint32) for k in range(6)]
+        xs[3][:2] = (0xFFFFFFFF, 0)
+        out["spectral_subtraction%d" % clamping] = _custom("SignalFilterBankSpectralSubtraction", opts, [
+            ((20,), "u32", None, None), ((20,), "u32", None, None), ((20,), "u32", None, None)],
+            [0], [1, 2], [0]), [[x] for x in xs + xs[::-1]]
+    lut = _pcan_lut()
+    x = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32) >> rng.integers(0, 32, 64).astype(np.uint32)
+    noise = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32) >> rng.integers(0, 32, 64).astype(np.uint32)
+    noise[:4] = (0, 1, 2, 3)
+    for shift in (6, 20):
+        out["pcan%d" % shift] = _custom("SignalPCAN", {"snr_shift": shift}, [
+            ((64,), "u32", None, None), ((64,), "u32", None, None), ((125,), "i16", None, lut),
+            ((64,), "u32", None, None)], [0, 1], [3], [0, 1, 2]), [[x, noise]]
+    x = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32) >> rng.integers(0, 32, 64).astype(np.uint32)
+    x[:5] = (0, 1, 2, 0xFFFFFFFF, 0x80000000)
+    for bits, scale in ((0, 64), (3, 64), (7, 1 << 20)):
+        out["fb_log%d_%d" % (bits, scale)] = _custom("SignalFilterBankLog", {
+            "input_correction_bits": bits, "output_scale": scale}, [
+            ((64,), "u32", None, None), ((64,), "i16", None, None)], [0], [1], [0]), [[x]]
+    return out
+
+
+def _pcan_lut():
+    """micro_speech's PCAN gain table (the front end's constant tensor 8), read from the model."""
+    from host_tools.tflite_import import _Reader
+
+    with open(os.path.join(DIR, "audio_preprocessor_int8.tflite"), "rb") as f:
+        r = _Reader(f.read(), "front end")
+    return r.data(8)
+
+
+def _as_board(v):
+    """A TFLM value as the board holds it: uint32 as int32 bits, uint64 as lo, hi int32 words."""
+    v = np.asarray(v)
+    if v.dtype in (np.uint32, np.uint64):
+        v = v.view(np.int32)
+    return v.reshape(-1).tolist()
+
+
+class OneOp:
+    def __init__(self, name, data, runs, workdir):
+        self.name, self.runs = name, runs
+        self.src = os.path.join(workdir, name + ".tflite")
+        with open(self.src, "wb") as f:
+            f.write(data)
+        ys = tflm_ref.run(self.src, [tuple(x) if len(x) > 1 else x[0] for x in runs], arena_size=1 << 20)
+        self.want = [[_as_board(v) for v in (y if isinstance(y, tuple) else (y,))] for y in ys]
+        self.xs = [[_as_board(v) for v in x] for x in runs]
+        self.pack = os.path.join(workdir, name + ".mpyl")
+        run_cli("pack", self.src, "-o", self.pack)
+        with open(self.pack, "rb") as f:
+            self.data = f.read()
+
+
+@pytest.fixture(scope="module")
+def one_ops(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("signal_ops"))
+    out = {name: OneOp(name, data, runs, workdir) for name, (data, runs) in one_op_models().items()}
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump(c.xs, f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
+    board = Board(workdir, "signal_ops", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+ONE_OPS = list(one_op_models())
+
+
+def _outputs(m):
+    return [m.tolist(i) for i in range(len(m.outputs))]
+
+
+@pytest.mark.parametrize("name", ONE_OPS)
+def test_op_cpython_matches_tflm(one_ops, name):
+    """Each op alone, every invoke in order on one model (state carried), pure kernels."""
+    c = one_ops[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        for k, (x, want) in enumerate(zip(c.xs, c.want)):
+            m(*x)
+            got = _outputs(m)
+            if name == "energy":  # (TFLM writes bins 3..60 only)
+                got, want = [got[0][3:60]], [want[0][3:60]]
+            assert got == want, (name, k)
+
+
+@pytest.mark.parametrize("name", ONE_OPS)
+def test_op_micropython_matches_tflm(one_ops, name):
+    c = one_ops[0][name]
+    r = one_ops[1].get(os.path.basename(c.pack))
+    for k, (got, want) in enumerate(zip(r["ys"], c.want)):
+        if name == "energy":
+            got, want = [got[0][3:60]], [want[0][3:60]]
+        assert got == want, (name, k)
+    assert r["alloc"] == [0] * len(c.xs), r["alloc"]
+
+
+def test_op_host_reference_matches_tflm(one_ops):
+    from host_tools import reference
+    from host_util import tensors_of
+
+    for name, c in one_ops[0].items():
+        container = mpy_lazy.open(c.data)
+        state = {}
+        for k, (x, want) in enumerate(zip(c.xs, c.want)):
+            got = [np.asarray(v).reshape(-1).tolist() for v in
+                   reference.run(container.meta["graph"], tensors_of(container), *[np.array(v) for v in x],
+                                 state=state)]
+            if name == "energy":
+                got, want = [got[0][3:60]], [want[0][3:60]]
+            assert got == want, (name, k)
+
+
+def test_square_roots_are_tflms():
+    """Sqrt32 / Sqrt64 (signal/src/square_root_*.cc) as their comments specify them: the integer
+    root, plus one where the remainder exceeds it (rounded), never past all ones; Sqrt64 takes
+    the 32-bit one below 2**32. (The one-op model cannot feed TFLM a scalar scale input: the
+    front ends' every-value test covers the op.)"""
+    import math
+
+    from mpy_lazy.ops.signal import sqrt64
+
+    rng = np.random.default_rng(5)
+    ns = [0, 1, 2, 3, 4, 8, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 64 - 1, 2 ** 62, (2 ** 32 - 1) ** 2]
+    ns += [int(v) >> int(s) for v, s in zip(rng.integers(0, 2 ** 63, 2000, dtype=np.uint64),
+                                             rng.integers(0, 63, 2000))]
+    for n in ns:
+        r = math.isqrt(n)
+        top = 0xFFFF if n < 2 ** 32 else 0xFFFFFFFF
+        if n - r * r > r and r != top:
+            r += 1
+        assert sqrt64(n) == r, n
+
+
+def _refusals():
+    """name -> (.tflite bytes, words the one-line refusal names)."""
+    t16 = ((480,), "i16", None, None)
+    w = np.ones(480, np.int16)
+    lut = np.zeros(125, np.int16)
+    return {
+        "rfft_not_power_of_two": (_custom("SignalRfft", {"fft_length": 480, "T": 7}, [
+            t16, ((482,), "i16", None, None)], [0], [1], [0]), ("SignalRfft", "fft_length 480", "powers of two")),
+        "rfft_int32": (_custom("SignalRfft", {"fft_length": 512, "T": 2}, [
+            ((480,), "i32", None, None), ((514,), "i32", None, None)], [0], [1], [0]), ("SignalRfft", "int16")),
+        "window_no_options": (_custom("SignalWindow", {}, [t16, ((480,), "i16", None, w), t16], [0], [2], [0, 1]),
+                              ("SignalWindow", "lack 'shift'")),
+        "window_shift": (_custom("SignalWindow", {"shift": 40}, [t16, ((480,), "i16", None, w), t16], [0], [2],
+                                 [0, 1]), ("SignalWindow", "shift 40")),
+        "energy_range": (_custom("SignalEnergy", {"start_index": 9, "end_index": 300}, [
+            ((514,), "i16", None, None), ((257,), "u32", None, None)], [0], [1], [0]), ("SignalEnergy", "start_index 9 .. end_index 300")),
+        "pcan_short_table": (_custom("SignalPCAN", {"snr_shift": 6}, [
+            ((40,), "u32", None, None), ((40,), "u32", None, None), ((100,), "i16", None, lut[:100]),
+            ((40,), "u32", None, None)], [0, 1], [3], [0, 1, 2]), ("SignalPCAN", "gain table of 100")),
+        "log_float": (_custom("SignalFilterBankLog", {"input_correction_bits": 3, "output_scale": 64}, [
+            ((40,), "u32", None, None), ((40,), "f32", None, None)], [0], [1], [0]), ("output 0", "FLOAT32")),
+        "uint32_into_add": (model(S.BuiltinOperator.ADD, [((40,), "u32", None, None)] * 3, [0, 1], [2], [0, 1]),
+                            ("(ADD)", "uint32")),
+        "uint32_to_float": (model(S.BuiltinOperator.CAST, [((40,), "u32", None, None), ((40,), "f32", None, None)],
+                                  [0], [1], [0]), ("(CAST)", "uint32 and float32")),
+        "int32_div_by_zero": (model(S.BuiltinOperator.DIV, [((40,), "i32", None, None),
+                                                           ((1,), "i32", None, np.zeros(1, np.int32)),
+                                                           ((40,), "i32", None, None)], [0], [2], [0, 1]),
+                              ("(DIV)", "constant 0")),
+        "int32_div_by_value": (model(S.BuiltinOperator.DIV, [((40,), "i32", None, None)] * 3, [0, 1], [2], [0, 1]),
+                               ("(DIV)", "computed value")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_refusals()))
+def test_refused_in_one_line(cli, tmp_path, name):
+    """What the board does not run, or TFLM would not either: one line naming the operator and
+    the reason, no output written."""
+    data, words = _refusals()[name]
+    src = tmp_path / (name + ".tflite")
+    src.write_bytes(data)
+    out = tmp_path / (name + ".mpyl")
+    line = cli.fails("pack", src, "-o", out)
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
