@@ -3,9 +3,6 @@ description, with TFLite Micro's Prepare parameters, for the runtime's room
 mpy_lazy/ops/cast.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)."""
 from . import INT
 
-# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"CAST": "int8 int16 int32 float32"}
-
 
 def op_CAST(r):
     x = r.value(r.ins[0])

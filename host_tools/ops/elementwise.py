@@ -6,12 +6,6 @@ import numpy as np
 
 from .. import tflm
 
-# the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {
-    "MINIMUM": "int8 int16 int32 float32", "MAXIMUM": "int8 int16 int32 float32", "DIV": "int8 float32",
-    "PRELU": "int8 float32"
-}
-
 
 def _operands(r, commutes):
     """(activation, other): other a value name, or (constant codes, their shape attr)."""
