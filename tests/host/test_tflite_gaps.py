@@ -17,6 +17,8 @@ element equal (float32: within float32's rounding).
   not (TFLM's elementwise.cc): Infineon's MobileFaceNet;
 - SOFTMAX on int16 (TFLM's SoftmaxInt16: its two 513-entry interpolated tables, made at pack
   time as TFLM's LUTPopulate makes them), short and long rows, beta: ML-zoo's int16 DS-CNN;
+  int8 SOFTMAX over more than 511 values (up to 4095: TFLM's Q12.19 sum), where its final shift
+  stays within 31 (TFLM asserts beyond: the wheel aborts): Coral's 1001-class classifiers;
 - CONV_2D with biases at int32's edges (a dead channel's -2**31: Seeed's YOLOv5): packed when
   no input can overflow TFLM's accumulator, whatever the conservative |bias| + 255 sum |w| says;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
@@ -150,6 +152,13 @@ def conv_edge_bias(zx):
     return data, [x[0]]
 
 
+def softmax8(n, s_in, seed=29):
+    """An int8 SOFTMAX over n values (TFLM's fixed point: the sum of exps in Q12.19)."""
+    tensors = [((1, n), "i8", (s_in, 0), None), ((1, n), "i8", (1.0 / 256, -128), None)]
+    x = np.random.default_rng(seed).integers(-128, 128, n).astype(np.int8)
+    return model(OP.SOFTMAX, tensors, [0], [1], [0], _opts("SoftmaxOptions", beta=1.0)), [x]
+
+
 def models():
     out = {}
     for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
@@ -163,6 +172,8 @@ def models():
     out["softmax_flat_i16"] = softmax16((1, 2000), 1e-7)  # (every exp near 1: the largest sums)
     out["conv_edge_bias_i8"] = conv_edge_bias(-128)
     out["conv_edge_bias_zx_i8"] = conv_edge_bias(5)
+    out["softmax_1001_i8"] = softmax8(1001, 0.1)  # (Coral's ImageNet classifiers: 1001 classes)
+    out["softmax_4000_i8"] = softmax8(4000, 0.5)
     out["abs_i8"] = unary(OP.ABS, "i8", (0.05, -7), (0.04, -128))
     out["abs_same_scale_i8"] = unary(OP.ABS, "i8", (0.05, 5), (0.05, -128))
     out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))
