@@ -184,8 +184,10 @@ def fold_input_zero_point(bias, w, axis, zx):
     b = np.zeros(per.shape[0], np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
     folded = b - int(zx) * per.sum(axis=1)
     span = np.abs(per).sum(axis=1)
-    worst = max(int(np.max(np.abs(b) + 255 * span)), int(np.max(np.abs(folded) + 128 * span)))
-    if worst > 2 ** 31 - 1:
+    lo, hi = per * (-128 - int(zx)), per * (127 - int(zx))  # TFLM's w * (x - zx), x in -128..127
+    tflm_lo, tflm_hi = b + np.minimum(lo, hi).sum(axis=1), b + np.maximum(lo, hi).sum(axis=1)
+    ours_lo, ours_hi = folded - 128 * span, folded + 128 * span  # (as the board's load check bounds it)
+    if min(int(tflm_lo.min()), int(ours_lo.min())) < -2 ** 31 or max(int(tflm_hi.max()), int(ours_hi.max())) > 2 ** 31 - 1:
         raise ValueError("the int32 accumulator could overflow (a filter of %d values)" % per.shape[1])
     return folded.astype(np.int32)
 

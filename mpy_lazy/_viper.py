@@ -2153,7 +2153,10 @@ def softmax(E, P, k: int):
             pt[0] = scale
             pt[1] = e[top - ((a[xo + i] ^ 0x80) - 0x80)]
             _srdhm(t)
-            _rdbpot(t, ex)
+            if ex > 31:  # (a sum over 2**28: every quotient rounds to 0; no shift by 32 or more)
+                pt[2] = 0
+            else:
+                _rdbpot(t, ex)
             if wide:
                 v = int((pt[2] ^ sg) - sg) - 32768
                 if v < -32768:

@@ -137,10 +137,11 @@ class _Rec:
                           % (c, mq[c], mq[oc + c], top))
 
     def bound(self, bias, sums, oc, xmax, limit):
-        """Every output channel's accumulator within +-limit: |bias| + xmax x sum |w|."""
+        """Every output channel's accumulator within -limit - 1 .. limit: bias +- xmax x sum |w|
+        (a bias of -2**31 over zero weights: TFLM's dead channels)."""
         for o in range(oc):
             b = bias[o] if bias is not None else 0
-            if (b if b >= 0 else -b) + xmax * sums[o] > limit:
+            if b + xmax * sums[o] > limit or b - xmax * sums[o] < -limit - 1:
                 self.fail("bias", "channel %d: bias %d + %d x %d (the weights' sum) can leave the accumulator's range"
                           % (o, b, xmax, sums[o]))
 

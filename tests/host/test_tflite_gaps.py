@@ -17,6 +17,10 @@ element equal (float32: within float32's rounding).
   not (TFLM's elementwise.cc): Infineon's MobileFaceNet;
 - SOFTMAX on int16 (TFLM's SoftmaxInt16: its two 513-entry interpolated tables, made at pack
   time as TFLM's LUTPopulate makes them), short and long rows, beta: ML-zoo's int16 DS-CNN;
+  int8 SOFTMAX over more than 511 values (up to 4095: TFLM's Q12.19 sum), where its final shift
+  stays within 31 (TFLM asserts beyond: the wheel aborts): Coral's 1001-class classifiers;
+- CONV_2D with biases at int32's edges (a dead channel's -2**31: Seeed's YOLOv5): packed when
+  no input can overflow TFLM's accumulator, whatever the conservative |bias| + 255 sum |w| says;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
   scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
 import json
@@ -126,6 +130,35 @@ def softmax16(shape, s_in, beta=1.0, seed=17):
     return data, [x[0] if shape[0] == 1 and len(shape) > 1 else x]
 
 
+def conv_edge_bias(zx):
+    """CONV_2D whose biases sit at int32's edges: channel 0 dead (zero weights, bias -2**31, as
+    Seeed's YOLOv5 has it), channels 1 and 2 as far up and down as neither TFLM's accumulator
+    (bias + sum w (x - zx), x in -128..127) nor the board's (its bias less zx sum w, then
+    +- 128 sum |w|: what its load check bounds) can overflow."""
+    w = _w((3, 3, 3, 3), 19).astype(np.int64)
+    w[0] = 0
+    per = w.reshape(3, -1)
+    lo, hi = per * (-128 - zx), per * (127 - zx)
+    span, total = np.abs(per).sum(axis=1), per.sum(axis=1)
+    top = min(2 ** 31 - 1 - np.maximum(lo, hi)[1].sum(), 2 ** 31 - 1 - 128 * span[1] + zx * total[1])
+    bottom = max(-2 ** 31 - np.minimum(lo, hi)[2].sum(), -2 ** 31 + 128 * span[2] + zx * total[2])
+    b = np.array([-2 ** 31, top, bottom], np.int64)
+    tensors = [((1, 5, 5, 3), "i8", (0.004, zx), None), ((3, 3, 3, 3), "i8", (0.02, 0), w.astype(np.int8)),
+               ((3,), "i32", (0.004 * 0.02, 0), b.astype(np.int32)), ((1, 3, 3, 3), "i8", (2000.0, 0), None)]
+    data = model(OP.CONV_2D, tensors, [0], [3], [0, 1, 2], _opts("Conv2DOptions", padding=1, strideH=1, strideW=1))
+    x = _x("i8", (1, 5, 5, 3), 23)
+    x[0, 0, :3] = -128  # (the extremes: the channels' accumulators reach their bounds)
+    x[0, 1, :3] = 127
+    return data, [x[0]]
+
+
+def softmax8(n, s_in, seed=29):
+    """An int8 SOFTMAX over n values (TFLM's fixed point: the sum of exps in Q12.19)."""
+    tensors = [((1, n), "i8", (s_in, 0), None), ((1, n), "i8", (1.0 / 256, -128), None)]
+    x = np.random.default_rng(seed).integers(-128, 128, n).astype(np.int8)
+    return model(OP.SOFTMAX, tensors, [0], [1], [0], _opts("SoftmaxOptions", beta=1.0)), [x]
+
+
 def models():
     out = {}
     for name, op in (("avgpool", OP.AVERAGE_POOL_2D), ("maxpool", OP.MAX_POOL_2D)):
@@ -137,6 +170,10 @@ def models():
     out["softmax_rows_i16"] = softmax16((1, 3, 4, 10), 0.002, beta=0.7)
     out["softmax_long_i16"] = softmax16((1, 1001), 0.00005)  # (Coral's ImageNet classifiers' length)
     out["softmax_flat_i16"] = softmax16((1, 2000), 1e-7)  # (every exp near 1: the largest sums)
+    out["conv_edge_bias_i8"] = conv_edge_bias(-128)
+    out["conv_edge_bias_zx_i8"] = conv_edge_bias(5)
+    out["softmax_1001_i8"] = softmax8(1001, 0.1)  # (Coral's ImageNet classifiers: 1001 classes)
+    out["softmax_4000_i8"] = softmax8(4000, 0.5)
     out["abs_i8"] = unary(OP.ABS, "i8", (0.05, -7), (0.04, -128))
     out["abs_same_scale_i8"] = unary(OP.ABS, "i8", (0.05, 5), (0.05, -128))
     out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))

@@ -1,5 +1,7 @@
 """Models made by others (tests/golden/thirdparty/: tflite-micro's examples and integration tests,
-MLPerf Tiny's reference models; their source and licence in its README)
+MLPerf Tiny's reference models, and small models of the repositories docs/SURVEY.md surveys:
+Arm's ML-zoo, Seeed's SSCMA zoo, Espressif's and the Pico's TFLM ports, Coral's test data,
+OpenMV's camera models, the Arduino examples; their source and licence in its README)
 against TensorFlow Lite Micro's own interpreter (the tflite-micro wheel, tests/tflm_ref.py):
 packed with `mpy-lazy pack`, run on seeded inputs through TFLM, through mpy-lazy on CPython
 (the pure kernels) and on the MicroPython unix port (viper, from a ROMFS image): every output
@@ -25,7 +27,9 @@ from host_tools.tflite_import import from_tflite  # noqa: E402
 from mpy_lazy import graph as mgraph, model as mmodel  # noqa: E402
 
 DIR = os.path.join(ROOT, "tests", "golden", "thirdparty")
-SOURCES = ("tflite-micro", "mlperf-tiny")  # tensorflow/tflite-micro, mlcommons/tiny
+SOURCES = ("tflite-micro", "mlperf-tiny",  # tensorflow/tflite-micro, mlcommons/tiny
+           "ml-zoo", "sscma-model-zoo", "esp-tflite-micro", "coral-test-data", "openmv", "pico-tflmicro",
+           "tflite-micro-arduino-examples")  # (the surveyed repositories: the README there)
 PATHS = {os.path.basename(p)[:-7]: p for src in SOURCES
          for p in glob.glob(os.path.join(DIR, src, "*.tflite"))}
 NAMES = sorted(PATHS)
@@ -150,7 +154,8 @@ def test_every_value_matches_tflm(cases, name):
     input in order, from mpy-lazy's pure kernels (the model compiled from the container's own
     description and tensors, every value made an output) and from the host reference, against
     TFLM's interpreter keeping every tensor (kPreserveAllTensors): an op that agrees only where
-    a later op saturates is found too. Some value differs between the inputs."""
+    a later op saturates is found too (16 values at a time: a program's outputs). Some value
+    differs between the inputs."""
     import re
 
     from host_tools import reference

@@ -186,7 +186,8 @@ def ref_softmax_row(x, exps, dmax, bits=8):
         if top - v > dmax:
             out.append(lo)
             continue
-        u = ref_rdbpot(ref_srdhm(scale, exps[top - v]), bits_over_unit + 31 - bits) + lo
+        e = bits_over_unit + 31 - bits  # (over 31, a sum past 2**28: TFLM asserts; the quotient is 0)
+        u = (ref_rdbpot(ref_srdhm(scale, exps[top - v]), e) if e <= 31 else 0) + lo
         out.append(lo if u < lo else (hi if u > hi else u))
     return out
 

@@ -169,7 +169,7 @@ def test_dtype_rules():
     refused([Q, "softmax x=a y=b q=0.1,-128 t=t"], 2, "1/256")  # int8 softmax output q
     refused([Q, "softmax x=a y=b q=0.00390625,0 t=t"], 2, "1/256")
     refused([Q, "softmax x=a y=b q=0.00390625,-128"], 2, "t=")
-    refused(["input y=a shape=512 dtype=i8 q=0.1,0", "softmax x=a y=b q=0.00390625,-128 t=t"], 2, "511")
+    refused(["input y=a shape=4096 dtype=i8 q=0.1,0", "softmax x=a y=b q=0.00390625,-128 t=t"], 2, "4095")
     refused([F, "softmax x=a y=b t=t"], 2, "t=")
     refused([Q, "maxpool x=a y=b k=2 q=0.2,0"], 2, "q=")  # int8 pooling keeps the input's q
     refused([Q, "maxpool x=a y=b k=2 q=0.1,0 clamp=5,1"], 2, "clamp")

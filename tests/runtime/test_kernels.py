@@ -1085,6 +1085,34 @@ def test_softmax():
     assert below > 0  # elements below diff_min were reached
 
 
+def test_softmax_long_rows():
+    """Rows of 512..4095 values: near-equal ones push the sum of exps past 2**28, where TFLM's
+    final shift would pass 31 (gemmlowp asserts): every quotient rounds to 0 (the output's
+    minimum), the same on every path; spread ones keep it within 31."""
+    r = Lcg(71)
+    exps, dmax = exp_table(r, None)
+    for n in (512, 1001, 4095) if not small_board() else (1001,):
+        for spread in (0, 2, 255):
+            top = r.int(-100, 127)
+            x = [max(-128, top - r.int(0, spread)) for _ in range(n)]
+            ar = Arena(r, [n, n])
+            xo, yo = ar.offsets
+            ar.put(xo, x)
+            got = ref_softmax_row(x, exps, dmax)
+            for i in range(n):
+                ar.expected[yo + i] = got[i]
+            if spread == 0:
+                assert got == [-128] * n
+            slot = Slot()
+            fields = [0, 0, 0, 0, xo, yo, n, 1, 0, slot.i32(exps)]
+
+            def build(mod):
+                a = ar.fresh()
+                return (lambda: run_record(mod, "softmax", a, (slot.b,), kinds.SOFTMAX, fields)), a
+
+            run_each(build, ar.expected, "softmax n %d spread %d" % (n, spread))
+
+
 def test_softmax_sums_to_one():
     """Sanity of the formula itself: a flat row of n gives 256/n each (rounded), a single
     dominant element gives 255/256 -> 127."""
