@@ -729,6 +729,32 @@ def svdf(ins, kv, qin, tensors, state):
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
 
 
+# --- float functions of one operand: computed in float64 on the float32 input, rounded once
+
+def _f32(fn):
+    def op(ins, kv, qin, tensors):
+        with np.errstate(all="ignore"):
+            return fn(ins[0].astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
+    return op
+
+
+def _rsqrt(ins, kv, qin, tensors):
+    """1.f / sqrtf(x): the square root rounded to float32 first."""
+    with np.errstate(all="ignore"):
+        s = np.sqrt(ins[0].astype(np.float64)).astype(np.float32)
+        return (np.float32(1) / s).astype(np.float64)
+
+
+def _round(ins, kv, qin, tensors):
+    """TFLM's RoundToNearest: halves to the even neighbour."""
+    x = ins[0].astype(np.float32).astype(np.float64)
+    f = np.floor(x)
+    with np.errstate(invalid="ignore"):
+        d = x - f
+        up = (d > 0.5) | ((d == 0.5) & (np.fmod(f, 2) != 0))
+    return np.where(up, f + 1, f)
+
+
 _STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
@@ -749,4 +775,7 @@ _OPS = {
     "minimum": minimum, "maximum": maximum, "div": div, "prelu": prelu, "cast": cast, "resize": resize,
     "layernorm": layernorm,
     "groupnorm": groupnorm,
+    "neg": _f32(np.negative), "sqrt": _f32(np.sqrt), "rsqrt": _rsqrt, "square": _f32(np.square),
+    "exp": _f32(np.exp), "log": _f32(np.log), "sin": _f32(np.sin), "cos": _f32(np.cos),
+    "floor": _f32(np.floor), "ceil": _f32(np.ceil), "round": _round, "elu": _f32(lambda x: np.where(x < 0, np.expm1(x), x)),
 }

@@ -46,6 +46,9 @@ OPTIONS = {
     "UNPACK": ("UnpackOptions", True), "PACK": ("PackOptions", True), "PADV2": ("PadV2Options", False),
     "MIRROR_PAD": ("MirrorPadOptions", False), "DEPTH_TO_SPACE": ("DepthToSpaceOptions", True),
     "SPACE_TO_DEPTH": ("SpaceToDepthOptions", True),
+    "NEG": ("NegOptions", False), "SQRT": (None, False), "RSQRT": (None, False), "SQUARE": ("SquareOptions", False),
+    "EXP": ("ExpOptions", False), "LOG": (None, False), "SIN": (None, False), "COS": ("CosOptions", False),
+    "FLOOR": (None, False), "CEIL": (None, False), "ROUND": (None, False), "ELU": (None, False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -57,7 +60,9 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PRELU": (2, 2), "SVDF": (5, 5), "UNIDIRECTIONAL_SEQUENCE_LSTM": (24, 24),
          "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 2), "SLICE": (3, 3), "SPLIT": (2, 2), "SPLIT_V": (3, 3),
          "UNPACK": (1, 1), "PACK": (1, 10000), "PADV2": (3, 3), "MIRROR_PAD": (2, 2),
-         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1)}
+         "DEPTH_TO_SPACE": (1, 1), "SPACE_TO_DEPTH": (1, 1), "SHAPE": (1, 1),
+         "NEG": (1, 1), "SQRT": (1, 1), "RSQRT": (1, 1), "SQUARE": (1, 1), "EXP": (1, 1), "LOG": (1, 1),
+         "SIN": (1, 1), "COS": (1, 1), "FLOOR": (1, 1), "CEIL": (1, 1), "ROUND": (1, 1), "ELU": (1, 1)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an

@@ -34,6 +34,8 @@ ROOMS = {
     "SQUEEZE": "reshape", "EXPAND_DIMS": "reshape", "SLICE": "slice", "SPLIT": "slice", "SPLIT_V": "slice",
     "UNPACK": "slice", "PACK": "concat", "PADV2": "pad", "MIRROR_PAD": "pad",
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
+    "NEG": "unary", "SQRT": "unary", "RSQRT": "unary", "SQUARE": "unary", "EXP": "unary", "LOG": "unary",
+    "SIN": "unary", "COS": "unary", "FLOOR": "unary", "CEIL": "unary", "ROUND": "unary", "ELU": "unary",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

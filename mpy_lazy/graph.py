@@ -75,6 +75,10 @@ OPS = {
     "resize": (("x", "y", "size", "t"), ("interp", "q")),
     "layernorm": (("x", "y", "w"), ("b", "eps", "over")),
     "groupnorm": (("x", "y", "w", "b"), ("groups", "eps")),
+    # float functions of one operand (ops/unary.py)
+    "neg": (("x", "y"), ()), "sqrt": (("x", "y"), ()), "rsqrt": (("x", "y"), ()), "square": (("x", "y"), ()),
+    "exp": (("x", "y"), ()), "log": (("x", "y"), ()), "sin": (("x", "y"), ()), "cos": (("x", "y"), ()),
+    "floor": (("x", "y"), ()), "ceil": (("x", "y"), ()), "round": (("x", "y"), ()), "elu": (("x", "y"), ()),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -106,6 +106,8 @@ _OPS = {
     "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
     "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
     "groupnorm": "groupnorm",
+    "neg": "unary", "sqrt": "unary", "rsqrt": "unary", "square": "unary", "exp": "unary", "log": "unary",
+    "sin": "unary", "cos": "unary", "floor": "unary", "ceil": "unary", "round": "unary", "elu": "unary",
 }
 
 

@@ -2125,6 +2125,46 @@ def test_float_binary_cast_act():
         close_to([got[len(xs) + i] for i in range(len(xs))], [f32r(form(v)) for v in xs], "act %d" % fn, 1e-5)
 
 
+def test_float_unary():
+    """unary (TFLite's NEG, SQRT, RSQRT, SQUARE, EXP, LOG, SIN, COS, FLOOR, CEIL, ROUND, ELU on
+    float32): each function of the float32 input rounded once to float32 (rsqrt: 1 / the square
+    root rounded to float32), ROUND's halves to even, the signed zeros of FLOOR and CEIL, NaN
+    outside a function's domain, +-inf beyond float32's range, in place too."""
+    r = Lcg(97)
+    inf, nan = float("inf"), float("nan")
+    xs = [f32r(r.int(-4000, 4000) / 64.0) for _ in range(40)] + [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, -3.5,
+                                                                   8388607.5, -8388607.5, 1e20, -1e20, 100.0, -100.0]
+    xs = [f32r(v) for v in xs]
+
+    def rnd(v):
+        f = math.floor(v)
+        return float(f if v - f < 0.5 or v - f == 0.5 and f % 2 == 0 else f + 1)
+
+    def top(v):
+        return inf if v > 3.4028235677973366e38 else (-inf if v < -3.4028235677973366e38 else v)
+
+    forms = {0: lambda v: -v, 1: lambda v: math.sqrt(v) if v >= 0 else nan,
+             2: lambda v: (1.0 / f32r(math.sqrt(v)) if v > 0 else (math.copysign(inf, v) if v == 0 else nan)),
+             3: lambda v: top(v * v), 4: lambda v: inf if v > 88.8 else math.exp(v),
+             5: lambda v: math.log(v) if v > 0 else (-inf if v == 0 else nan), 6: math.sin, 7: math.cos,
+             8: lambda v: v if v == 0 or abs(v) >= 8388608 else float(math.floor(v)),
+             9: lambda v: v if v == 0 or abs(v) >= 8388608 else (-0.0 if -1 < v < 0 else float(math.ceil(v))),
+             10: lambda v: v if v == 0 or abs(v) >= 8388608 else rnd(v),
+             11: lambda v: v if v >= 0 else math.exp(v) - 1.0}
+    n = len(xs)
+    for fn, form in forms.items():
+        for inplace in (False, True):
+            a = bytearray(array.array("f", xs)) + bytearray(4 * n)
+            yo = 0 if inplace else 4 * n
+            got = run_float("funary", a, (), kinds.FUNARY, [fn, 0, yo, n])
+            got = [got[yo // 4 + i] for i in range(n)]
+            want = [f32r(form(v)) for v in xs]
+            exact = fn not in (4, 5, 6, 7, 11)
+            close_to(got, want, "unary %d" % fn, 0.0 if exact else 2e-7)
+            if exact:  # (signed zeros too)
+                assert [math.copysign(1.0, g) for g in got] == [math.copysign(1.0, w) for w in want], fn
+
+
 def test_float_resize_and_layernorm():
     """resize (bilinear f32: the four neighbours weighted by the table's d) and layernorm over
     groups at any strides (mean, variance, (x - mean) / sqrt(var + eps) gamma + beta)."""
