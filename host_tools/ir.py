@@ -90,11 +90,13 @@ class Graph:
             parts = ["input", "y=" + name, "shape=" + _ints(shape)]
             if name in self.q:
                 parts += ["dtype=" + self.dtypes.get(name, "i8"), "q=" + _q(self.q[name])]
+            elif self.dtypes.get(name) == "bool":
+                parts.append("dtype=bool")
             if layout != "hwc":
                 parts.append("layout=" + layout)
             lines.append(" ".join(parts))
         for n in self.nodes:
-            parts = [n.op, "x=" + ",".join(names[v] for v in n.x), "y=" + names[n.y]]
+            parts = [n.op] + (["x=" + ",".join(names[v] for v in n.x)] if n.x else []) + ["y=" + names[n.y]]
             for key in ("w", "r", "b", "m", "t"):
                 if key in n.t:
                     parts.append("%s=%s" % (key, n.t[key]))

@@ -40,6 +40,11 @@ def run(text, tensors, *inputs, state=None):
             y = vals[kv["x"]]
             outs.append(y.transpose(2, 0, 1) if kv.get("layout") == "chw" else y)
             continue
+        if op == "const":  # (no input)
+            vals[kv["y"]], dts[kv["y"]] = _const(kv, tensors), kv.get("dtype", "f32")
+            if dts[kv["y"]] not in ("f32", "bool"):
+                q[kv["y"]] = kv.get("q", (1.0, 0))
+            continue
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
@@ -47,7 +52,7 @@ def run(text, tensors, *inputs, state=None):
             shape = kv.get("shape", (ins[0].shape[-1],))
             ins.append(_t(tensors, kv["t"], np.float64 if "q" not in kv else np.int64).reshape(shape))
             qin.append(kv.get("tq"))
-        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[0]]), x_dtype=dts[xs[0]])
+        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[-1]]), x_dtype=dts[xs[-1]], op=op)
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)
         else:
@@ -56,6 +61,8 @@ def run(text, tensors, *inputs, state=None):
         dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
             q[kv["y"]] = kv["q"]
+        elif op == "select" and qin[1] is not None:
+            q[kv["y"]] = qin[1]
         elif op == "cast" and kv["dtype"] != "f32":
             q[kv["y"]] = (1.0, 0)
         elif op in _KEEPS_Q and qin[0] is not None:
@@ -64,6 +71,8 @@ def run(text, tensors, *inputs, state=None):
 
 
 def _out_dtype(op, kv, x_dtype):
+    if op in _COMPARE or op in ("and", "or", "not"):
+        return "bool"
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
     if op in ("quantize", "lut"):
@@ -755,6 +764,49 @@ def _round(ins, kv, qin, tensors):
     return np.where(up, f + 1, f)
 
 
+# --- constants, comparisons, logical ops, select (bool values: 0 or 1) -----------------------
+
+def _const(kv, tensors):
+    shape, dt = kv["shape"], kv.get("dtype", "f32")
+    if "t" in kv:
+        return np.asarray(tensors[kv["t"]]).reshape(shape).astype(np.float64 if dt == "f32" else np.int64)
+    if dt == "f32":
+        return np.full(shape, float(np.float32(kv["value"])))
+    return np.full(shape, kv["code"], np.int64)
+
+
+_COMPARE = {"equal": np.equal, "notequal": np.not_equal, "less": np.less, "lessequal": np.less_equal,
+            "greater": np.greater, "greaterequal": np.greater_equal}
+
+
+def _compare(ins, kv, qin, tensors):
+    """Numbers compared (f32, i32, bool); i8 codes as TFLM rescales them: MBQMSmallerThanOneExp(
+    (q - z) << 8, the multiplier of the input's scale), TFLM's formula here (the kernel reads
+    the packer's table of it)."""
+    a, b = ins
+    if kv["x_dtype"] == "i8":
+        from .tflm import quantize_multiplier
+
+        def rescale(v, q):
+            m, s = quantize_multiplier(float(np.float32(q[0])))
+            return rdbpot_np(srdhm_np((v - q[1]) * 256, m), -s)
+        a, b = rescale(a, qin[0]), rescale(b, qin[1])
+    return _COMPARE[kv["op"]](a, b).astype(np.int64)
+
+
+def _logical(ins, kv, qin, tensors):
+    a = ins[0] != 0
+    if kv["op"] == "not":
+        return (~a).astype(np.int64)
+    b = ins[1] != 0
+    return ((a & b) if kv["op"] == "and" else (a | b)).astype(np.int64)
+
+
+def _select(ins, kv, qin, tensors):
+    c, a, b = ins
+    return np.where(c != 0, a, b)
+
+
 _STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
@@ -778,4 +830,6 @@ _OPS = {
     "neg": _f32(np.negative), "sqrt": _f32(np.sqrt), "rsqrt": _rsqrt, "square": _f32(np.square),
     "exp": _f32(np.exp), "log": _f32(np.log), "sin": _f32(np.sin), "cos": _f32(np.cos),
     "floor": _f32(np.floor), "ceil": _f32(np.ceil), "round": _round, "elu": _f32(lambda x: np.where(x < 0, np.expm1(x), x)),
+    "equal": _compare, "notequal": _compare, "less": _compare, "lessequal": _compare, "greater": _compare,
+    "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
 }

@@ -36,6 +36,9 @@ ROOMS = {
     "DEPTH_TO_SPACE": "slice", "SPACE_TO_DEPTH": "slice", "SHAPE": "reshape",
     "NEG": "unary", "SQRT": "unary", "RSQRT": "unary", "SQUARE": "unary", "EXP": "unary", "LOG": "unary",
     "SIN": "unary", "COS": "unary", "FLOOR": "unary", "CEIL": "unary", "ROUND": "unary", "ELU": "unary",
+    "EQUAL": "compare", "NOT_EQUAL": "compare", "LESS": "compare", "LESS_EQUAL": "compare", "GREATER": "compare",
+    "GREATER_EQUAL": "compare", "LOGICAL_AND": "compare", "LOGICAL_OR": "compare", "LOGICAL_NOT": "compare",
+    "SELECT_V2": "compare", "ZEROS_LIKE": "const", "FILL": "const",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
@@ -107,7 +110,7 @@ class _Reader:
         if b is None or b.DataLength() == 0:
             return None
         dt = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
-              "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16}.get(typ)
+              "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16, "BOOL": np.bool_}.get(typ)
         if dt is None:
             raise self.err("constant tensor of type %s is not supported" % typ)
         return np.frombuffer(b.DataAsNumpy().tobytes(), dtype=dt).reshape(shape)
@@ -140,9 +143,11 @@ class _Reader:
             self.ir.q[name] = (float(np.float32(scales[0])), zp)
             if dt != "i8":
                 self.ir.dtypes[name] = dt
+        elif typ == "BOOL":  # (bytes 0 or 1: comparisons, logical ops, select)
+            self.ir.dtypes[name] = "bool"
         elif typ != "FLOAT32":
             raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
-                           "and uint8 into or out of QUANTIZE)" % typ)
+                           "bool, and uint8 into or out of QUANTIZE)" % typ)
         return name
 
     def qof(self, i):
@@ -152,8 +157,9 @@ class _Reader:
         return (float(np.float32(scales[0])), zps[0] if zps else 0) if typ in INT else None
 
     def dtof(self, i):
-        """The graph dtype of tensor i: f32, i8, i16 or i32."""
-        return INT.get(self.tensor(i)[2], "f32")
+        """The graph dtype of tensor i: f32, i8, i16, i32 or bool."""
+        typ = self.tensor(i)[2]
+        return "bool" if typ == "BOOL" else INT.get(typ, "f32")
 
     def add(self, key, arr):
         return self.ir.add_tensor("%s_%d.%s" % (self.opname, self.opidx, key), np.ascontiguousarray(arr))

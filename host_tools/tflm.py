@@ -369,6 +369,16 @@ def elu_table(s_in, z_in, s_out, z_out):
         out.append(max(-128, min(127, int(f(r + f(z_out))))))
     return out
 
+
+def compare_codes(scale, zero_point):
+    """TFLM's int8 comparisons rescale each operand's code q to MBQMSmallerThanOneExp((q - z)
+    << 8, m, s), (m, s) = QuantizeMultiplierSmallerThanOneExp(scale): those of every code
+    (-128..127). A scale of 1 or more TFLM's Prepare refuses (its shift would be positive)."""
+    m, s = quantize_multiplier(f32(scale))
+    if s > 0:
+        raise ValueError("an input scale of %r: TFLM's comparisons take scales below 1" % scale)
+    return [rdbpot(srdhm((q - zero_point) * 256, m), -s) for q in range(-128, 128)]
+
 # --- recurrent ops (int8 LSTM, SVDF) ---------------------------------------------------------
 
 # TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): its int16 Logistic and

@@ -1,5 +1,6 @@
-# Viper kernels of the elementwise ops, cast and resize (kinds 44..51; the records and their
-# plain-Python versions: ops/elementwise.py, cast.py, resize.py, whose FAST names this module):
+# Viper kernels of the elementwise ops, cast, resize, comparisons, logical ops and select (kinds
+# 44..51, 65, 67, 68; the records and their plain-Python versions: ops/elementwise.py, cast.py,
+# resize.py, compare.py, whose FAST names this module):
 # imported only for a program that has such a record. The
 # same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
@@ -280,3 +281,152 @@ def prelu(E, P, k: int):
                 a[y + i + q] = tb[v + 128]
             q += 1
         i += m
+
+
+# --- comparisons, logical ops, select (kinds 65, 67, 68; the records: ops/compare.py) ---------
+
+@micropython.viper
+def compare(E, P, k: int):
+    # y = x1 OP x2 as 1 or 0 (x1, x2 repeating every BC1, BC2 elements): 1-, 2- or 4-byte
+    # integers, or i8 codes compared through the table (i32 [2, 256])
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    op = int(pp[2])
+    es = int(pp[3])
+    x1 = a + pp[4]
+    x2 = a + pp[5]
+    y = ptr8(a + pp[6])
+    n = int(pp[7])
+    bc1 = int(pp[8])
+    bc2 = int(pp[9])
+    scaled = int(pp[10])
+    tab = ptr32(a)
+    if scaled:
+        tab = ptr32(uint(ptr8(E.B[pp[11]])) + pp[12])
+    sg = 1
+    sg <<= 31
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 1:
+            u = (ptr8(x1)[i1] ^ 0x80) - 0x80
+            v = (ptr8(x2)[i2] ^ 0x80) - 0x80
+            if scaled:
+                u = int((tab[u + 128] ^ sg) - sg)
+                v = int((tab[v + 384] ^ sg) - sg)
+        elif es == 2:
+            u = (ptr16(x1)[i1] ^ 0x8000) - 0x8000
+            v = (ptr16(x2)[i2] ^ 0x8000) - 0x8000
+        else:
+            u = int((ptr32(x1)[i1] ^ sg) - sg)
+            v = int((ptr32(x2)[i2] ^ sg) - sg)
+        r = 0
+        if op == 0:
+            if u == v:
+                r = 1
+        elif op == 1:
+            if u != v:
+                r = 1
+        elif op == 2:
+            if u < v:
+                r = 1
+        elif op == 3:
+            if u <= v:
+                r = 1
+        elif op == 4:
+            if u > v:
+                r = 1
+        elif u >= v:
+            r = 1
+        y[i] = r
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def logical(E, P, k: int):
+    # y = x1 and x2, x1 or x2, or not x1 (bytes: non-zero is true) as 1 or 0
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    op = int(pp[2])
+    x1 = ptr8(a + pp[3])
+    x2 = ptr8(a + pp[4])
+    y = ptr8(a + pp[5])
+    n = int(pp[6])
+    bc1 = int(pp[7])
+    bc2 = int(pp[8])
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        u = 0
+        if x1[i1]:
+            u = 1
+        v = 0
+        if x2[i2]:
+            v = 1
+        if op == 0:
+            u = u & v
+        elif op == 1:
+            u = u | v
+        else:
+            u = 1 - u
+        y[i] = u
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def select(E, P, k: int):
+    # y = x1 where the condition's byte is non-zero, else x2: elements of 1, 2 or 4 bytes
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    es = int(pp[2])
+    c = ptr8(a + pp[3])
+    x1 = a + pp[4]
+    x2 = a + pp[5]
+    y = a + pp[6]
+    n = int(pp[7])
+    bcc = int(pp[8])
+    bc1 = int(pp[9])
+    bc2 = int(pp[10])
+    i = 0
+    ic = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 1:
+            if c[ic]:
+                ptr8(y)[i] = ptr8(x1)[i1]
+            else:
+                ptr8(y)[i] = ptr8(x2)[i2]
+        elif es == 2:
+            if c[ic]:
+                ptr16(y)[i] = ptr16(x1)[i1]
+            else:
+                ptr16(y)[i] = ptr16(x2)[i2]
+        elif c[ic]:
+            ptr32(y)[i] = ptr32(x1)[i1]
+        else:
+            ptr32(y)[i] = ptr32(x2)[i2]
+        ic += 1
+        if ic == bcc:
+            ic = 0
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1

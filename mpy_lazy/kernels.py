@@ -108,6 +108,9 @@ _OPS = {
     "groupnorm": "groupnorm",
     "neg": "unary", "sqrt": "unary", "rsqrt": "unary", "square": "unary", "exp": "unary", "log": "unary",
     "sin": "unary", "cos": "unary", "floor": "unary", "ceil": "unary", "round": "unary", "elu": "unary",
+    "const": "const",
+    "equal": "compare", "notequal": "compare", "less": "compare", "lessequal": "compare", "greater": "compare",
+    "greaterequal": "compare", "and": "compare", "or": "compare", "not": "compare", "select": "compare",
 }
 
 

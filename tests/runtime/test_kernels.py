@@ -1839,6 +1839,62 @@ def test_minmax():
         run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
 
 
+def test_compare_logical_select():
+    """compare (integers of 1, 2, 4 bytes, or i8 codes through a table of rescaled codes: the
+    six comparisons), logical (and, or, not: a non-zero byte is true) and select (elements of
+    1, 2, 4 bytes), every operand repeating every BC elements: the output bytes 1 or 0, or the
+    chosen operand's, on every path."""
+    r = Lcg(93)
+    cmps = (lambda u, v: u == v, lambda u, v: u != v, lambda u, v: u < v, lambda u, v: u <= v,
+            lambda u, v: u > v, lambda u, v: u >= v)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        bc1, bc2, bcc = r.pick((n, c, 1)), r.pick((n, c, 1)), r.pick((n, c, 1))
+        which = case % 3
+        es = 1 if which == 1 else r.pick((1, 2, 4))
+        x1, x2 = ints_of(r, bc1, es), ints_of(r, bc2, es)
+        if which == 1:  # (logical: bytes, true when not zero)
+            x1 = [r.pick((0, 1, -3)) for _ in range(bc1)]
+            x2 = [r.pick((0, 1, 2)) for _ in range(bc2)]
+        if r.chance(2):
+            x2 = [x1[i % bc1] for i in range(bc2)]  # ties
+        cond = [r.pick((0, 1, 5)) for _ in range(bcc)]
+        ar = Arena(r, [es * bc1 + 4, es * bc2 + 4, bcc, es * n + 4])
+        o1, o2, oc, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+        ar.put(o1, pack_ints(x1, es))
+        ar.put(o2, pack_ints(x2, es))
+        ar.put(oc, pack_ints(cond, 1))
+        slot = Slot()
+        expected = list(ar.expected)
+        if which == 0:
+            op, scaled = r.int(0, 5), es == 1 and r.chance(2)
+            table = [r.int(-1000, 1000) for _ in range(512)]
+            toff = slot.add(table, "i")
+            u = [table[128 + v] if scaled else v for v in x1]
+            v = [table[384 + w] if scaled else w for w in x2]
+            want = [1 if cmps[op](u[i % bc1], v[i % bc2]) else 0 for i in range(n)]
+            expected[yo: yo + n] = want
+            kind, name = kinds.COMPARE, "compare"
+            fields = [op, es, o1, o2, yo, n, bc1, bc2, 1 if scaled else 0] + ([0, toff] if scaled else [0, 0])
+        elif which == 1:
+            op = r.int(0, 2)
+            want = [1 if (x1[i % bc1] and x2[i % bc2] if op == 0 else (
+                x1[i % bc1] or x2[i % bc2] if op == 1 else not x1[i % bc1])) else 0 for i in range(n)]
+            expected[yo: yo + n] = want
+            kind, name, fields = kinds.LOGICAL, "logical", [op, o1, o2, yo, n, bc1, bc2]
+        else:
+            want = [x1[i % bc1] if cond[i % bcc] else x2[i % bc2] for i in range(n)]
+            expected[yo: yo + es * n] = pack_ints(want, es)
+            kind, name, fields = kinds.SELECT, "select", [es, oc, o1, o2, yo, n, bcc, bc1, bc2]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, name, a, (slot.b,), kind, fields)), a
+
+        run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
+
+
 def test_cast_integers():
     """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
     r = Lcg(91)
@@ -2163,6 +2219,22 @@ def test_float_unary():
             close_to(got, want, "unary %d" % fn, 0.0 if exact else 2e-7)
             if exact:  # (signed zeros too)
                 assert [math.copysign(1.0, g) for g in got] == [math.copysign(1.0, w) for w in want], fn
+
+
+def test_float_compare():
+    """fcompare: the six comparisons of f32 values (x2 repeating every BC2 elements), NaN
+    unequal to everything, infinities and signed zeros as IEEE orders them; bytes 1 or 0."""
+    inf, nan = float("inf"), float("nan")
+    xs = [0.0, -0.0, 1.5, -1.5, inf, -inf, nan, 3e38, 1e-45, 2.0]
+    cmps = (lambda u, v: u == v, lambda u, v: u != v, lambda u, v: u < v, lambda u, v: u <= v,
+            lambda u, v: u > v, lambda u, v: u >= v)
+    n = len(xs) * len(xs)
+    x1 = [xs[i // len(xs)] for i in range(n)]
+    for op in range(6):
+        a = bytearray(array.array("f", x1 + xs)) + bytearray(n + 4)
+        run_float("fcompare", a, (), kinds.FCOMPARE, [op, 0, 4 * n, 4 * (n + len(xs)), n, n, len(xs)])
+        got = list(a[4 * (n + len(xs)): 4 * (n + len(xs)) + n])
+        assert got == [1 if cmps[op](x1[i], xs[i % len(xs)]) else 0 for i in range(n)], op
 
 
 def test_float_resize_and_layernorm():
