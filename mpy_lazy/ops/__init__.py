@@ -102,6 +102,46 @@ class Op(Module):
             if key not in self.kv:
                 raise self.fail("int8 op needs %s=" % key, key)
 
+    def operands(self):
+        """The output shape numpy's broadcasting gives the inputs (self.x, at most 3
+        dimensions), and the inputs that do not repeat over it (`spread`: copied out at its
+        shape into the scratch by operand_fields, which this sizes)."""
+        from ..graph import ITEMSIZE
+
+        ins = self.x
+        oshape = ins[0].shape
+        for v in ins[1:]:
+            oshape = broadcast(oshape, v.shape)
+            if oshape is None:
+                raise self.fail("shapes %s do not broadcast" % ", ".join(str(v.shape) for v in ins), "x")
+        if len(oshape) > 3:
+            raise self.fail("shapes broadcast to %s: more than 3 dimensions" % (oshape,), "x")
+        self.spread = tuple([i for i, v in enumerate(ins) if not repeats(v.shape, oshape)])
+        size = 1
+        for d in oshape:
+            size *= d
+        for i in self.spread:
+            self.scratch += (size * ITEMSIZE[ins[i].dtype] + 3) // 4
+        return oshape
+
+    def operand_fields(self, c):
+        """(move records, arena offsets, repeat counts) of the inputs as operands() planned
+        them: each read at its offset, repeating every BC elements of the output."""
+        from ..graph import ITEMSIZE
+        from ..kinds import MOVE
+
+        y, xs = self.y, self.x
+        out = []
+        offs = [c.off(v) for v in xs]
+        bcs = [v.size for v in xs]
+        at = c.scratch
+        for i in self.spread:
+            es = ITEMSIZE[xs[i].dtype]
+            out.append(c.record(MOVE, spread(xs[i].shape, y.shape, offs[i], at, es)))
+            offs[i], bcs[i] = at, y.size
+            at += (y.size * es + 3) // 4 * 4
+        return out, offs, bcs
+
     def float_only(self):
         if self.x[0].dtype != "f32":
             raise self.fail("takes f32 values (int8 models use lut)")

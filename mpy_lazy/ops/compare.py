@@ -11,8 +11,8 @@
 # compared. select copies elements of 1, 2 or 4 bytes (i8, i16, f32, i32, bool): TFLM's
 # select does not requantize, nor does this.
 from .._arith import rec
-from ..kinds import COMPARE, FCOMPARE, LOGICAL, MOVE, SELECT
-from . import Op as Base, broadcast, repeats, spread
+from ..kinds import COMPARE, FCOMPARE, LOGICAL, SELECT
+from . import Op as Base
 
 CMP = {"equal": 0, "notequal": 1, "less": 2, "lessequal": 3, "greater": 4, "greaterequal": 5}
 LOGIC = {"and": 0, "or": 1, "not": 2}
@@ -20,8 +20,6 @@ LOGIC = {"and": 0, "or": 1, "not": 2}
 
 class Op(Base):
     def __init__(self, name, kv, ins, n, init=None):
-        from ..graph import ITEMSIZE
-
         Base.__init__(self, name, kv, ins, n)
         want = 3 if name == "select" else (1 if name == "not" else 2)
         if len(ins) != want:
@@ -47,20 +45,7 @@ class Op(Base):
         q = kv.get("q")
         if q is not None and (name != "select" or data[0].q is None):
             raise self.fail("q= is for a select of integer values", "q")
-        oshape = ins[0].shape
-        for v in ins[1:]:
-            oshape = broadcast(oshape, v.shape)
-            if oshape is None:
-                raise self.fail("shapes %s do not broadcast" % ", ".join(str(v.shape) for v in ins), "x")
-        if len(oshape) > 3:
-            raise self.fail("shapes broadcast to %s: more than 3 dimensions" % (oshape,), "x")
-        # operands that do not repeat over the output: copied out at its shape (scratch words)
-        self.spread = tuple([i for i, v in enumerate(ins) if not repeats(v.shape, oshape)])
-        size = 1
-        for d in oshape:
-            size *= d
-        for i in self.spread:
-            self.scratch += (size * ITEMSIZE[ins[i].dtype] + 3) // 4
+        oshape = self.operands()
         if name == "select":
             self.out = (oshape, dt, q or data[0].q)
         else:
@@ -70,15 +55,7 @@ class Op(Base):
         from ..graph import ITEMSIZE
 
         y, xs = self.y, self.x
-        out = []
-        offs = [c.off(v) for v in xs]
-        bcs = [v.size for v in xs]
-        at = c.scratch
-        for i in self.spread:
-            es = ITEMSIZE[xs[i].dtype]
-            out.append(c.record(MOVE, spread(xs[i].shape, y.shape, offs[i], at, es)))
-            offs[i], bcs[i] = at, y.size
-            at += (y.size * es + 3) // 4 * 4
+        out, offs, bcs = self.operand_fields(c)
         if self.name == "select":
             return out + [c.record(SELECT, [ITEMSIZE[y.dtype]] + offs + [c.off(y), y.size] + bcs)]
         if self.name == "not":
