@@ -807,6 +807,55 @@ def _select(ins, kv, qin, tensors):
     return np.where(c != 0, a, b)
 
 
+# --- squared difference, floor division and modulo, add_n ----------------------------------
+
+def _sqdiff(ins, kv, qin, tensors):
+    """float32: (a - b) rounded, squared; i32: wrapped; i8, i16: TFLM's SquaredDifference (each
+    operand (x - z) << LS rescaled by MBQMSmallerThanOneExp, the difference squared, MBQM)."""
+    a, b = ins
+    if kv["x_dtype"] == "f32":
+        with np.errstate(over="ignore"):
+            d = a.astype(np.float32) - b.astype(np.float32)
+            return (d * d).astype(np.float64)
+    if kv["x_dtype"] == "i32":
+        d = (a - b + 2 ** 31) % 2 ** 32 - 2 ** 31
+        return (d * d + 2 ** 31) % 2 ** 32 - 2 ** 31
+    ls = 7 if kv["x_dtype"] == "i8" else 0
+    m1, s1, m2, s2, m, s = kv["m"]
+    d = rdbpot_np(srdhm_np((a - qin[0][1]) << ls, m1), -s1) - rdbpot_np(srdhm_np((b - qin[1][1]) << ls, m2), -s2)
+    return np.clip(mbqm_np(d * d, m, s) + kv["q"][1], *kv.get("clamp", RANGE[kv["x_dtype"]]))
+
+
+def _floordiv(ins, kv, qin, tensors):
+    """TFLM's FloorDiv<float>: floor of the doubles' quotient, to float32."""
+    with np.errstate(all="ignore"):
+        return np.floor(ins[0] / ins[1]).astype(np.float32).astype(np.float64)
+
+
+def _floormod(ins, kv, qin, tensors):
+    """TFLM's FloorMod<float>: fmod, plus b where the sign differs from b's (a float32 sum)."""
+    a, b = ins[0].astype(np.float32), ins[1].astype(np.float32)
+    with np.errstate(all="ignore"):
+        t = np.fmod(a, b)
+        return np.where((t != 0) & ((b < 0) != (t < 0)), t + b, t).astype(np.float64)
+
+
+def _addn(ins, kv, qin, tensors):
+    """float32: the inputs summed in order; int8: TFLM's AddN ((-z + sum (x - z)) << 19,
+    MBQMSmallerThanOneExp, clamped)."""
+    if kv["x_dtype"] == "f32":
+        acc = ins[0].astype(np.float32)
+        with np.errstate(over="ignore"):
+            for x in ins[1:]:
+                acc = acc + x.astype(np.float32)
+        return acc.astype(np.float64)
+    z = qin[0][1]
+    acc = -z + sum(x - z for x in ins)
+    acc = (acc * (1 << 19) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    m, s = kv["m"]
+    return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
+
+
 _STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
@@ -832,4 +881,5 @@ _OPS = {
     "floor": _f32(np.floor), "ceil": _f32(np.ceil), "round": _round, "elu": _f32(lambda x: np.where(x < 0, np.expm1(x), x)),
     "equal": _compare, "notequal": _compare, "less": _compare, "lessequal": _compare, "greater": _compare,
     "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
+    "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
 }

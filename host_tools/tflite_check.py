@@ -26,6 +26,7 @@ ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 # broadcast as numpy broadcasts (the board's repeat, or a copy at the output's shape)
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
 BOOL_OPS = COMPARISONS + ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT_V2")
+BROADCASTING = BOOL_OPS + ("SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
 
 # op -> its options table (None: it has none), and whether the op needs it present
 OPTIONS = {
@@ -59,6 +60,8 @@ OPTIONS = {
     "LOGICAL_OR": ("LogicalOrOptions", False), "LOGICAL_NOT": ("LogicalNotOptions", False),
     "SELECT_V2": ("SelectV2Options", False), "ZEROS_LIKE": ("ZerosLikeOptions", False),
     "FILL": ("FillOptions", False),
+    "SQUARED_DIFFERENCE": ("SquaredDifferenceOptions", False), "FLOOR_DIV": ("FloorDivOptions", False),
+    "FLOOR_MOD": ("FloorModOptions", False), "ADD_N": ("AddNOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -75,7 +78,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "SIN": (1, 1), "COS": (1, 1), "FLOOR": (1, 1), "CEIL": (1, 1), "ROUND": (1, 1), "ELU": (1, 1),
          "EQUAL": (2, 2), "NOT_EQUAL": (2, 2), "LESS": (2, 2), "LESS_EQUAL": (2, 2), "GREATER": (2, 2),
          "GREATER_EQUAL": (2, 2), "LOGICAL_AND": (2, 2), "LOGICAL_OR": (2, 2), "LOGICAL_NOT": (1, 1),
-         "SELECT_V2": (3, 3), "ZEROS_LIKE": (1, 1), "FILL": (2, 2)}
+         "SELECT_V2": (3, 3), "ZEROS_LIKE": (1, 1), "FILL": (2, 2),
+         "SQUARED_DIFFERENCE": (2, 2), "FLOOR_DIV": (2, 2), "FLOOR_MOD": (2, 2), "ADD_N": (2, 10000)}
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
 # the inputs an op cannot do without, where they are not the first `lo` (TFLM's optional ones: an
@@ -118,7 +122,8 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # and the crossings)
 NO_INT16 = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "MEAN", "LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "SQUARED_DIFFERENCE",
+             "FLOOR_DIV", "FLOOR_MOD", "ADD_N")
 
 
 def check(r, ops):
@@ -303,7 +308,7 @@ def _uses(r, name, op, ins, outs, where, fail):
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_OPS:
         fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_OPS))
-    if name in BOOL_OPS:  # numpy's broadcasting, to the output's shape
+    if name in BROADCASTING:  # numpy's broadcasting, to the output's shape
         try:
             full = list(np.broadcast_shapes(*[tuple(shape(i)) for i in ins]))
         except ValueError:
@@ -311,7 +316,7 @@ def _uses(r, name, op, ins, outs, where, fail):
         if full != list(shape(y)):
             fail(where, "input shapes %s, output %s: they do not broadcast to it"
                  % (", ".join(str(list(shape(i))) for i in ins), list(shape(y))))
-        if typ(y) != ("BOOL" if name != "SELECT_V2" else typ(ins[1])):
+        if name in BOOL_OPS and typ(y) != ("BOOL" if name != "SELECT_V2" else typ(ins[1])):
             fail(where, "output of type %s (%s)" % (typ(y), "bool" if name != "SELECT_V2" else "the inputs' type"))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
         for j in ((range(len(ins)) if name in SAME_TYPE else ((1, 2) if name == "SELECT_V2" else (0,)))):
@@ -371,7 +376,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))
     if name == "DEQUANTIZE" and (typ(ins[0]) not in ("INT8", "INT16") or typ(y) != "FLOAT32"):
         fail(where, "%s to %s: TFLM dequantizes INT8 or INT16 to FLOAT32" % (typ(ins[0]), typ(y)))
-    if name not in RANK_CHANGING + BOOL_OPS and ins and ins[0] >= 0:
+    if name not in RANK_CHANGING + BROADCASTING and ins and ins[0] >= 0:
         x0 = max((ins[j] for j in range(min(len(ins), 2 if name in BINARY else 1)) if ins[j] >= 0),
                  key=lambda i: len(shape(i)))
         if len(shape(x0)) != len(shape(y)):

@@ -39,6 +39,7 @@ ROOMS = {
     "EQUAL": "compare", "NOT_EQUAL": "compare", "LESS": "compare", "LESS_EQUAL": "compare", "GREATER": "compare",
     "GREATER_EQUAL": "compare", "LOGICAL_AND": "compare", "LOGICAL_OR": "compare", "LOGICAL_NOT": "compare",
     "SELECT_V2": "compare", "ZEROS_LIKE": "const", "FILL": "const",
+    "SQUARED_DIFFERENCE": "arith", "FLOOR_DIV": "arith", "FLOOR_MOD": "arith", "ADD_N": "arith",
 }
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the

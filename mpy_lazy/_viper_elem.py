@@ -430,3 +430,123 @@ def select(E, P, k: int):
         if i2 == bc2:
             i2 = 0
         i += 1
+
+
+# --- squared difference, int8 add_n (kinds 70, 71; the records: ops/arith.py) ----------------
+
+@micropython.viper
+def sqdiff(E, P, k: int):
+    # i8 / i16: each operand rescaled (MBQMSmallerThanOneExp), the difference squared and
+    # requantized; i32: the wrapped square of the wrapped difference
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    t = uint(ptr32(E.W)) + 32  # four words of working state: W[8..11]
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    es = int(pp[2])
+    x1 = a + pp[3]
+    x2 = a + pp[4]
+    y = a + pp[5]
+    n = int(pp[6])
+    bc1 = int(pp[7])
+    bc2 = int(pp[8])
+    zy = int((pp[9] ^ sg) - sg)
+    lo = int((pp[10] ^ sg) - sg)
+    hi = int((pp[11] ^ sg) - sg)
+    z1 = int((pp[12] ^ sg) - sg)
+    z2 = int((pp[13] ^ sg) - sg)
+    ls = int(pp[14])
+    m1 = int(pp[15])
+    s1 = int((pp[16] ^ sg) - sg)
+    m2 = int(pp[17])
+    s2 = int((pp[18] ^ sg) - sg)
+    m = int(pp[19])
+    s = int((pp[20] ^ sg) - sg)
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 4:
+            d = int(ptr32(x1)[i1]) - int(ptr32(x2)[i2])
+            ptr32(y)[i] = d * d  # (the low 32 bits: C's wrapped int32 arithmetic)
+        else:
+            if es == 1:
+                u = (ptr8(x1)[i1] ^ 0x80) - 0x80
+                v = (ptr8(x2)[i2] ^ 0x80) - 0x80
+            else:
+                u = (ptr16(x1)[i1] ^ 0x8000) - 0x8000
+                v = (ptr16(x2)[i2] ^ 0x8000) - 0x8000
+            pt[0] = (u - z1) << ls
+            pt[1] = m1
+            _srdhm(t)
+            _rdbpot(t, 0 - s1)
+            u = int((pt[2] ^ sg) - sg)
+            pt[0] = (v - z2) << ls
+            pt[1] = m2
+            _srdhm(t)
+            _rdbpot(t, 0 - s2)
+            d = u - int((pt[2] ^ sg) - sg)
+            d = d * d
+            pt[1] = m
+            if s > 0:
+                pt[0] = d << s  # (wraps to 32 bits in the store, as TFLM's x * (1 << s))
+                _srdhm(t)
+            else:
+                pt[0] = d
+                _srdhm(t)
+                _rdbpot(t, 0 - s)
+            r = int((pt[2] ^ sg) - sg) + zy
+            if r < lo:
+                r = lo
+            elif r > hi:
+                r = hi
+            if es == 1:
+                ptr8(y)[i] = r
+            else:
+                ptr16(y)[i] = r
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def addn(E, P, k: int):
+    # TFLM's int8 AddN: acc = (-Z + sum of (x_j - Z)) << 19, clamp(ZY + MBQMSmallerThanOneExp)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = ptr8(E.A)
+    t = uint(ptr32(E.W)) + 32
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    kk = int(pp[2])
+    z = int((pp[3] ^ sg) - sg)
+    zy = int((pp[4] ^ sg) - sg)
+    lo = int((pp[5] ^ sg) - sg)
+    hi = int((pp[6] ^ sg) - sg)
+    y = int(pp[7])
+    n = int(pp[8])
+    m = int(pp[9])
+    s = int((pp[10] ^ sg) - sg)
+    i = 0
+    while i < n:
+        acc = 0 - z
+        j = 0
+        while j < kk:
+            acc += ((a[int(pp[11 + j]) + i] ^ 0x80) - 0x80) - z
+            j += 1
+        pt[0] = acc << 19  # (wraps to 32 bits in the store)
+        pt[1] = m
+        _srdhm(t)
+        _rdbpot(t, 0 - s)
+        r = int((pt[2] ^ sg) - sg) + zy
+        if r < lo:
+            r = lo
+        elif r > hi:
+            r = hi
+        a[y + i] = r
+        i += 1

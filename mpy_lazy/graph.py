@@ -85,12 +85,15 @@ OPS = {
     "equal": (("x", "y"), ("t",)), "notequal": (("x", "y"), ("t",)), "less": (("x", "y"), ("t",)),
     "lessequal": (("x", "y"), ("t",)), "greater": (("x", "y"), ("t",)), "greaterequal": (("x", "y"), ("t",)),
     "and": (("x", "y"), ()), "or": (("x", "y"), ()), "not": (("x", "y"), ()), "select": (("x", "y"), ("q",)),
+    # squared difference, floor division and modulo, sums (ops/arith.py)
+    "sqdiff": (("x", "y"), ("q", "m", "clamp")), "floordiv": (("x", "y"), ()), "floormod": (("x", "y"), ()),
+    "addn": (("x", "y"), ("q", "m", "clamp")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "equal", "notequal", "less", "lessequal",
-            "greater", "greaterequal", "and", "or", "select")
+            "greater", "greaterequal", "and", "or", "select", "sqdiff", "floordiv", "floormod", "addn")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 

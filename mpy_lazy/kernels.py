@@ -111,6 +111,7 @@ _OPS = {
     "const": "const",
     "equal": "compare", "notequal": "compare", "less": "compare", "lessequal": "compare", "greater": "compare",
     "greaterequal": "compare", "and": "compare", "or": "compare", "not": "compare", "select": "compare",
+    "sqdiff": "arith", "floordiv": "arith", "floormod": "arith", "addn": "arith",
 }
 
 

@@ -34,7 +34,8 @@ MUL16 = 58  # int16 mul (TFLM's 16-bit MUL, zero points 0)
 LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a constant operand)
 FUNARY = 64  # f32 elementwise functions of one operand (ops/unary.py: neg, sqrt, exp, floor, elu, ...)
 COMPARE, FCOMPARE, LOGICAL, SELECT = 65, 66, 67, 68  # bool values (ops/compare.py)
-KINDS = 69  # kinds are 1..KINDS-1
+FARITH, SQDIFF, ADDN = 69, 70, 71  # squared difference, floor division and modulo, int8 add_n (ops/arith.py)
+KINDS = 72  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -47,12 +48,12 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "mul", "load") \
     + ("", "", "", "") \
-    + ("unary", "compare", "compare", "logical", "select")
+    + ("unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 0, 0) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 17, 6) \
     + (0, 0, 0, 0) \
-    + (6, 13, 9, 9, 11)
+    + (6, 13, 9, 9, 11, 9, 21, 19)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
         "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
         "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
@@ -60,8 +61,8 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
        "layernorm", "groupnorm") + ("tconv", "", "", "", "binary", "binary") \
     + ("", "", "", "") \
-    + ("unary", "compare", "compare", "compare", "compare")
+    + ("unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
           FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV,
-          FUNARY, FCOMPARE)
+          FUNARY, FCOMPARE, FARITH)

@@ -1895,6 +1895,77 @@ def test_compare_logical_select():
         run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
 
 
+def test_sqdiff_addn():
+    """sqdiff (TFLM's SquaredDifference: i8 with LS 7 and i16 with LS 0, each operand's (x - z)
+    << LS rescaled (SRDHM, RDBPOT), the difference squared, MBQM, clamped; i32 the wrapped
+    square of the wrapped difference; operands repeating every BC elements) and int8 addn
+    (TFLM's AddN: (-z + sum (x_j - z)) << 19 wrapped, SRDHM, RDBPOT, clamped), on every path."""
+    r = Lcg(94)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        slot = Slot()
+        if case % 3 == 2:  # addn
+            k = r.int(2, 8)
+            xs = [ints_of(r, n, 1) for _ in range(k)]
+            z, zy = r.int(-128, 127), r.int(-128, 127)
+            lo = r.int(-128, 0)
+            hi = r.int(lo, 127)
+            m, s = r.pick(EDGE_M), -r.int(0, 31)
+            ar = Arena(r, [n] * (k + 1))
+            for j in range(k):
+                ar.put(ar.offsets[j], pack_ints(xs[j], 1))
+            yo = ar.offsets[k]
+            want = []
+            for i in range(n):
+                acc = -z
+                for j in range(k):
+                    acc += xs[j][i] - z
+                d = ref_rdbpot(ref_srdhm(_arith.wrap32(acc << 19), m), -s) + zy
+                want.append(min(hi, max(lo, d)))
+            expected = list(ar.expected)
+            expected[yo: yo + n] = want
+            name, kind = "addn", kinds.ADDN
+            fields = [k, z, zy, lo, hi, yo, n, m, s] + [ar.offsets[j] for j in range(k)] + [0] * (8 - k)
+        else:
+            es = r.pick((1, 2, 4))
+            bc1, bc2 = r.pick((n, c, 1)), r.pick((n, c, 1))
+            x1, x2 = ints_of(r, bc1, es), ints_of(r, bc2, es)
+            ar = Arena(r, [es * bc1 + 4, es * bc2 + 4, es * n + 4])
+            o1, o2, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+            ar.put(o1, pack_ints(x1, es))
+            ar.put(o2, pack_ints(x2, es))
+            top = (1 << (8 * es - 1)) - 1
+            if es == 4:
+                m = [0] * 12
+                want = [_arith.wrap32(_arith.wrap32(x1[i % bc1] - x2[i % bc2]) ** 2) for i in range(n)]
+            else:
+                ls = 7 if es == 1 else 0
+                z1, z2, zy = (r.int(-128, 127) if es == 1 else 0 for _ in range(3))
+                lo = r.int(-top - 1, 0)
+                hi = r.int(lo, top)
+                mq = [r.int(1 << 29, INT32_MAX), -r.int(1, 3), r.int(1 << 29, INT32_MAX), -r.int(1, 3),
+                      r.pick(EDGE_M), r.int(-31, 0)]  # (a left shift of d * d overflows: undefined in C)
+                m = [zy, lo, hi, z1, z2, ls] + mq
+
+                def sc(v, z, mm, sh):
+                    return ref_rdbpot(ref_srdhm((v - z) << ls, mm), -sh)
+                want = []
+                for i in range(n):
+                    d = sc(x1[i % bc1], z1, mq[0], mq[1]) - sc(x2[i % bc2], z2, mq[2], mq[3])
+                    want.append(min(hi, max(lo, ref_mbqm(d * d, mq[4], mq[5]) + zy)))
+            expected = list(ar.expected)
+            expected[yo: yo + es * n] = pack_ints(want, es)
+            name, kind = "sqdiff", kinds.SQDIFF
+            fields = [es, o1, o2, yo, n, bc1, bc2] + m
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, name, a, (slot.b,), kind, fields)), a
+
+        run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
+
+
 def test_cast_integers():
     """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
     r = Lcg(91)
@@ -2235,6 +2306,31 @@ def test_float_compare():
         run_float("fcompare", a, (), kinds.FCOMPARE, [op, 0, 4 * n, 4 * (n + len(xs)), n, n, len(xs)])
         got = list(a[4 * (n + len(xs)): 4 * (n + len(xs)) + n])
         assert got == [1 if cmps[op](x1[i], xs[i % len(xs)]) else 0 for i in range(n)], op
+
+
+def test_float_arith():
+    """farith: squared difference ((a - b) rounded to f32, squared), floor division (floor of
+    the quotient), floor modulo (fmod, plus b where the signs differ), x2 repeating every BC2
+    elements."""
+    inf = float("inf")
+    xs = [f32r(v) for v in (7.5, -7.5, 3.0, -3.0, 0.0, 1e-3, 2.5e10, -0.75, 5.0, 1e30)]
+    ds = [f32r(v) for v in (2.0, -2.0, 0.7, -0.25, 3.0, 1e-20)]
+    n = len(xs) * len(ds)
+    x1 = [xs[i // len(ds)] for i in range(n)]
+
+    def fmod_floor(u, v):
+        t = math.fmod(u, v)
+        return t + v if t != 0 and (v < 0) != (t < 0) else t
+
+    forms = (lambda u, v: f32r(u - v) ** 2, lambda u, v: float(math.floor(u / v)), fmod_floor)
+    for op, form in enumerate(forms):
+        a = bytearray(array.array("f", x1 + ds)) + bytearray(4 * n)
+        got = run_float("farith", a, (), kinds.FARITH, [op, 0, 4 * n, 4 * (n + len(ds)), n, n, len(ds)])
+        want = []
+        for i in range(n):
+            w = form(x1[i], ds[i % len(ds)])
+            want.append(inf if w > 3.4028235677973366e38 else f32r(w))
+        assert [got[n + len(ds) + i] for i in range(n)] == want, op
 
 
 def test_float_resize_and_layernorm():
