@@ -20,6 +20,9 @@ _NAMES = {"EQUAL": "equal", "NOT_EQUAL": "notequal", "LESS": "less", "LESS_EQUAL
 
 def _types(r, name, i):
     typ = r.tensor(i)[2].lower()
+    if typ == "int16" and name in _NAMES:  # (measured: -5 > 0 is true there)
+        raise r.err("INT16 %s is not supported: TFLM's int16 comparisons fail (GREATER runs with rescaling "
+                    "parameters its Prepare never sets, and gives wrong answers)" % name)
     if typ not in TYPES[name].split():
         raise r.err("%s %s is not supported (TFLM's kernel takes %s)" % (
             r.tensor(i)[2], name, TYPES[name].replace(" ", ", ")))

@@ -200,6 +200,7 @@ def _refused():
     f = ((1, 4), "f32", None, None)
     return {
         "int16_less": (compare("LESS", "i16", (1, 4), (1, 4), (1, 4))[0], ("(LESS)", "INT16 LESS is not supported")),
+        "int16_greater": (compare("GREATER", "i16", (1, 4), (1, 4), (1, 4))[0], ("(GREATER)", "never sets")),
         "big_scale": (compare("GREATER", "i8", (1, 4), (1, 4), (1, 4), (1.5, 0), (0.1, 0))[0],
                       ("(GREATER)", "an input scale of 1.5", "below 1")),
         "and_of_floats": (op_model("LOGICAL_AND", [f, f, b], 2)[0], ("(LOGICAL_AND)", "FLOAT32")),
