@@ -1966,6 +1966,45 @@ def test_sqdiff_addn():
         run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
 
 
+def test_elementwise_bool_arith_checks():
+    """The load-time checks of the unary, compare, fcompare, logical, select, farith, sqdiff
+    and addn records pass a good one and refuse each bad field with one ContainerError line
+    naming it."""
+    from mpy_lazy import ContainerError
+
+    slot = Slot()
+    to = slot.i32([0] * 512)
+    arena = 1024
+    cases = [  # (kind, name, good fields, {field index: (bad value, field name)})
+        (kinds.FUNARY, "unary", [3, 0, 256, 16], {2: (12, "op"), 3: (2, "x"), 4: (1022, "y"), 5: (0, "x")}),
+        (kinds.COMPARE, "compare", [2, 1, 0, 64, 128, 16, 16, 4, 1, 0, to],
+         {2: (6, "op"), 3: (3, "dtype"), 4: (1020, "x"), 8: (5, "x"), 9: (17, "x"), 10: (2, "t"),
+          12: (to + 4, "table")}),
+        (kinds.COMPARE, "compare", [5, 4, 0, 64, 128, 16, 16, 1, 0, 0, 0], {3: (8, "dtype"), 11: (1, "table")}),
+        (kinds.FCOMPARE, "compare", [0, 0, 64, 128, 16, 16, 16], {2: (6, "op"), 4: (1000, "x"), 7: (0, "x")}),
+        (kinds.LOGICAL, "logical", [1, 0, 64, 128, 16, 16, 4], {2: (3, "op"), 5: (1020, "y"), 8: (3, "x")}),
+        (kinds.SELECT, "select", [4, 0, 64, 128, 256, 16, 1, 16, 4],
+         {2: (3, "dtype"), 4: (66, "x"), 6: (1000, "y"), 8: (5, "x")}),
+        (kinds.FARITH, "arith", [1, 0, 64, 128, 16, 16, 16], {2: (3, "op"), 6: (1 << 25, "x")}),
+        (kinds.SQDIFF, "sqdiff", [1, 0, 64, 128, 16, 16, 4, -3, -128, 127, 5, -5, 7, 1 << 30, -1, 1 << 30, -1,
+                                  1 << 30, 3],
+         {9: (128, "zero_point"), 11: (-129, "clamp"), 14: (0, "shift"), 16: (1, "m"), 20: (31, "m")}),
+        (kinds.SQDIFF, "sqdiff", [4, 0, 64, 128, 16, 16, 4] + [0] * 12, {9: (1, "m"), 14: (7, "m")}),
+        (kinds.ADDN, "addn", [3, 5, -3, -128, 127, 256, 16, 1 << 30, -2, 0, 64, 128, 0, 0, 0, 0, 0],
+         {2: (9, "x"), 3: (200, "zero_point"), 10: (1, "m"), 12: (1020, "x"), 14: (64, "x")}),
+    ]
+    for kind, name, good, bad in cases:
+        room = kernels.room(kind)
+        room.check(check._Rec(record(kind, good), 0, arena, (slot.b,), None), check._Env((slot.b,)))
+        for i, (v, field) in bad.items():
+            f = list(good)
+            f[i - 2] = v
+            e = raises(ContainerError, room.check, check._Rec(record(kind, f), 0, arena, (slot.b,), None),
+                       check._Env((slot.b,)))
+            assert e.tensor == field and "\n" not in str(e) and str(e).startswith(
+                "graph line 0: %s: %s" % (name, field)), (name, i, str(e))
+
+
 def test_cast_integers():
     """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
     r = Lcg(91)
