@@ -256,3 +256,30 @@ def test_bool_description_refused(line, words):
         Model(text)
     for w in words:
         assert w in str(e.value), (w, str(e.value))
+
+
+def test_mpy_lazy_run_takes_and_gives_bools(cli, tmp_path):
+    """`mpy-lazy run` on the unix port: a bool input from a .npy (numbers: true where not zero)
+    and a bool output to one, equal to TFLM's."""
+    data, xs = op_model("SELECT_V2", [((1, 4, 6), "bool", None, None), ((1, 4, 6), "f32", None, None),
+                                      ((1, 4, 6), "f32", None, None), ((1, 4, 6), "f32", None, None)], 3)
+    src, packed = tmp_path / "s.tflite", tmp_path / "s.mpyl"
+    src.write_bytes(data)
+    cli.ok("pack", src, "-o", packed, "-q")
+    names = []
+    for k, x in enumerate(xs):
+        names.append(tmp_path / ("x%d.npy" % k))
+        np.save(names[-1], x.astype(np.int8) if k == 0 else x)  # (the condition as 0s and 1s)
+    cli.ok("run", packed, *sum([["--input", n] for n in names], []), "--output", tmp_path / "y.npy", "--repeat", "1")
+    want = tflm_ref.run(data, [tuple(xs)], arena_size=ARENA)[0]
+    assert np.array_equal(np.load(tmp_path / "y.npy").reshape(-1), np.asarray(want).reshape(-1))
+    data, xs = compare("LESS", "f32", (1, 4, 6), (6,), (1, 4, 6))
+    src.write_bytes(data)
+    cli.ok("pack", src, "-o", packed, "-q")
+    for k, x in enumerate(xs):
+        np.save(names[k], x)
+    out = cli.ok("run", packed, "--input", names[0], "--input", names[1], "--output", tmp_path / "y.npy",
+                 "--repeat", "1")
+    y = np.load(tmp_path / "y.npy")
+    assert y.dtype == np.bool_ and "bool" in out
+    assert np.array_equal(y.reshape(-1), np.asarray(tflm_ref.run(data, [tuple(xs)], arena_size=ARENA)[0]).reshape(-1))
