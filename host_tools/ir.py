@@ -90,6 +90,8 @@ class Graph:
             parts = ["input", "y=" + name, "shape=" + _ints(shape)]
             if name in self.q:
                 parts += ["dtype=" + self.dtypes.get(name, "i8"), "q=" + _q(self.q[name])]
+            elif self.dtypes.get(name) == "bool":
+                parts.append("dtype=bool")
             if layout != "hwc":
                 parts.append("layout=" + layout)
             lines.append(" ".join(parts))

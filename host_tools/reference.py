@@ -49,6 +49,11 @@ def run(text, tensors, *inputs, state=None):
             y = vals[kv["x"]]
             outs.append(y.transpose(2, 0, 1) if kv.get("layout") == "chw" else y)
             continue
+        if op == "const":  # (no input)
+            vals[kv["y"]], dts[kv["y"]] = _const(kv, tensors), kv.get("dtype", "f32")
+            if dts[kv["y"]] not in ("f32", "bool"):
+                q[kv["y"]] = kv.get("q", (1.0, 0))
+            continue
         xs = kv["x"] if isinstance(kv["x"], list) else [kv["x"]]
         ins = [vals[n] for n in xs]
         qin = [q.get(n) for n in xs]
@@ -58,7 +63,8 @@ def run(text, tensors, *inputs, state=None):
             qin.append(kv.get("tq"))
             if kv.get("rev"):  # sub: t - x
                 ins, qin = ins[::-1], qin[::-1]
-        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[-1] if op == "gathernd" else xs[0]]), x_dtype=dts[xs[0]])
+        kv = dict(kv, dtype=_out_dtype(op, kv, dts[xs[-1] if op in ("gathernd", "select") else xs[0]]),
+                  x_dtype=dts[xs[-1] if op == "select" else xs[0]], op=op)
         if op in _STATEFUL:
             y = _OPS[op](ins, kv, qin, tensors, state)
         else:
@@ -67,6 +73,8 @@ def run(text, tensors, *inputs, state=None):
         dts[kv["y"]] = kv["dtype"]
         if "q" in kv:
             q[kv["y"]] = kv["q"]
+        elif op == "select" and qin[1] is not None:
+            q[kv["y"]] = qin[1]
         elif op == "cast" and kv["dtype"] != "f32":
             q[kv["y"]] = (1.0, 0)
         elif op in _KEEPS_Q and qin[0] is not None:
@@ -77,6 +85,8 @@ def run(text, tensors, *inputs, state=None):
 def _out_dtype(op, kv, x_dtype):
     if op == "reduce" and kv["fn"] in ("argmax", "argmin"):
         return "i32"
+    if op in _COMPARE or op in ("and", "or", "not"):
+        return "bool"
     if op == "cast" or op in ("quantize", "softmax") and "dtype" in kv:
         return kv["dtype"]
     if op in ("quantize", "lut"):
@@ -1204,6 +1214,125 @@ def fblog(ins, kv, qin, tensors):
 
 
 _STATEFUL = ("lstm", "gru", "svdf", "specsub")
+# --- float functions of one operand: computed in float64 on the float32 input, rounded once
+
+def _f32(fn):
+    def op(ins, kv, qin, tensors):
+        with np.errstate(all="ignore"):
+            return fn(ins[0].astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
+    return op
+
+
+def _rsqrt(ins, kv, qin, tensors):
+    """1.f / sqrtf(x): the square root rounded to float32 first."""
+    with np.errstate(all="ignore"):
+        s = np.sqrt(ins[0].astype(np.float64)).astype(np.float32)
+        return (np.float32(1) / s).astype(np.float64)
+
+
+def _round(ins, kv, qin, tensors):
+    """TFLM's RoundToNearest: halves to the even neighbour."""
+    x = ins[0].astype(np.float32).astype(np.float64)
+    f = np.floor(x)
+    with np.errstate(invalid="ignore"):
+        d = x - f
+        up = (d > 0.5) | ((d == 0.5) & (np.fmod(f, 2) != 0))
+    return np.where(up, f + 1, f)
+
+
+# --- constants, comparisons, logical ops, select (bool values: 0 or 1) -----------------------
+
+def _const(kv, tensors):
+    shape, dt = kv["shape"], kv.get("dtype", "f32")
+    if "t" in kv:
+        return np.asarray(tensors[kv["t"]]).reshape(shape).astype(np.float64 if dt == "f32" else np.int64)
+    if dt == "f32":
+        return np.full(shape, float(np.float32(kv["value"])))
+    return np.full(shape, kv["code"], np.int64)
+
+
+_COMPARE = {"equal": np.equal, "notequal": np.not_equal, "less": np.less, "lessequal": np.less_equal,
+            "greater": np.greater, "greaterequal": np.greater_equal}
+
+
+def _compare(ins, kv, qin, tensors):
+    """Numbers compared (f32, i32, bool); i8 codes as TFLM rescales them: MBQMSmallerThanOneExp(
+    (q - z) << 8, the multiplier of the input's scale), TFLM's formula here (the kernel reads
+    the packer's table of it)."""
+    a, b = ins
+    if kv["x_dtype"] == "i8":
+        from .tflm import quantize_multiplier
+
+        def rescale(v, q):
+            m, s = quantize_multiplier(float(np.float32(q[0])))
+            return rdbpot_np(srdhm_np((v - q[1]) * 256, m), -s)
+        a, b = rescale(a, qin[0]), rescale(b, qin[1])
+    return _COMPARE[kv["op"]](a, b).astype(np.int64)
+
+
+def _logical(ins, kv, qin, tensors):
+    a = ins[0] != 0
+    if kv["op"] == "not":
+        return (~a).astype(np.int64)
+    b = ins[1] != 0
+    return ((a & b) if kv["op"] == "and" else (a | b)).astype(np.int64)
+
+
+def _select(ins, kv, qin, tensors):
+    c, a, b = ins
+    return np.where(c != 0, a, b)
+
+
+# --- squared difference, floor division and modulo, add_n ----------------------------------
+
+def _sqdiff(ins, kv, qin, tensors):
+    """float32: (a - b) rounded, squared; i32: wrapped; i8, i16: TFLM's SquaredDifference (each
+    operand (x - z) << LS rescaled by MBQMSmallerThanOneExp, the difference squared, MBQM)."""
+    a, b = ins
+    if kv["x_dtype"] == "f32":
+        with np.errstate(over="ignore"):
+            d = a.astype(np.float32) - b.astype(np.float32)
+            return (d * d).astype(np.float64)
+    if kv["x_dtype"] == "i32":
+        d = (a - b + 2 ** 31) % 2 ** 32 - 2 ** 31
+        return (d * d + 2 ** 31) % 2 ** 32 - 2 ** 31
+    ls = 7 if kv["x_dtype"] == "i8" else 0
+    m1, s1, m2, s2, m, s = kv["m"]
+    d = rdbpot_np(srdhm_np((a - qin[0][1]) << ls, m1), -s1) - rdbpot_np(srdhm_np((b - qin[1][1]) << ls, m2), -s2)
+    return np.clip(mbqm_np(d * d, m, s) + kv["q"][1], *kv.get("clamp", RANGE[kv["x_dtype"]]))
+
+
+def _floordiv(ins, kv, qin, tensors):
+    """TFLM's FloorDiv<float>: floor of the doubles' quotient, to float32."""
+    with np.errstate(all="ignore"):
+        return np.floor(ins[0] / ins[1]).astype(np.float32).astype(np.float64)
+
+
+def _floormod(ins, kv, qin, tensors):
+    """TFLM's FloorMod<float>: fmod, plus b where the sign differs from b's (a float32 sum)."""
+    a, b = ins[0].astype(np.float32), ins[1].astype(np.float32)
+    with np.errstate(all="ignore"):
+        t = np.fmod(a, b)
+        return np.where((t != 0) & ((b < 0) != (t < 0)), t + b, t).astype(np.float64)
+
+
+def _addn(ins, kv, qin, tensors):
+    """float32: the inputs summed in order; int8: TFLM's AddN ((-z + sum (x - z)) << 19,
+    MBQMSmallerThanOneExp, clamped)."""
+    if kv["x_dtype"] == "f32":
+        acc = ins[0].astype(np.float32)
+        with np.errstate(over="ignore"):
+            for x in ins[1:]:
+                acc = acc + x.astype(np.float32)
+        return acc.astype(np.float64)
+    z = qin[0][1]
+    acc = -z + sum(x - z for x in ins)
+    acc = (acc * (1 << 19) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    m, s = kv["m"]
+    return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
+
+
+_STATEFUL = ("lstm", "gru", "svdf")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
@@ -1232,4 +1361,10 @@ _OPS = {
     "logsoftmax": logsoftmax, "l2norm": l2norm, "l2pool": l2pool,
     "window": window, "fftbits": fftbits, "fftscale": fftscale, "rfft": rfft, "energy": energy,
     "filterbank": filterbank, "fbsqrt": fbsqrt, "specsub": specsub, "pcan": pcan, "fblog": fblog,
+    "neg": _f32(np.negative), "sqrt": _f32(np.sqrt), "rsqrt": _rsqrt, "square": _f32(np.square),
+    "exp": _f32(np.exp), "log": _f32(np.log), "sin": _f32(np.sin), "cos": _f32(np.cos),
+    "floor": _f32(np.floor), "ceil": _f32(np.ceil), "round": _round, "elu": _f32(lambda x: np.where(x < 0, np.expm1(x), x)),
+    "equal": _compare, "notequal": _compare, "less": _compare, "lessequal": _compare, "greater": _compare,
+    "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
+    "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
 }

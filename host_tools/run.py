@@ -104,13 +104,15 @@ def check_input(path, value, layout, k=0):
                                          _shape_text((1,) + want), hint))
     if value.dtype in _CODES and a.dtype == _CODES[value.dtype]:
         return a.reshape(-1), value.dtype
+    if value.dtype == "bool":  # (numbers: true where not zero)
+        return (a != 0).reshape(-1), "bool"
     a = a.astype(np.float32).reshape(-1)
     if not np.all(np.isfinite(a)):
         raise PackError("--input %s: NaN or Inf in the input" % path)
     return a, "f32"
 
 
-_CODES = {"i8": np.int8, "u8": np.uint8}  # the 1-byte integer inputs and outputs (codes)
+_CODES = {"i8": np.int8, "u8": np.uint8, "bool": np.bool_}  # the 1-byte inputs and outputs (codes)
 
 
 def quantize(x, q, dtype="i8"):
@@ -126,6 +128,9 @@ def random_input(value, layout):
     """A seeded random input of the right shape, and what it is (for the printout)."""
     rng = np.random.default_rng(SEED)
     shape = caller_shape(value, layout)
+    if value.dtype == "bool":
+        return (rng.integers(0, 2, int(np.prod(shape))).astype(np.bool_), "bool",
+                "random bools (seed %d), shape %s (%s)" % (SEED, _shape_text(shape), _order(layout, value)))
     if value.dtype in _CODES:
         info = np.iinfo(_CODES[value.dtype])
         return (rng.integers(info.min, info.max + 1, int(np.prod(shape))).astype(info.dtype), value.dtype,
@@ -153,7 +158,7 @@ for p, kind in {inputs!r}:
     f = open(p, "rb")
     raw = f.read()
     f.close()
-    xs.append(raw if kind in ("i8", "u8") else array.array("f", raw))
+    xs.append(raw if kind in ("i8", "u8", "bool") else array.array("f", raw))
 gc.collect()
 a0 = gc.mem_alloc()
 m = model.from_container(mpy_lazy.open({path!r}))
@@ -166,7 +171,7 @@ print("KEPT", kept, mem["arena"], mem["scratch"])
 for i in range(len(m.outputs)):
     v = m.outputs[i]
     vals = m.tolist(i)
-    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype in ("i8", "u8") else bytes(array.array("f", vals))
+    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype in ("i8", "u8", "bool") else bytes(array.array("f", vals))
     print("OUT", i, binascii.hexlify(b).decode())
 vals = None
 n = {repeat}
@@ -400,7 +405,9 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     real = []
     for i, (v, layout) in enumerate(zip(m.outputs, m.out_layouts)):
         shape = (1,) + caller_shape(v, layout)
-        if v.dtype in _CODES:
+        if v.dtype == "bool":
+            y = np.frombuffer(outs[i], np.bool_).copy()
+        elif v.dtype in _CODES:
             codes = np.frombuffer(outs[i], _CODES[v.dtype]).astype(np.float64)
             y = (v.q[0] * (codes - v.q[1])).astype(np.float32)
         else:
@@ -424,7 +431,8 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     for i, (y, v, layout) in enumerate(real):
         out("output %d: shape %s (%s)%s: %s" % (
             i, _shape_text(y.shape[1:]), _order(layout, v) if len(v.shape) == 3 else "vector",
-            ", %s q=(%.9g, %d), dequantized" % (np.dtype(_CODES[v.dtype]), v.q[0], v.q[1]) if v.dtype in _CODES else "",
+            ", %s q=(%.9g, %d), dequantized" % (np.dtype(_CODES[v.dtype]), v.q[0], v.q[1]) if v.q else
+            (", bool" if v.dtype == "bool" else ""),
             np.array2string(y.reshape(-1), precision=5, threshold=24, max_line_width=10 ** 6)))
     out("class %d (argmax of output 0)" % int(np.argmax(real[0][0].reshape(-1))))
     out("heap kept by the model: %d B (open to after the first inference); arena %d B%s"

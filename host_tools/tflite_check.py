@@ -21,7 +21,12 @@ ITEMSIZE = {"RESOURCE": 0, "FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "
             "INT8": 1, "FLOAT64": 8, "UINT32": 4, "UINT16": 2, "UINT64": 8}
 RANGE = {"INT8": (-128, 127), "INT16": (-32768, 32767), "INT32": (-2 ** 31, 2 ** 31 - 1),
          "UINT8": (0, 255), "INT64": (-2 ** 63, 2 ** 63 - 1)}
-ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32")
+ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
+# the ops that take or make bool activations (one byte each, 0 or 1), and those of several inputs
+# broadcast as numpy broadcasts (the board's repeat, or a copy at the output's shape)
+COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
+BOOL_OPS = COMPARISONS + ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT_V2")
+BROADCASTING = BOOL_OPS + ("SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
 
 # op -> its options table (None: it has none), and whether the op needs it present
 OPTIONS = {
@@ -63,6 +68,17 @@ OPTIONS = {
     "CUMSUM": ("CumsumOptions", False), "BATCH_MATMUL": ("BatchMatMulOptions", False),
     "LOG_SOFTMAX": ("LogSoftmaxOptions", False), "L2_NORMALIZATION": ("L2NormOptions", False),
     "L2_POOL_2D": ("Pool2DOptions", True),
+    "NEG": ("NegOptions", False), "SQRT": (None, False), "RSQRT": (None, False), "SQUARE": ("SquareOptions", False),
+    "EXP": ("ExpOptions", False), "LOG": (None, False), "SIN": (None, False), "COS": ("CosOptions", False),
+    "FLOOR": (None, False), "CEIL": (None, False), "ROUND": (None, False), "ELU": (None, False),
+    "EQUAL": ("EqualOptions", False), "NOT_EQUAL": ("NotEqualOptions", False), "LESS": ("LessOptions", False),
+    "LESS_EQUAL": ("LessEqualOptions", False), "GREATER": ("GreaterOptions", False),
+    "GREATER_EQUAL": ("GreaterEqualOptions", False), "LOGICAL_AND": ("LogicalAndOptions", False),
+    "LOGICAL_OR": ("LogicalOrOptions", False), "LOGICAL_NOT": ("LogicalNotOptions", False),
+    "SELECT_V2": ("SelectV2Options", False), "ZEROS_LIKE": ("ZerosLikeOptions", False),
+    "FILL": ("FillOptions", False),
+    "SQUARED_DIFFERENCE": ("SquaredDifferenceOptions", False), "FLOOR_DIV": ("FloorDivOptions", False),
+    "FLOOR_MOD": ("FloorModOptions", False), "ADD_N": ("AddNOptions", False),
 }
 # op -> how many inputs TFLM's Prepare takes (least, most); every op here has one output
 ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "TRANSPOSE_CONV": (3, 4),
@@ -83,7 +99,13 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "VAR_HANDLE": (0, 0), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 2), "CALL_ONCE": (0, 0),
          "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "ARG_MAX": (2, 2), "ARG_MIN": (2, 2),
          "CUMSUM": (2, 2), "BATCH_MATMUL": (2, 2), "LOG_SOFTMAX": (1, 1), "L2_NORMALIZATION": (1, 1),
-         "L2_POOL_2D": (1, 1)}
+         "L2_POOL_2D": (1, 1),
+         "NEG": (1, 1), "SQRT": (1, 1), "RSQRT": (1, 1), "SQUARE": (1, 1), "EXP": (1, 1), "LOG": (1, 1),
+         "SIN": (1, 1), "COS": (1, 1), "FLOOR": (1, 1), "CEIL": (1, 1), "ROUND": (1, 1), "ELU": (1, 1),
+         "EQUAL": (2, 2), "NOT_EQUAL": (2, 2), "LESS": (2, 2), "LESS_EQUAL": (2, 2), "GREATER": (2, 2),
+         "GREATER_EQUAL": (2, 2), "LOGICAL_AND": (2, 2), "LOGICAL_OR": (2, 2), "LOGICAL_NOT": (1, 1),
+         "SELECT_V2": (3, 3), "ZEROS_LIKE": (1, 1), "FILL": (2, 2),
+         "SQUARED_DIFFERENCE": (2, 2), "FLOOR_DIV": (2, 2), "FLOOR_MOD": (2, 2), "ADD_N": (2, 10000)}
 # ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
 # tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
 NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
@@ -108,7 +130,8 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "SPACE_TO_BATCH_ND": ((1, 2), ("INT32",)), "BATCH_TO_SPACE_ND": ((1, 2), ("INT32",)),
             "SUM": ((1,), ("INT32",)), "REDUCE_MAX": ((1,), ("INT32",)), "REDUCE_MIN": ((1,), ("INT32",)),
             "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",)),
-            "CUMSUM": ((1,), ("INT32",))}
+            "CUMSUM": ((1,), ("INT32",)),
+            "FILL": ((0,), ("INT32", "INT64"))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
@@ -116,12 +139,10 @@ IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRAN
 # the reductions: their output shape follows from their constant axes (and keep_dims)
 REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
 # ops whose output may have another rank than their input
-RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "TRANSPOSE_CONV",
-                 "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT", "SHAPE",
-                 "GATHER",
-                 "BROADCAST_TO",
-                 "GATHER_ND", "EMBEDDING_LOOKUP",
-                 "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL")
+RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+                 "TRANSPOSE_CONV", "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT",
+                 "SHAPE", "GATHER", "BROADCAST_TO", "GATHER_ND", "EMBEDDING_LOOKUP", "SUM", "REDUCE_MAX",
+                 "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "FILL")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -132,7 +153,7 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # board runs no other op on them
 UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
 # ops whose output type may differ from their input's
-CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP", "ARG_MAX", "ARG_MIN")
+CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP", "ARG_MAX", "ARG_MIN") + COMPARISONS
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
 TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax: keyword models)
 # ops mpy-lazy runs on float32 and int8 activations only, not int16 (TFLM has 16x8 kernels for
@@ -143,7 +164,8 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 NO_INT16 = ("LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX",
             "ARG_MIN", "CUMSUM")
 # ops whose activation inputs all have the output's type
-SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "BATCH_MATMUL")
+SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "BATCH_MATMUL",
+             "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD", "ADD_N")
 
 
 def check(r, ops):
@@ -346,8 +368,20 @@ def _uses(r, name, op, ins, outs, where, fail):
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
+    if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_OPS:
+        fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_OPS))
+    if name in BROADCASTING:  # numpy's broadcasting, to the output's shape
+        try:
+            full = list(np.broadcast_shapes(*[tuple(shape(i)) for i in ins]))
+        except ValueError:
+            full = None
+        if full != list(shape(y)):
+            fail(where, "input shapes %s, output %s: they do not broadcast to it"
+                 % (", ".join(str(list(shape(i))) for i in ins), list(shape(y))))
+        if name in BOOL_OPS and typ(y) != ("BOOL" if name != "SELECT_V2" else typ(ins[1])):
+            fail(where, "output of type %s (%s)" % (typ(y), "bool" if name != "SELECT_V2" else "the inputs' type"))
     if name not in CROSSING and ins and ins[0] >= 0 and name not in WEIGHTED:
-        for j in ((range(len(ins)) if name in SAME_TYPE else (0,))):
+        for j in ((range(len(ins)) if name in SAME_TYPE else ((1, 2) if name == "SELECT_V2" else (0,)))):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
@@ -402,7 +436,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             "%s to %s" % (k, "/".join(v)) for k, v in QUANTIZE_PAIRS.items())))
     if name == "DEQUANTIZE" and (typ(ins[0]) not in ("INT8", "INT16") or typ(y) != "FLOAT32"):
         fail(where, "%s to %s: TFLM dequantizes INT8 or INT16 to FLOAT32" % (typ(ins[0]), typ(y)))
-    if name not in RANK_CHANGING and ins and ins[0] >= 0:
+    if name not in RANK_CHANGING + BROADCASTING and ins and ins[0] >= 0:
         x0 = max((ins[j] for j in range(min(len(ins), 2 if name in BINARY else 1)) if ins[j] >= 0),
                  key=lambda i: len(shape(i)))
         if len(shape(x0)) != len(shape(y)):

@@ -48,6 +48,12 @@ ROOMS = {
     "SUM": "reduce", "REDUCE_MAX": "reduce", "REDUCE_MIN": "reduce", "ARG_MAX": "reduce", "ARG_MIN": "reduce",
     "CUMSUM": "cumsum", "BATCH_MATMUL": "matmul",
     "LOG_SOFTMAX": "normalize", "L2_NORMALIZATION": "normalize", "L2_POOL_2D": "normalize",
+    "NEG": "unary", "SQRT": "unary", "RSQRT": "unary", "SQUARE": "unary", "EXP": "unary", "LOG": "unary",
+    "SIN": "unary", "COS": "unary", "FLOOR": "unary", "CEIL": "unary", "ROUND": "unary", "ELU": "unary",
+    "EQUAL": "compare", "NOT_EQUAL": "compare", "LESS": "compare", "LESS_EQUAL": "compare", "GREATER": "compare",
+    "GREATER_EQUAL": "compare", "LOGICAL_AND": "compare", "LOGICAL_OR": "compare", "LOGICAL_NOT": "compare",
+    "SELECT_V2": "compare", "ZEROS_LIKE": "const", "FILL": "const",
+    "SQUARED_DIFFERENCE": "arith", "FLOOR_DIV": "arith", "FLOOR_MOD": "arith", "ADD_N": "arith",
 }
 ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library (custom ops)
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
@@ -122,7 +128,7 @@ class _Reader:
         if b is None or b.DataLength() == 0:
             return None
         dt = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
-              "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16}.get(typ)
+              "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16, "BOOL": np.bool_}.get(typ)
         if dt is None:
             raise self.err("constant tensor of type %s is not supported" % typ)
         return np.frombuffer(b.DataAsNumpy().tobytes(), dtype=dt).reshape(shape)
@@ -160,9 +166,11 @@ class _Reader:
             self.ir.q[name] = (float(np.float32(scales[0])), zp)
             if dt != "i8":
                 self.ir.dtypes[name] = dt
+        elif typ == "BOOL":  # (bytes 0 or 1: comparisons, logical ops, select)
+            self.ir.dtypes[name] = "bool"
         elif typ != "FLOAT32":
             raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
-                           "and uint8 into or out of QUANTIZE)" % typ)
+                           "bool, and uint8 into or out of QUANTIZE)" % typ)
         return name
 
     def qof(self, i):
@@ -175,6 +183,9 @@ class _Reader:
         """The graph dtype of tensor i: f32, i8, i16 or i32 (uint32: its bits)."""
         typ = self.tensor(i)[2]
         return "i32" if typ == "UINT32" else INT.get(typ, "f32")
+        """The graph dtype of tensor i: f32, i8, i16, i32 or bool."""
+        typ = self.tensor(i)[2]
+        return "bool" if typ == "BOOL" else INT.get(typ, "f32")
 
     def add(self, key, arr):
         return self.ir.add_tensor("%s_%d.%s" % (self.opname, self.opidx, key), np.ascontiguousarray(arr))

@@ -376,6 +376,73 @@ def float_table(fn, s_in, z_in, s_out, z_out):
     return out
 
 
+
+def inv_sqrt_multiplier(v):
+    """GetInvSqrtQuantizedMultiplierExp(v, kReverseShift): (multiplier, left shift) of
+    1 / sqrt(v) for an int32 v >= 0 (0 and 1 give INT32_MAX, 0), gemmlowp's Newton-Raphson in
+    Q3.28."""
+    if v <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while v >= 1 << 29:
+        v //= 4
+        shift += 1
+    pairs = (31 - v.bit_length()) // 2 - 1  # (CountLeadingZeros - 1) / 2 - 1
+    shift -= pairs
+    v <<= 2 * pairs
+    half = rdbpot(v >> 1, 1)
+    x = 1 << 28  # F3::One()
+    for _ in range(5):
+        x3 = sat_shl(srdhm(srdhm(x, x), x), 6)  # Rescale<3>(x * x * x): F9 -> F3
+        x = sat_shl(wrap32(srdhm((1 << 28) + (1 << 27), x) - srdhm(half, x3)), 3)  # F6 -> F3
+    x = srdhm(x, 1518500250)  # x sqrt(2) / 2
+    if shift < 0:
+        x, shift = wrap32(x << -shift), 0
+    return x, -shift
+
+
+def rsqrt_table(s_in, z_in, s_out, z_out):
+    """TFLM's int8 RSQRT on every code: clamp(z_out + MBQM(MBQM(1, m_v, s_v + 20), M, S - 20)),
+    m_v, s_v the inverse square root multiplier of v = q - z_in, M, S of 1 / (sqrt(s_in) s_out)
+    (float32 arithmetic); v = 0 gives 127 (TFLM's "largest output"). TFLM fails its Invoke on
+    a code below z_in (a negative real): the table gives 127 there too."""
+    scale = 1.0 / float(np.float32(np.sqrt(np.float32(s_in)) * np.float32(s_out)))
+    m, s = quantize_multiplier(scale)
+    out = []
+    for q in range(-128, 128):
+        v = q - z_in
+        if v <= 0:
+            out.append(127)
+            continue
+        mv, sv = inv_sqrt_multiplier(v)
+        y = mbqm(mbqm(1, mv, sv + 20), m, s - 20) + z_out
+        out.append(max(-128, min(127, y)))
+    return out
+
+
+def elu_table(s_in, z_in, s_out, z_out):
+    """TFLM's int8 ELU table (elu.cc's PopulateLookupTable, float32 arithmetic): round(f(s_in
+    (q - z_in)) / s_out) + z_out, f(x) = exp(x) - 1 below 0 (expf, rounded once), else x."""
+    f = np.float32
+    inv = f(1) / f(s_out)
+    out = []
+    for q in range(-128, 128):
+        x = f(s_in) * f(q - z_in)
+        y = f(f(np.exp(np.float64(x))) - f(1)) if x < 0 else x
+        r = f(tf_round(float(f(y * inv))))
+        out.append(max(-128, min(127, int(f(r + f(z_out))))))
+    return out
+
+
+def compare_codes(scale, zero_point):
+    """TFLM's int8 comparisons rescale each operand's code q to MBQMSmallerThanOneExp((q - z)
+    << 8, m, s), (m, s) = QuantizeMultiplierSmallerThanOneExp(scale): those of every code
+    (-128..127). A scale of 1 or more TFLM's Prepare refuses (its shift would be positive)."""
+    m, s = quantize_multiplier(f32(scale))
+    if s > 0:
+        raise ValueError("an input scale of %r: TFLM's comparisons take scales below 1" % scale)
+    return [rdbpot(srdhm((q - zero_point) * 256, m), -s) for q in range(-128, 128)]
+
 # --- recurrent ops (int8 LSTM, SVDF) ---------------------------------------------------------
 
 # TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): its int16 Logistic and

@@ -1,5 +1,6 @@
-# Viper kernels of the elementwise ops, cast, resize and the index ops (kinds 44..51, 80, 81; the records and their
-# plain-Python versions: ops/elementwise.py, cast.py, resize.py, index.py, whose FAST names this module):
+# Viper kernels of the elementwise ops, cast, resize, comparisons, logical ops, select and the
+# index ops (kinds 44..51, 65, 67, 68, 80, 81; the records and their plain-Python versions:
+# ops/elementwise.py, cast.py, resize.py, compare.py, index.py, whose FAST names this module):
 # imported only for a program that has such a record. The
 # same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
@@ -380,4 +381,270 @@ def update(E, P, k: int):
                 b += 1
             f += row
             j += 1
+# --- comparisons, logical ops, select (kinds 65, 67, 68; the records: ops/compare.py) ---------
+
+@micropython.viper
+def compare(E, P, k: int):
+    # y = x1 OP x2 as 1 or 0 (x1, x2 repeating every BC1, BC2 elements): 1-, 2- or 4-byte
+    # integers, or i8 codes compared through the table (i32 [2, 256])
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    op = int(pp[2])
+    es = int(pp[3])
+    x1 = a + pp[4]
+    x2 = a + pp[5]
+    y = ptr8(a + pp[6])
+    n = int(pp[7])
+    bc1 = int(pp[8])
+    bc2 = int(pp[9])
+    scaled = int(pp[10])
+    tab = ptr32(a)
+    if scaled:
+        tab = ptr32(uint(ptr8(E.B[pp[11]])) + pp[12])
+    sg = 1
+    sg <<= 31
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 1:
+            u = (ptr8(x1)[i1] ^ 0x80) - 0x80
+            v = (ptr8(x2)[i2] ^ 0x80) - 0x80
+            if scaled:
+                u = int((tab[u + 128] ^ sg) - sg)
+                v = int((tab[v + 384] ^ sg) - sg)
+        elif es == 2:
+            u = (ptr16(x1)[i1] ^ 0x8000) - 0x8000
+            v = (ptr16(x2)[i2] ^ 0x8000) - 0x8000
+        else:
+            u = int((ptr32(x1)[i1] ^ sg) - sg)
+            v = int((ptr32(x2)[i2] ^ sg) - sg)
+        r = 0
+        if op == 0:
+            if u == v:
+                r = 1
+        elif op == 1:
+            if u != v:
+                r = 1
+        elif op == 2:
+            if u < v:
+                r = 1
+        elif op == 3:
+            if u <= v:
+                r = 1
+        elif op == 4:
+            if u > v:
+                r = 1
+        elif u >= v:
+            r = 1
+        y[i] = r
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def logical(E, P, k: int):
+    # y = x1 and x2, x1 or x2, or not x1 (bytes: non-zero is true) as 1 or 0
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    op = int(pp[2])
+    x1 = ptr8(a + pp[3])
+    x2 = ptr8(a + pp[4])
+    y = ptr8(a + pp[5])
+    n = int(pp[6])
+    bc1 = int(pp[7])
+    bc2 = int(pp[8])
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        u = 0
+        if x1[i1]:
+            u = 1
+        v = 0
+        if x2[i2]:
+            v = 1
+        if op == 0:
+            u = u & v
+        elif op == 1:
+            u = u | v
+        else:
+            u = 1 - u
+        y[i] = u
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def select(E, P, k: int):
+    # y = x1 where the condition's byte is non-zero, else x2: elements of 1, 2 or 4 bytes
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    es = int(pp[2])
+    c = ptr8(a + pp[3])
+    x1 = a + pp[4]
+    x2 = a + pp[5]
+    y = a + pp[6]
+    n = int(pp[7])
+    bcc = int(pp[8])
+    bc1 = int(pp[9])
+    bc2 = int(pp[10])
+    i = 0
+    ic = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 1:
+            if c[ic]:
+                ptr8(y)[i] = ptr8(x1)[i1]
+            else:
+                ptr8(y)[i] = ptr8(x2)[i2]
+        elif es == 2:
+            if c[ic]:
+                ptr16(y)[i] = ptr16(x1)[i1]
+            else:
+                ptr16(y)[i] = ptr16(x2)[i2]
+        elif c[ic]:
+            ptr32(y)[i] = ptr32(x1)[i1]
+        else:
+            ptr32(y)[i] = ptr32(x2)[i2]
+        ic += 1
+        if ic == bcc:
+            ic = 0
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+# --- squared difference, int8 add_n (kinds 70, 71; the records: ops/arith.py) ----------------
+
+@micropython.viper
+def sqdiff(E, P, k: int):
+    # i8 / i16: each operand rescaled (MBQMSmallerThanOneExp), the difference squared and
+    # requantized; i32: the wrapped square of the wrapped difference
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    t = uint(ptr32(E.W)) + 32  # four words of working state: W[8..11]
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    es = int(pp[2])
+    x1 = a + pp[3]
+    x2 = a + pp[4]
+    y = a + pp[5]
+    n = int(pp[6])
+    bc1 = int(pp[7])
+    bc2 = int(pp[8])
+    zy = int((pp[9] ^ sg) - sg)
+    lo = int((pp[10] ^ sg) - sg)
+    hi = int((pp[11] ^ sg) - sg)
+    z1 = int((pp[12] ^ sg) - sg)
+    z2 = int((pp[13] ^ sg) - sg)
+    ls = int(pp[14])
+    m1 = int(pp[15])
+    s1 = int((pp[16] ^ sg) - sg)
+    m2 = int(pp[17])
+    s2 = int((pp[18] ^ sg) - sg)
+    m = int(pp[19])
+    s = int((pp[20] ^ sg) - sg)
+    i = 0
+    i1 = 0
+    i2 = 0
+    while i < n:
+        if es == 4:
+            d = int(ptr32(x1)[i1]) - int(ptr32(x2)[i2])
+            ptr32(y)[i] = d * d  # (the low 32 bits: C's wrapped int32 arithmetic)
+        else:
+            if es == 1:
+                u = (ptr8(x1)[i1] ^ 0x80) - 0x80
+                v = (ptr8(x2)[i2] ^ 0x80) - 0x80
+            else:
+                u = (ptr16(x1)[i1] ^ 0x8000) - 0x8000
+                v = (ptr16(x2)[i2] ^ 0x8000) - 0x8000
+            pt[0] = (u - z1) << ls
+            pt[1] = m1
+            _srdhm(t)
+            _rdbpot(t, 0 - s1)
+            u = int((pt[2] ^ sg) - sg)
+            pt[0] = (v - z2) << ls
+            pt[1] = m2
+            _srdhm(t)
+            _rdbpot(t, 0 - s2)
+            d = u - int((pt[2] ^ sg) - sg)
+            d = d * d
+            pt[1] = m
+            if s > 0:
+                pt[0] = d << s  # (wraps to 32 bits in the store, as TFLM's x * (1 << s))
+                _srdhm(t)
+            else:
+                pt[0] = d
+                _srdhm(t)
+                _rdbpot(t, 0 - s)
+            r = int((pt[2] ^ sg) - sg) + zy
+            if r < lo:
+                r = lo
+            elif r > hi:
+                r = hi
+            if es == 1:
+                ptr8(y)[i] = r
+            else:
+                ptr16(y)[i] = r
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+        i += 1
+
+
+@micropython.viper
+def addn(E, P, k: int):
+    # TFLM's int8 AddN: acc = (-Z + sum of (x_j - Z)) << 19, clamp(ZY + MBQMSmallerThanOneExp)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = ptr8(E.A)
+    t = uint(ptr32(E.W)) + 32
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    kk = int(pp[2])
+    z = int((pp[3] ^ sg) - sg)
+    zy = int((pp[4] ^ sg) - sg)
+    lo = int((pp[5] ^ sg) - sg)
+    hi = int((pp[6] ^ sg) - sg)
+    y = int(pp[7])
+    n = int(pp[8])
+    m = int(pp[9])
+    s = int((pp[10] ^ sg) - sg)
+    i = 0
+    while i < n:
+        acc = 0 - z
+        j = 0
+        while j < kk:
+            acc += ((a[int(pp[11 + j]) + i] ^ 0x80) - 0x80) - z
+            j += 1
+        pt[0] = acc << 19  # (wraps to 32 bits in the store)
+        pt[1] = m
+        _srdhm(t)
+        _rdbpot(t, 0 - s)
+        r = int((pt[2] ^ sg) - sg) + zy
+        if r < lo:
+            r = lo
+        elif r > hi:
+            r = hi
+        a[y + i] = r
         i += 1

@@ -19,6 +19,9 @@ from .kinds import (H_ARENA, H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H
 
 
 
+_IO_ITEM = (0, 4, 0, 1, 1, 2, 0, 4, 0, 0, 0, 0, 1)  # bytes per element by input/output dtype code
+
+
 class _Rec:
     """One record being checked: P, its start k, the arena size, the slots. A room's check
     may set `lag` (an int8 conv, dense or LSTM: its output may start that many bytes or more
@@ -249,7 +252,7 @@ def program(P, B, room, verify=None, total=None, sums=None):
     for i in range(nin + nout):
         e = HEADER + IO * i
         dt, off, size, nd = P[e + IO_DTYPE], P[e + IO_OFF], P[e + IO_SIZE], P[e + IO_NDIM]
-        if dt not in (1, 3, 4, 5, 7) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
+        if dt not in (1, 3, 4, 5, 7, 12) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
             bad("input/output %d: dtype %d, %d dimensions, layout %d" % (i, dt, nd, P[e + IO_LAYOUT]), "io")
         count = 1
         for j in range(nd):
@@ -257,12 +260,12 @@ def program(P, B, room, verify=None, total=None, sums=None):
             if not 1 <= d <= MAX_DIM:
                 bad("input/output %d: dimension %d" % (i, d), "io")
             count *= d
-        item = (0, 4, 0, 1, 1, 2, 0, 4)[dt]
+        item = _IO_ITEM[dt]
         if count != size or off < 0 or off % item or off + size * item > arena:
             bad("input/output %d: %d elements at %d do not fit the %d-byte arena" % (i, size, off, arena), "io")
         if P[e + IO_LAYOUT] == 1 and nd != 3:
             bad("input/output %d: layout chw needs H, W, C" % i, "io")
-        if dt != 1:
+        if dt not in (1, 12):
             s = bits_f32(P[e + IO_SCALE])
             top = 255 if dt == 4 else (1 << (8 * item - 1)) - 1
             if not (s - s == 0 and s > 0) or not (0 if dt == 4 else -top - 1) <= P[e + IO_ZP] <= top:
@@ -273,7 +276,7 @@ def program(P, B, room, verify=None, total=None, sums=None):
     defined = []
     for i in range(nin):
         e = HEADER + IO * i
-        defined = _span_add(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 1, 2, 0, 4)[P[e + IO_DTYPE]])
+        defined = _span_add(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * _IO_ITEM[P[e + IO_DTYPE]])
     E = _Env(B, sums)
     k = first
     for _ in range(n):
@@ -301,7 +304,7 @@ def program(P, B, room, verify=None, total=None, sums=None):
         bad("%d words after the last record" % (total - k), "records")
     for i in range(nin, nin + nout):
         e = HEADER + IO * i
-        if not _span_covered(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * (0, 4, 0, 1, 1, 2, 0, 4)[P[e + IO_DTYPE]]):
+        if not _span_covered(defined, P[e + IO_OFF], P[e + IO_OFF] + P[e + IO_SIZE] * _IO_ITEM[P[e + IO_DTYPE]]):
             bad("output %d: bytes no record wrote" % (i - nin), "io")
     return arena
 

@@ -8,8 +8,8 @@
 # the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
 from .container import ContainerError
 
-ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1}
-RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255)}
+ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1, "bool": 1}
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255), "bool": (0, 1)}
 
 MAX_DIM = 65535  # one dimension of a value
 MAX_SIZE = 1 << 24  # elements of one value
@@ -22,7 +22,7 @@ _KINDS = {
     "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
     "q": "q", "tq": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
-    "dtype": "e:f32|i8|i16|i32|u8", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
+    "dtype": "e:f32|i8|i16|i32|u8|bool", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
     "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",
@@ -108,6 +108,19 @@ OPS = {
     "specsub": (("x", "y", "opts"), ("q",)),
     "pcan": (("x", "y", "t", "opts"), ("shape", "q")),
     "fblog": (("x", "y", "opts"), ("q",)),
+    # float functions of one operand (ops/unary.py)
+    "neg": (("x", "y"), ()), "sqrt": (("x", "y"), ()), "rsqrt": (("x", "y"), ()), "square": (("x", "y"), ()),
+    "exp": (("x", "y"), ()), "log": (("x", "y"), ()), "sin": (("x", "y"), ()), "cos": (("x", "y"), ()),
+    "floor": (("x", "y"), ()), "ceil": (("x", "y"), ()), "round": (("x", "y"), ()), "elu": (("x", "y"), ()),
+    # a constant value: a tensor's values, or one value repeated (ops/const.py)
+    "const": (("y", "shape"), ("t", "value", "code", "dtype", "q")),
+    # comparisons, logical ops, select: bool values (ops/compare.py)
+    "equal": (("x", "y"), ("t",)), "notequal": (("x", "y"), ("t",)), "less": (("x", "y"), ("t",)),
+    "lessequal": (("x", "y"), ("t",)), "greater": (("x", "y"), ("t",)), "greaterequal": (("x", "y"), ("t",)),
+    "and": (("x", "y"), ()), "or": (("x", "y"), ()), "not": (("x", "y"), ()), "select": (("x", "y"), ("q",)),
+    # squared difference, floor division and modulo, sums (ops/arith.py)
+    "sqdiff": (("x", "y"), ("q", "m", "clamp")), "floordiv": (("x", "y"), ()), "floormod": (("x", "y"), ()),
+    "addn": (("x", "y"), ("q", "m", "clamp")),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
@@ -115,6 +128,8 @@ NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shar
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",
             "batchmatmul")
 _MULTI_X += ("fftscale", "fbsqrt", "pcan")
+_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "equal", "notequal", "less", "lessequal",
+            "greater", "greaterequal", "and", "or", "select", "sqdiff", "floordiv", "floormod", "addn")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
 
@@ -258,9 +273,9 @@ def parse(text):
 
 
 class Value:
-    """An activation: shape (N,) or (H, W, C), dtype 'f32', or an integer dtype ('i8', 'i16',
-    'i32'; 'u8', a model's uint8 input or output, which only lut reads and writes) with q = (scale,
-    zero point). The planner sets `offset` (bytes into the arena);
+    """An activation: shape (N,) or (H, W, C), dtype 'f32', 'bool' (bytes 0 or 1: comparisons,
+    logical ops, select's condition), or an integer dtype ('i8', 'i16', 'i32'; 'u8', a model's
+    uint8 input or output, which only lut reads and writes) with q = (scale, zero point). The planner sets `offset` (bytes into the arena);
     `alias` is the value whose buffer it shares (a reshape, an in-place op). Six attributes,
     no more (the lifetimes live in the model until it is planned)."""
 

@@ -114,6 +114,12 @@ _OPS = {
     "cumsum": "cumsum",
     "batchmatmul": "matmul",
     "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
+    "neg": "unary", "sqrt": "unary", "rsqrt": "unary", "square": "unary", "exp": "unary", "log": "unary",
+    "sin": "unary", "cos": "unary", "floor": "unary", "ceil": "unary", "round": "unary", "elu": "unary",
+    "const": "const",
+    "equal": "compare", "notequal": "compare", "less": "compare", "lessequal": "compare", "greater": "compare",
+    "greaterequal": "compare", "and": "compare", "or": "compare", "not": "compare", "select": "compare",
+    "sqdiff": "arith", "floordiv": "arith", "floormod": "arith", "addn": "arith",
 }
 _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
              "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal"})

@@ -43,6 +43,9 @@ NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
 # the signal library (micro_speech's audio front end: ops/signal.py), kinds 88..97
 SWINDOW, SFFTBITS, SFFTSCALE, SRFFT, SENERGY, SFBANK, SFBSQRT, SSPECSUB, SPCAN, SFBLOG = range(88, 98)
 IARITH = 98  # int32 add, sub, mul, div (TFLM's unquantized int32 ADD, MUL, DIV: micro_speech's front end)
+FUNARY = 64  # f32 elementwise functions of one operand (ops/unary.py: neg, sqrt, exp, floor, elu, ...)
+COMPARE, FCOMPARE, LOGICAL, SELECT = 65, 66, 67, 68  # bool values (ops/compare.py)
+FARITH, SQDIFF, ADDN = 69, 70, 71  # squared difference, floor division and modulo, int8 add_n (ops/arith.py)
 KINDS = 100  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -57,7 +60,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "softmax", "", "", "mul", "load") \
     + ("", "", "", "") \
-    + ("", "", "", "", "", "", "", "") \
+    + ("unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn") \
     + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize") \
     + ("gathernd", "update", "", "") \
     + ("var", "", "", "") \
@@ -68,7 +71,7 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
     + (26, 16, 0, 0, 17, 6) \
     + (0, 0, 0, 0) \
-    + (0, 0, 0, 0, 0, 0, 0, 0) \
+    + (6, 13, 9, 9, 11, 9, 21, 19) \
     + (18, 9, 16, 8, 22, 14, 18, 18) \
     + (18, 15, 0, 0) \
     + (8, 0, 0, 0) \
@@ -82,7 +85,7 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
      "layernorm", "groupnorm") \
     + ("tconv", "softmax", "", "", "binary", "binary") \
     + ("", "", "", "") \
-    + ("", "", "", "", "", "", "", "") \
+    + ("unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith") \
     + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize") \
     + ("index", "index", "", "") \
     + ("variable", "", "", "") \
@@ -91,4 +94,4 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
           FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,
-          FCUMSUM, FBMM, FNORM)
+          FCUMSUM, FBMM, FNORM, FUNARY, FCOMPARE, FARITH)

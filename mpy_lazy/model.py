@@ -27,7 +27,7 @@ from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: m
 from . import program as _program
 
 _PARAMS = ("bias", "initial", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
-_DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7}  # docs/FORMAT.md's dtype codes
+_DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7, "bool": 12}  # docs/FORMAT.md's dtype codes
 
 
 class Model(Module):
@@ -66,7 +66,7 @@ class Model(Module):
                 self.out_layouts.append(kv.get("layout", "hwc"))
                 continue
             else:
-                names = kv.get("x", ())  # (a var has no input)
+                names = kv.get("x", ())  # (a var or a const has no input)
                 names = names if isinstance(names, (list, tuple)) else [names]
                 ins = []
                 for name in names:
@@ -100,9 +100,9 @@ class Model(Module):
     def _input(self, n, kv):
         shape = graph.check_shape(kv["shape"], n)
         dtype = kv.get("dtype", "f32")
-        if (dtype != "f32") != ("q" in kv):
-            raise fail(n, "input: an integer input needs q=scale,zero_point, an f32 one has none", "q")
-        if dtype != "f32":
+        if (dtype not in ("f32", "bool")) != ("q" in kv):
+            raise fail(n, "input: an integer input needs q=scale,zero_point, an f32 or bool one has none", "q")
+        if "q" in kv:
             graph.zero_point(kv["q"], dtype, n)
         if kv.get("layout") == "chw" and len(shape) != 3:
             raise fail(n, "input: layout=chw needs an H,W,C shape", "layout")
@@ -134,7 +134,7 @@ class Model(Module):
         # one pass in op order, linear: an alias points at its buffer's root, whose lifetime
         # takes in the alias's at once (a later op only tests the root's)
         for i, op in enumerate(self.ops):
-            if not op.x:
+            if not op.x:  # (a var, a const)
                 continue
             x, y = op.x[0], op.y
             r = x.root()
@@ -232,7 +232,7 @@ class Model(Module):
         whose output may lie over its dying input, `lag` bytes before it (Op.lag())."""
         pairs = {}
         for i, op in enumerate(self.ops):
-            if not op.x:
+            if not op.x:  # (a var, a const)
                 continue
             x, y = op.x[0].root(), op.y
             if self._life[id(x)][1] == i and y.alias is None and x not in self.inputs and \

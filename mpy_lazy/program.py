@@ -236,7 +236,7 @@ class Program:
         chw = P[e + IO_LAYOUT] == 1
         c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
         hw = n // c
-        es = 1 if dt in (3, 4) else (2 if dt == 5 else 0)  # int8, uint8, int16 codes: copied byte by byte
+        es = 1 if dt in (3, 4, 12) else (2 if dt == 5 else 0)  # int8, uint8, bool, int16 codes: copied byte by byte
         if es and ((x is self._seen and es == self._seen_es) or (es == 1 and isinstance(x, _BYTES))
                    or _itemsize(x) == es):
             if isinstance(x, array.array):
@@ -262,8 +262,8 @@ class Program:
                 put(x, dst, W)
             return
         dst = self.input if i == 0 else self._in[i]
-        hi = 127 if dt == 3 else (32767 if dt == 5 else (255 if dt == 4 else 2147483647))
-        lo = 0 if dt == 4 else -hi - 1
+        hi = 127 if dt == 3 else (32767 if dt == 5 else (255 if dt == 4 else (1 if dt == 12 else 2147483647)))
+        lo = 0 if dt in (4, 12) else -hi - 1
         for j in range(n):
             val = x[j]
             if dt != 1:
@@ -307,7 +307,7 @@ class Program:
         order."""
         v = self.outputs[i]
         vals = self.tolist(i)
-        if v.dtype == "f32":
+        if v.q is None:  # (f32, bool)
             return vals
         s, z = v.q
         return [s * (q - z) for q in vals]
@@ -330,7 +330,7 @@ class Program:
         return best
 
 
-_DT = {1: "f32", 3: "i8", 4: "u8", 5: "i16", 7: "i32"}  # program dtype codes (FORMAT.md's)
+_DT = {1: "f32", 3: "i8", 4: "u8", 5: "i16", 7: "i32", 12: "bool"}  # program dtype codes (FORMAT.md's)
 WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
 Program.W = WORK_AREA
 
@@ -344,7 +344,7 @@ def _io(P, at, n):
         nd = P[e + IO_NDIM]
         shape = tuple([P[e + IO_DIMS + j] for j in range(nd)])
         dt = _DT[P[e + IO_DTYPE]]
-        q = (bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]) if dt != "f32" else None
+        q = (bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]) if dt not in ("f32", "bool") else None
         v = Value("", shape, dt, q)
         v.offset = P[e + IO_OFF]
         vals.append(v)

@@ -102,6 +102,46 @@ class Op(Module):
             if key not in self.kv:
                 raise self.fail("int8 op needs %s=" % key, key)
 
+    def operands(self):
+        """The output shape numpy's broadcasting gives the inputs (self.x, at most 3
+        dimensions), and the inputs that do not repeat over it (`spread`: copied out at its
+        shape into the scratch by operand_fields, which this sizes)."""
+        from ..graph import ITEMSIZE
+
+        ins = self.x
+        oshape = ins[0].shape
+        for v in ins[1:]:
+            oshape = broadcast(oshape, v.shape)
+            if oshape is None:
+                raise self.fail("shapes %s do not broadcast" % ", ".join(str(v.shape) for v in ins), "x")
+        if len(oshape) > 3:
+            raise self.fail("shapes broadcast to %s: more than 3 dimensions" % (oshape,), "x")
+        self.spread = tuple([i for i, v in enumerate(ins) if not repeats(v.shape, oshape)])
+        size = 1
+        for d in oshape:
+            size *= d
+        for i in self.spread:
+            self.scratch += (size * ITEMSIZE[ins[i].dtype] + 3) // 4
+        return oshape
+
+    def operand_fields(self, c):
+        """(move records, arena offsets, repeat counts) of the inputs as operands() planned
+        them: each read at its offset, repeating every BC elements of the output."""
+        from ..graph import ITEMSIZE
+        from ..kinds import MOVE
+
+        y, xs = self.y, self.x
+        out = []
+        offs = [c.off(v) for v in xs]
+        bcs = [v.size for v in xs]
+        at = c.scratch
+        for i in self.spread:
+            es = ITEMSIZE[xs[i].dtype]
+            out.append(c.record(MOVE, spread(xs[i].shape, y.shape, offs[i], at, es)))
+            offs[i], bcs[i] = at, y.size
+            at += (y.size * es + 3) // 4 * 4
+        return out, offs, bcs
+
     def float_only(self):
         if self.x[0].dtype != "f32":
             raise self.fail("takes f32 values (int8 models use lut)")
@@ -131,3 +171,42 @@ def wdtype(p):
                              "mpy-lazy pack --quantize int8 --calibrate)" % (
                                  v.name, v.dtype, " (quantized)" if v.info.quant else ""), v.name, "dtype")
     return 2 if v.dtype == "f16" else 1
+
+
+# shapes of elementwise ops of several operands (add, sub, mul; comparisons, logical, select)
+
+def broadcast(s1, s2):
+    """numpy's broadcast of shapes s1 and s2 (aligned at their last dimensions), or None."""
+    n = max(len(s1), len(s2))
+    s1 = (1,) * (n - len(s1)) + tuple(s1)
+    s2 = (1,) * (n - len(s2)) + tuple(s2)
+    out = []
+    for d1, d2 in zip(s1, s2):
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            return None
+        out.append(d1 if d2 == 1 else d2)
+    return tuple(out)
+
+
+def spread(shape, oshape, so, do, es):
+    """The move record's fields copying a value of `shape` from byte so to do at `oshape`
+    (which it broadcasts to): a stride 0 along each dimension of 1."""
+    n = len(oshape)
+    s = (1,) * (n - len(shape)) + tuple(shape)
+    s = (1,) * (3 - n) + s
+    o = (1,) * (3 - n) + tuple(oshape)
+    pss = s[1] * s[2] if s[0] > 1 else 0
+    ss = s[2] if s[1] > 1 else 0
+    sj = 1 if s[2] > 1 else 0
+    return [so, do, o[1], o[2], ss, sj, o[2], 1, es, o[0], pss, o[1] * o[2]]
+
+
+def repeats(small, big):
+    """Whether a value of shape `small` repeats over one of shape `big` as the kernels repeat
+    their second input (every len(small) elements): its shape, leading 1s aside, is big's
+    trailing dimensions (an empty one: a single value)."""
+    i = 0
+    while i < len(small) and small[i] == 1:
+        i += 1
+    s = tuple(small[i:])
+    return len(s) <= len(big) and tuple(big[len(big) - len(s):]) == s

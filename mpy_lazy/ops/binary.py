@@ -12,7 +12,7 @@
 # requantized; int8 mul: m = m,s of the product.
 from .._arith import ACTS, head, rec, requant, wrap32
 from ..kinds import ADD, ADD16, FADD, FMUL, FSUB, IARITH, LOAD, MOVE, MUL, MUL16, SUB, SUB16
-from . import Op as Base, act_code
+from . import Op as Base, act_code, broadcast as _broadcast, repeats as _repeats, spread as _spread
 
 BLOCK = 256  # int32 accumulators per requantization call (scratch in the arena: kept small)
 
@@ -157,43 +157,6 @@ class Op(Base):
         return out + [c.record(kind, head + [s, s + 2048] + mq)]
 
 
-def _broadcast(s1, s2):
-    """numpy's broadcast of shapes s1 and s2 (aligned at their last dimensions), or None."""
-    n = max(len(s1), len(s2))
-    s1 = (1,) * (n - len(s1)) + tuple(s1)
-    s2 = (1,) * (n - len(s2)) + tuple(s2)
-    out = []
-    for d1, d2 in zip(s1, s2):
-        if d1 != d2 and d1 != 1 and d2 != 1:
-            return None
-        out.append(d1 if d2 == 1 else d2)
-    return tuple(out)
-
-
-def _spread(shape, oshape, so, do, es):
-    """The move record's fields copying a value of `shape` from byte so to do at `oshape`
-    (which it broadcasts to): a stride 0 along each dimension of 1."""
-    n = len(oshape)
-    s = (1,) * (n - len(shape)) + tuple(shape)
-    s = (1,) * (3 - n) + s
-    o = (1,) * (3 - n) + tuple(oshape)
-    pss = s[1] * s[2] if s[0] > 1 else 0
-    ss = s[2] if s[1] > 1 else 0
-    sj = 1 if s[2] > 1 else 0
-    return [so, do, o[1], o[2], ss, sj, o[2], 1, es, o[0], pss, o[1] * o[2]]
-
-
-def _repeats(small, big):
-    """Whether a value of shape `small` repeats over one of shape `big` as the kernels repeat
-    their second input (every len(small) elements): its shape, leading 1s aside, is big's
-    trailing dimensions (an empty one: a single value)."""
-    i = 0
-    while i < len(small) and small[i] == 1:
-        i += 1
-    s = tuple(small[i:])
-    return len(s) <= len(big) and tuple(big[len(big) - len(s):]) == s
-
-
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
@@ -240,7 +203,7 @@ def check(r, E):
     if r.kind == LOAD:
         n = r.range(3, "shape", 1, 1 << 26)
         r.region(2, "y", n)
-        r.tensor(4, "t", ("i8", "i16", "f32"), n)
+        r.tensor(4, "t", ("i8", "i16", "f32", "i32", "u8"), n)
         return
     _check(r, E)
     r.inplace = 6

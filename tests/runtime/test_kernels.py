@@ -1920,6 +1920,172 @@ def test_minmax():
         run_each(build, expected, "minmax case %d %s" % (case, fields), ELEM_IMPLS)
 
 
+def test_compare_logical_select():
+    """compare (integers of 1, 2, 4 bytes, or i8 codes through a table of rescaled codes: the
+    six comparisons), logical (and, or, not: a non-zero byte is true) and select (elements of
+    1, 2, 4 bytes), every operand repeating every BC elements: the output bytes 1 or 0, or the
+    chosen operand's, on every path."""
+    r = Lcg(93)
+    cmps = (lambda u, v: u == v, lambda u, v: u != v, lambda u, v: u < v, lambda u, v: u <= v,
+            lambda u, v: u > v, lambda u, v: u >= v)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        bc1, bc2, bcc = r.pick((n, c, 1)), r.pick((n, c, 1)), r.pick((n, c, 1))
+        which = case % 3
+        es = 1 if which == 1 else r.pick((1, 2, 4))
+        x1, x2 = ints_of(r, bc1, es), ints_of(r, bc2, es)
+        if which == 1:  # (logical: bytes, true when not zero)
+            x1 = [r.pick((0, 1, -3)) for _ in range(bc1)]
+            x2 = [r.pick((0, 1, 2)) for _ in range(bc2)]
+        if r.chance(2):
+            x2 = [x1[i % bc1] for i in range(bc2)]  # ties
+        cond = [r.pick((0, 1, 5)) for _ in range(bcc)]
+        ar = Arena(r, [es * bc1 + 4, es * bc2 + 4, bcc, es * n + 4])
+        o1, o2, oc, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+        ar.put(o1, pack_ints(x1, es))
+        ar.put(o2, pack_ints(x2, es))
+        ar.put(oc, pack_ints(cond, 1))
+        slot = Slot()
+        expected = list(ar.expected)
+        if which == 0:
+            op, scaled = r.int(0, 5), es == 1 and r.chance(2)
+            table = [r.int(-1000, 1000) for _ in range(512)]
+            toff = slot.add(table, "i")
+            u = [table[128 + v] if scaled else v for v in x1]
+            v = [table[384 + w] if scaled else w for w in x2]
+            want = [1 if cmps[op](u[i % bc1], v[i % bc2]) else 0 for i in range(n)]
+            expected[yo: yo + n] = want
+            kind, name = kinds.COMPARE, "compare"
+            fields = [op, es, o1, o2, yo, n, bc1, bc2, 1 if scaled else 0] + ([0, toff] if scaled else [0, 0])
+        elif which == 1:
+            op = r.int(0, 2)
+            want = [1 if (x1[i % bc1] and x2[i % bc2] if op == 0 else (
+                x1[i % bc1] or x2[i % bc2] if op == 1 else not x1[i % bc1])) else 0 for i in range(n)]
+            expected[yo: yo + n] = want
+            kind, name, fields = kinds.LOGICAL, "logical", [op, o1, o2, yo, n, bc1, bc2]
+        else:
+            want = [x1[i % bc1] if cond[i % bcc] else x2[i % bc2] for i in range(n)]
+            expected[yo: yo + es * n] = pack_ints(want, es)
+            kind, name, fields = kinds.SELECT, "select", [es, oc, o1, o2, yo, n, bcc, bc1, bc2]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, name, a, (slot.b,), kind, fields)), a
+
+        run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
+
+
+def test_sqdiff_addn():
+    """sqdiff (TFLM's SquaredDifference: i8 with LS 7 and i16 with LS 0, each operand's (x - z)
+    << LS rescaled (SRDHM, RDBPOT), the difference squared, MBQM, clamped; i32 the wrapped
+    square of the wrapped difference; operands repeating every BC elements) and int8 addn
+    (TFLM's AddN: (-z + sum (x_j - z)) << 19 wrapped, SRDHM, RDBPOT, clamped), on every path."""
+    r = Lcg(94)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 2, 5, 30))
+        slot = Slot()
+        if case % 3 == 2:  # addn
+            k = r.int(2, 8)
+            xs = [ints_of(r, n, 1) for _ in range(k)]
+            z, zy = r.int(-128, 127), r.int(-128, 127)
+            lo = r.int(-128, 0)
+            hi = r.int(lo, 127)
+            m, s = r.pick(EDGE_M), -r.int(0, 31)
+            ar = Arena(r, [n] * (k + 1))
+            for j in range(k):
+                ar.put(ar.offsets[j], pack_ints(xs[j], 1))
+            yo = ar.offsets[k]
+            want = []
+            for i in range(n):
+                acc = -z
+                for j in range(k):
+                    acc += xs[j][i] - z
+                d = ref_rdbpot(ref_srdhm(_arith.wrap32(acc << 19), m), -s) + zy
+                want.append(min(hi, max(lo, d)))
+            expected = list(ar.expected)
+            expected[yo: yo + n] = want
+            name, kind = "addn", kinds.ADDN
+            fields = [k, z, zy, lo, hi, yo, n, m, s] + [ar.offsets[j] for j in range(k)] + [0] * (8 - k)
+        else:
+            es = r.pick((1, 2, 4))
+            bc1, bc2 = r.pick((n, c, 1)), r.pick((n, c, 1))
+            x1, x2 = ints_of(r, bc1, es), ints_of(r, bc2, es)
+            ar = Arena(r, [es * bc1 + 4, es * bc2 + 4, es * n + 4])
+            o1, o2, yo = ((o + 3) // 4 * 4 for o in ar.offsets)
+            ar.put(o1, pack_ints(x1, es))
+            ar.put(o2, pack_ints(x2, es))
+            top = (1 << (8 * es - 1)) - 1
+            if es == 4:
+                m = [0] * 12
+                want = [_arith.wrap32(_arith.wrap32(x1[i % bc1] - x2[i % bc2]) ** 2) for i in range(n)]
+            else:
+                ls = 7 if es == 1 else 0
+                z1, z2, zy = (r.int(-128, 127) if es == 1 else 0 for _ in range(3))
+                lo = r.int(-top - 1, 0)
+                hi = r.int(lo, top)
+                mq = [r.int(1 << 29, INT32_MAX), -r.int(1, 3), r.int(1 << 29, INT32_MAX), -r.int(1, 3),
+                      r.pick(EDGE_M), r.int(-31, 0)]  # (a left shift of d * d overflows: undefined in C)
+                m = [zy, lo, hi, z1, z2, ls] + mq
+
+                def sc(v, z, mm, sh):
+                    return ref_rdbpot(ref_srdhm((v - z) << ls, mm), -sh)
+                want = []
+                for i in range(n):
+                    d = sc(x1[i % bc1], z1, mq[0], mq[1]) - sc(x2[i % bc2], z2, mq[2], mq[3])
+                    want.append(min(hi, max(lo, ref_mbqm(d * d, mq[4], mq[5]) + zy)))
+            expected = list(ar.expected)
+            expected[yo: yo + es * n] = pack_ints(want, es)
+            name, kind = "sqdiff", kinds.SQDIFF
+            fields = [es, o1, o2, yo, n, bc1, bc2] + m
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, name, a, (slot.b,), kind, fields)), a
+
+        run_each(build, expected, "%s case %d %s" % (name, case, fields), ELEM_IMPLS)
+
+
+def test_elementwise_bool_arith_checks():
+    """The load-time checks of the unary, compare, fcompare, logical, select, farith, sqdiff
+    and addn records pass a good one and refuse each bad field with one ContainerError line
+    naming it."""
+    from mpy_lazy import ContainerError
+
+    slot = Slot()
+    to = slot.i32([0] * 512)
+    arena = 1024
+    cases = [  # (kind, name, good fields, {field index: (bad value, field name)})
+        (kinds.FUNARY, "unary", [3, 0, 256, 16], {2: (12, "op"), 3: (2, "x"), 4: (1022, "y"), 5: (0, "x")}),
+        (kinds.COMPARE, "compare", [2, 1, 0, 64, 128, 16, 16, 4, 1, 0, to],
+         {2: (6, "op"), 3: (3, "dtype"), 4: (1020, "x"), 8: (5, "x"), 9: (17, "x"), 10: (2, "t"),
+          12: (to + 4, "table")}),
+        (kinds.COMPARE, "compare", [5, 4, 0, 64, 128, 16, 16, 1, 0, 0, 0], {3: (8, "dtype"), 11: (1, "table")}),
+        (kinds.FCOMPARE, "compare", [0, 0, 64, 128, 16, 16, 16], {2: (6, "op"), 4: (1000, "x"), 7: (0, "x")}),
+        (kinds.LOGICAL, "logical", [1, 0, 64, 128, 16, 16, 4], {2: (3, "op"), 5: (1020, "y"), 8: (3, "x")}),
+        (kinds.SELECT, "select", [4, 0, 64, 128, 256, 16, 1, 16, 4],
+         {2: (3, "dtype"), 4: (66, "x"), 6: (1000, "y"), 8: (5, "x")}),
+        (kinds.FARITH, "arith", [1, 0, 64, 128, 16, 16, 16], {2: (3, "op"), 6: (1 << 25, "x")}),
+        (kinds.SQDIFF, "sqdiff", [1, 0, 64, 128, 16, 16, 4, -3, -128, 127, 5, -5, 7, 1 << 30, -1, 1 << 30, -1,
+                                  1 << 30, 3],
+         {9: (128, "zero_point"), 11: (-129, "clamp"), 14: (0, "shift"), 16: (1, "m"), 20: (31, "m")}),
+        (kinds.SQDIFF, "sqdiff", [4, 0, 64, 128, 16, 16, 4] + [0] * 12, {9: (1, "m"), 14: (7, "m")}),
+        (kinds.ADDN, "addn", [3, 5, -3, -128, 127, 256, 16, 1 << 30, -2, 0, 64, 128, 0, 0, 0, 0, 0],
+         {2: (9, "x"), 3: (200, "zero_point"), 10: (1, "m"), 12: (1020, "x"), 14: (64, "x")}),
+    ]
+    for kind, name, good, bad in cases:
+        room = kernels.room(kind)
+        room.check(check._Rec(record(kind, good), 0, arena, (slot.b,), None), check._Env((slot.b,)))
+        for i, (v, field) in bad.items():
+            f = list(good)
+            f[i - 2] = v
+            e = raises(ContainerError, room.check, check._Rec(record(kind, f), 0, arena, (slot.b,), None),
+                       check._Env((slot.b,)))
+            assert e.tensor == field and "\n" not in str(e) and str(e).startswith(
+                "graph line 0: %s: %s" % (name, field)), (name, i, str(e))
+
+
 def test_cast_integers():
     """CAST between i8, i16 and i32: sign-extended, or the low bits kept (C's static_cast)."""
     r = Lcg(91)
@@ -2204,6 +2370,87 @@ def test_float_binary_cast_act():
         a = bytearray(array.array("f", xs)) + bytearray(4 * len(xs))
         got = run_float("fact", a, (), kinds.FACT, [fn, 0, 4 * len(xs), len(xs), f32_bits_of(0.25), f32_bits_of(0.4)])
         close_to([got[len(xs) + i] for i in range(len(xs))], [f32r(form(v)) for v in xs], "act %d" % fn, 1e-5)
+
+
+def test_float_unary():
+    """unary (TFLite's NEG, SQRT, RSQRT, SQUARE, EXP, LOG, SIN, COS, FLOOR, CEIL, ROUND, ELU on
+    float32): each function of the float32 input rounded once to float32 (rsqrt: 1 / the square
+    root rounded to float32), ROUND's halves to even, the signed zeros of FLOOR and CEIL, NaN
+    outside a function's domain, +-inf beyond float32's range, in place too."""
+    r = Lcg(97)
+    inf, nan = float("inf"), float("nan")
+    xs = [f32r(r.int(-4000, 4000) / 64.0) for _ in range(40)] + [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, -3.5,
+                                                                   8388607.5, -8388607.5, 1e20, -1e20, 100.0, -100.0]
+    xs = [f32r(v) for v in xs]
+
+    def rnd(v):
+        f = math.floor(v)
+        return float(f if v - f < 0.5 or v - f == 0.5 and f % 2 == 0 else f + 1)
+
+    def top(v):
+        return inf if v > 3.4028235677973366e38 else (-inf if v < -3.4028235677973366e38 else v)
+
+    forms = {0: lambda v: -v, 1: lambda v: math.sqrt(v) if v >= 0 else nan,
+             2: lambda v: (1.0 / f32r(math.sqrt(v)) if v > 0 else (math.copysign(inf, v) if v == 0 else nan)),
+             3: lambda v: top(v * v), 4: lambda v: inf if v > 88.8 else math.exp(v),
+             5: lambda v: math.log(v) if v > 0 else (-inf if v == 0 else nan), 6: math.sin, 7: math.cos,
+             8: lambda v: v if v == 0 or abs(v) >= 8388608 else float(math.floor(v)),
+             9: lambda v: v if v == 0 or abs(v) >= 8388608 else (-0.0 if -1 < v < 0 else float(math.ceil(v))),
+             10: lambda v: v if v == 0 or abs(v) >= 8388608 else rnd(v),
+             11: lambda v: v if v >= 0 else math.exp(v) - 1.0}
+    n = len(xs)
+    for fn, form in forms.items():
+        for inplace in (False, True):
+            a = bytearray(array.array("f", xs)) + bytearray(4 * n)
+            yo = 0 if inplace else 4 * n
+            got = run_float("funary", a, (), kinds.FUNARY, [fn, 0, yo, n])
+            got = [got[yo // 4 + i] for i in range(n)]
+            want = [f32r(form(v)) for v in xs]
+            exact = fn not in (4, 5, 6, 7, 11)
+            close_to(got, want, "unary %d" % fn, 0.0 if exact else 2e-7)
+            if exact:  # (signed zeros too)
+                assert [math.copysign(1.0, g) for g in got] == [math.copysign(1.0, w) for w in want], fn
+
+
+def test_float_compare():
+    """fcompare: the six comparisons of f32 values (x2 repeating every BC2 elements), NaN
+    unequal to everything, infinities and signed zeros as IEEE orders them; bytes 1 or 0."""
+    inf, nan = float("inf"), float("nan")
+    xs = [0.0, -0.0, 1.5, -1.5, inf, -inf, nan, 3e38, 1e-45, 2.0]
+    cmps = (lambda u, v: u == v, lambda u, v: u != v, lambda u, v: u < v, lambda u, v: u <= v,
+            lambda u, v: u > v, lambda u, v: u >= v)
+    n = len(xs) * len(xs)
+    x1 = [xs[i // len(xs)] for i in range(n)]
+    for op in range(6):
+        a = bytearray(array.array("f", x1 + xs)) + bytearray(n + 4)
+        run_float("fcompare", a, (), kinds.FCOMPARE, [op, 0, 4 * n, 4 * (n + len(xs)), n, n, len(xs)])
+        got = list(a[4 * (n + len(xs)): 4 * (n + len(xs)) + n])
+        assert got == [1 if cmps[op](x1[i], xs[i % len(xs)]) else 0 for i in range(n)], op
+
+
+def test_float_arith():
+    """farith: squared difference ((a - b) rounded to f32, squared), floor division (floor of
+    the quotient), floor modulo (fmod, plus b where the signs differ), x2 repeating every BC2
+    elements."""
+    inf = float("inf")
+    xs = [f32r(v) for v in (7.5, -7.5, 3.0, -3.0, 0.0, 1e-3, 2.5e10, -0.75, 5.0, 1e30)]
+    ds = [f32r(v) for v in (2.0, -2.0, 0.7, -0.25, 3.0, 1e-20)]
+    n = len(xs) * len(ds)
+    x1 = [xs[i // len(ds)] for i in range(n)]
+
+    def fmod_floor(u, v):
+        t = math.fmod(u, v)
+        return t + v if t != 0 and (v < 0) != (t < 0) else t
+
+    forms = (lambda u, v: f32r(u - v) ** 2, lambda u, v: float(math.floor(u / v)), fmod_floor)
+    for op, form in enumerate(forms):
+        a = bytearray(array.array("f", x1 + ds)) + bytearray(4 * n)
+        got = run_float("farith", a, (), kinds.FARITH, [op, 0, 4 * n, 4 * (n + len(ds)), n, n, len(ds)])
+        want = []
+        for i in range(n):
+            w = form(x1[i], ds[i % len(ds)])
+            want.append(inf if w > 3.4028235677973366e38 else f32r(w))
+        assert [got[n + len(ds) + i] for i in range(n)] == want, op
 
 
 def test_float_resize_and_layernorm():
