@@ -394,19 +394,19 @@ def batchmatmul(ins, kv, qin, tensors):
     return np.clip(mq + kv["q"][1], lo, hi).reshape(kv["shape"])
 
 
-def _f32(v):
+def _as_f32(v):
     return np.asarray(v, np.float32)
 
 
 def logsoftmax(ins, kv, qin, tensors):
     """TFLM's float LOG_SOFTMAX over the last axis: x - max - log(sum exp(x - max)), in float32."""
-    x = _f32(ins[0])
+    x = _as_f32(ins[0])
     rows = x.reshape(-1, x.shape[-1])
     top = rows.max(axis=1, keepdims=True)
     total = np.zeros((len(rows), 1), np.float32)
     for j in range(rows.shape[1]):
-        total = _f32(total + _f32(np.exp(_f32(rows[:, j:j + 1] - top))))
-    return _f32(_f32(rows - top) - _f32(np.log(total))).reshape(x.shape).astype(np.float64)
+        total = _as_f32(total + _as_f32(np.exp(_as_f32(rows[:, j:j + 1] - top))))
+    return _as_f32(_as_f32(rows - top) - _as_f32(np.log(total))).reshape(x.shape).astype(np.float64)
 
 
 def l2norm(ins, kv, qin, tensors):
@@ -422,18 +422,18 @@ def l2norm(ins, kv, qin, tensors):
             m, s = inv_sqrt(int((row * row).sum()))
             out[i] = [min(127, max(-128, mbqm(int(v), m, s + 7))) for v in row]
         return out.reshape(ins[0].shape)
-    x = _f32(ins[0])
+    x = _as_f32(ins[0])
     rows = x.reshape(-1, x.shape[-1])
     total = np.zeros((len(rows), 1), np.float32)
     for j in range(rows.shape[1]):
-        total = _f32(total + _f32(rows[:, j:j + 1] * rows[:, j:j + 1]))
-    norm = np.maximum(_f32(np.sqrt(total)), np.float32(1e-6))
-    return _f32(rows / norm).reshape(x.shape).astype(np.float64)
+        total = _as_f32(total + _as_f32(rows[:, j:j + 1] * rows[:, j:j + 1]))
+    norm = np.maximum(_as_f32(np.sqrt(total)), np.float32(1e-6))
+    return _as_f32(rows / norm).reshape(x.shape).astype(np.float64)
 
 
 def l2pool(ins, kv, qin, tensors):
     """TFLM's L2_POOL_2D: sqrt(sum of squares / count) over each window's in-bounds elements."""
-    x = _f32(ins[0])
+    x = _as_f32(ins[0])
     h, w, c = x.shape
     kh, kw = kv["k"]
     sh, sw = kv.get("stride", kv["k"])
@@ -446,8 +446,8 @@ def l2pool(ins, kv, qin, tensors):
             win = x[max(0, y0):min(h, y0 + kh), max(0, x0):min(w, x0 + kw)].reshape(-1, c)
             total = np.zeros(c, np.float32)
             for v in win:
-                total = _f32(total + _f32(v * v))
-            out[oy, ox] = np.sqrt(_f32(total / np.float32(len(win))).astype(np.float64)).astype(np.float32)
+                total = _as_f32(total + _as_f32(v * v))
+            out[oy, ox] = np.sqrt(_as_f32(total / np.float32(len(win))).astype(np.float64)).astype(np.float32)
     return _act(out, kv)
 
 
@@ -997,7 +997,6 @@ def assign(ins, kv, qin, tensors, state):
     return _Var(ins[0])
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign")
 # --- the signal library (TFLM's signal/src: micro_speech's audio front end) -------------------
 # uint32 values are held as int32 bits by the graph (the board's): read with _u32, written with
 # _wrap32. The FFT is kiss_fft's 16-bit fixed point, restated here stage by stage.
@@ -1213,7 +1212,6 @@ def fblog(ins, kv, qin, tensors):
     return np.array(out, np.int64)
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "specsub")
 # --- float functions of one operand: computed in float64 on the float32 input, rounded once
 
 def _f32(fn):
@@ -1332,7 +1330,7 @@ def _addn(ins, kv, qin, tensors):
     return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
 
 
-_STATEFUL = ("lstm", "gru", "svdf")
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,

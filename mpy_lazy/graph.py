@@ -126,9 +126,7 @@ NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shar
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",
-            "batchmatmul")
-_MULTI_X += ("fftscale", "fbsqrt", "pcan")
-_MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "equal", "notequal", "less", "lessequal",
+            "batchmatmul", "fftscale", "fbsqrt", "pcan", "equal", "notequal", "less", "lessequal",
             "greater", "greaterequal", "and", "or", "select", "sqdiff", "floordiv", "floormod", "addn")
 _WL = {"conv2d": "e:ohwi|oihw|ohwi8", "depthwise": "e:1hwo|o1hw", "linear": "e:oi|io|oi8", "tconv": "e:ohwi"}
 
