@@ -316,6 +316,16 @@ def leakyrelu(ins, kv, qin, tensors):
     return _clamp(y, kv)
 
 
+def _rescaled(floats):
+    """An activation: `floats` on float values; on int16 ones TFLM's RELU / RELU6,
+    clamp(zo + mbqm(x - zi, m, s)) to clamp= (m default 2**30, 1: x itself)."""
+    def op(ins, kv, qin, tensors):
+        if "q" not in kv:
+            return floats(ins, kv, qin, tensors)
+        return _clamp(mbqm_np(ins[0] - qin[0][1], *kv.get("m", (1 << 30, 1))) + kv["q"][1], kv)
+    return op
+
+
 def abs_(ins, kv, qin, tensors):
     """Float |x|, or TFLM's integer ABS: clamp(zo + mbqm(|x - zi|, m, s))."""
     x = ins[0]
@@ -769,8 +779,8 @@ _OPS = {
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
     "lstm": lstm, "gru": gru, "svdf": svdf,
-    "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
-    "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
+    "relu": _rescaled(_elementwise(lambda kv: lambda v: max(v, 0.0))),
+    "relu6": _rescaled(_elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0))),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
     "sigmoid": _elementwise(lambda kv: _sigmoid),
     "tanh": _elementwise(lambda kv: math.tanh),

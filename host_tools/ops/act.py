@@ -8,7 +8,7 @@ from .. import tflm
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
 TYPES = {
-    "LOGISTIC": "int8 float32", "TANH": "int8 float32", "RELU": "int8 float32", "RELU6": "int8 float32",
+    "LOGISTIC": "int8 float32", "TANH": "int8 float32", "RELU": "int8 int16 float32", "RELU6": "int8 int16 float32",
     "LEAKY_RELU": "int8 int16 float32", "HARD_SWISH": "int8 float32", "ABS": "int8 int16 float32"
 }
 
@@ -31,6 +31,14 @@ def op_TANH(r):
 
 
 def op_RELU(r):
+    if r.dtof(r.ins[0]) == "i16":  # TFLM's ReluQuantized<int16_t>: zero points 0
+        (si, zi), (so, zo) = r.qof(r.ins[0]), r.qof(r.outs[0])
+        if zi or zo:
+            raise r.err("int16 zero points %d, %d: TFLM's int16 RELU takes 0" % (zi, zo))
+        m = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
+        r.emit("relu", [r.value(r.ins[0])], m=m, clamp=(0, 32767))
+        return
+
     def table():
         (si, zi), (so, zo) = r.qof(r.ins[0]), r.qof(r.outs[0])
         m, s = tflm.quantize_multiplier(float(np.float32(si) / np.float32(so)))
@@ -39,6 +47,14 @@ def op_RELU(r):
 
 
 def op_RELU6(r):
+    if r.dtof(r.ins[0]) == "i16":  # TFLM's Relu6Quantized<int16_t>: x clamped to its zero and six
+        si, zi = r.qof(r.ins[0])
+        six = max(-32768, min(32767, tflm.tf_round(float(np.float32(6.0) / np.float32(si))) + zi))
+        if r.qof(r.outs[0]) != (si, zi):
+            raise r.err("an int16 RELU6 keeps its input's quantization (TFLM's clamps the codes)")
+        r.emit("relu6", [r.value(r.ins[0])], clamp=(max(-32768, min(zi, six)), six))
+        return
+
     def table():
         si, zi = r.qof(r.ins[0])
         six = max(-128, min(127, tflm.tf_round(float(np.float32(6.0) / np.float32(si))) + zi))

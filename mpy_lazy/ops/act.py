@@ -1,6 +1,7 @@
 # Elementwise activations. Float: relu, relu6, clip (lo, hi), leakyrelu (alpha), sigmoid, tanh,
 # hardswish, hardsigmoid (alpha, beta: ONNX's), gelu (approx=tanh: its tanh form), abs. int16:
-# leakyrelu and abs (m=multiplier,shift: TFLM's ABS, clamp(zo + mbqm(|x - zi|))), rescale records.
+# leakyrelu, abs (m=multiplier,shift: TFLM's ABS, clamp(zo + mbqm(|x - zi|))), relu and relu6
+# (clamp(zo + mbqm(x - zi)) to clamp=lo,hi; m default 2**30,1: x itself), rescale records.
 # int8: lut, a 256-entry table made at pack time by running TFLite Micro's own integer
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
@@ -32,6 +33,16 @@ class Op(Base):
                 raise self.fail("lut maps an i8 or u8 value to an i8 or u8 one", "dtype" if "dtype" in kv else "x")
             zero_point(kv["q"], dt, n)
             self.param("table", "t", (256,), "i8", init)
+        elif name in ("relu", "relu6") and x.dtype != "f32":
+            from ..graph import clamp
+
+            self.quantized(("i16",))  # (an int8 one is a lut)
+            m = kv.get("m", (1 << 30, 1))
+            if len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                raise self.fail("m=multiplier,shift (0..2**31-1, -31..30)", "m")
+            self.mult = tuple(m) * 2
+            self.lohi = clamp(kv, n, "i16")
+            self.scratch = 256
         elif name == "abs" and x.dtype != "f32":
             self.quantized(("i16",))  # (an int8 one is a lut)
             m = kv.get("m")
@@ -66,10 +77,11 @@ class Op(Base):
         x, y = self.x[0], self.y
         if self.name == "lut":
             return [c.record(LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
-        if x.dtype == "i16":  # leakyrelu, abs (ALT 3: the magnitude)
+        if x.dtype == "i16":  # leakyrelu, abs (ALT 3: the magnitude), relu, relu6 (ALT 0)
             m1, s1, m2, s2 = self.mult
-            alt = 3 if self.name == "abs" else 2 if m2 < 0 else 1
-            return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
+            alt = {"abs": 3, "relu": 0, "relu6": 0}.get(self.name, 2 if m2 < 0 else 1)
+            lo, hi = getattr(self, "lohi", (-32768, 32767))
+            return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], lo, hi,
                                         c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, alt])]
 
         return [c.record(FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
