@@ -643,6 +643,20 @@ def _tanh_q15(v, table):
     return np.where(v >= 0, r - (1 << 23) + 128, (1 << 23) + 127 - r) >> 8
 
 
+def _int16_or(floats, q15):
+    """An activation: `floats` on float values; on int16 ones TFLM's LOGISTIC / TANH: x scaled
+    by m=multiplier,shift (multiplier 0: 3 x 2**shift) then `q15` through the sigmoid table."""
+    def op(ins, kv, qin, tensors):
+        if "q" not in kv:
+            return floats(ins, kv, qin, tensors)
+        m, s = kv["m"]
+        if m == 0:
+            m, s = 3 << s, 0
+        v = (ins[0] * m + ((1 << (s - 1)) if s > 0 else 0)) >> s
+        return q15(v, _t(tensors, kv["t"], np.int64) & 0xFFFF)
+    return op
+
+
 def _sig(v):
     return 1.0 / (1.0 + np.exp(-v))
 
@@ -782,8 +796,8 @@ _OPS = {
     "relu": _rescaled(_elementwise(lambda kv: lambda v: max(v, 0.0))),
     "relu6": _rescaled(_elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0))),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
-    "sigmoid": _elementwise(lambda kv: _sigmoid),
-    "tanh": _elementwise(lambda kv: math.tanh),
+    "sigmoid": _int16_or(_elementwise(lambda kv: _sigmoid), lambda v, t: _sigmoid_q15(v, t)),
+    "tanh": _int16_or(_elementwise(lambda kv: math.tanh), lambda v, t: _tanh_q15(v, t)),
     "hardswish": _elementwise(lambda kv: _hardswish),
     "hardsigmoid": _elementwise(lambda kv: lambda v: min(1.0, max(0.0, kv.get("alpha", 0.2) * v + kv.get("beta", 0.5)))),
     "gelu": _elementwise(_gelu),

@@ -102,7 +102,7 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 # TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR,
 # AVERAGE_POOL_2D, MAX_POOL_2D, the moves and the crossings)
-NO_INT16 = ("MEAN", "LOGISTIC", "TANH", "HARD_SWISH")
+NO_INT16 = ("MEAN", "HARD_SWISH")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK")
 

@@ -34,6 +34,7 @@ FTCONV = 54
 MUL16 = 58  # int16 mul (TFLM's 16-bit MUL, zero points 0)
 LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a constant operand)
 SOFTMAX_I16 = 55  # int16 softmax (TFLM's SoftmaxInt16: interpolated tables)
+ACT16 = 56  # int16 sigmoid and tanh (TFLM's LOGISTIC and TANH on int16)
 KINDS = 60  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -45,16 +46,16 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
          "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise", "linear",
          "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "maxpool", "avgpool") \
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
-    + ("tconv", "softmax", "", "", "mul", "load")
+    + ("tconv", "softmax", "act", "", "mul", "load")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
-    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 16, 0, 0, 17, 6)
+    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 16, 10, 0, 17, 6)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
         "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
         "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
         "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "pool", "pool") \
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
-       "layernorm", "groupnorm") + ("tconv", "softmax", "", "", "binary", "binary")
+       "layernorm", "groupnorm") + ("tconv", "softmax", "act", "", "binary", "binary")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
           FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)
