@@ -491,6 +491,16 @@ def leakyrelu(ins, kv, qin, tensors):
     return _clamp(y, kv)
 
 
+def _rescaled(floats):
+    """An activation: `floats` on float values; on int16 ones TFLM's RELU / RELU6,
+    clamp(zo + mbqm(x - zi, m, s)) to clamp= (m default 2**30, 1: x itself)."""
+    def op(ins, kv, qin, tensors):
+        if "q" not in kv:
+            return floats(ins, kv, qin, tensors)
+        return _clamp(mbqm_np(ins[0] - qin[0][1], *kv.get("m", (1 << 30, 1))) + kv["q"][1], kv)
+    return op
+
+
 def abs_(ins, kv, qin, tensors):
     """Float |x|, or TFLM's integer ABS: clamp(zo + mbqm(|x - zi|, m, s))."""
     x = ins[0]
@@ -843,6 +853,20 @@ def _tanh_q15(v, table):
     lo_t, hi_t = table[idx], table[idx + 1]
     r = np.where(hi >= 255, 0xFFFF << 8, (lo_t << 8) + (a & 255) * (hi_t - lo_t))
     return np.where(v >= 0, r - (1 << 23) + 128, (1 << 23) + 127 - r) >> 8
+
+
+def _int16_or(floats, q15):
+    """An activation: `floats` on float values; on int16 ones TFLM's LOGISTIC / TANH: x scaled
+    by m=multiplier,shift (multiplier 0: 3 x 2**shift) then `q15` through the sigmoid table."""
+    def op(ins, kv, qin, tensors):
+        if "q" not in kv:
+            return floats(ins, kv, qin, tensors)
+        m, s = kv["m"]
+        if m == 0:
+            m, s = 3 << s, 0
+        v = (ins[0] * m + ((1 << (s - 1)) if s > 0 else 0)) >> s
+        return q15(v, _t(tensors, kv["t"], np.int64) & 0xFFFF)
+    return op
 
 
 def _sig(v):
@@ -1339,11 +1363,11 @@ _OPS = {
     "maxpool": maxpool, "avgpool": avgpool, "mean": mean, "lut": lut, "reshape": reshape,
     "concat": concat, "pad": pad, "softmax": softmax, "quantize": quantize, "dequantize": dequantize,
     "lstm": lstm, "gru": gru, "svdf": svdf, "read": read, "assign": assign,
-    "relu": _elementwise(lambda kv: lambda v: max(v, 0.0)),
-    "relu6": _elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0)),
+    "relu": _rescaled(_elementwise(lambda kv: lambda v: max(v, 0.0))),
+    "relu6": _rescaled(_elementwise(lambda kv: lambda v: min(max(v, 0.0), 6.0))),
     "clip": _elementwise(lambda kv: lambda v: min(max(v, kv["lo"]), kv["hi"])),
-    "sigmoid": _elementwise(lambda kv: _sigmoid),
-    "tanh": _elementwise(lambda kv: math.tanh),
+    "sigmoid": _int16_or(_elementwise(lambda kv: _sigmoid), lambda v, t: _sigmoid_q15(v, t)),
+    "tanh": _int16_or(_elementwise(lambda kv: math.tanh), lambda v, t: _tanh_q15(v, t)),
     "hardswish": _elementwise(lambda kv: _hardswish),
     "hardsigmoid": _elementwise(lambda kv: lambda v: min(1.0, max(0.0, kv.get("alpha", 0.2) * v + kv.get("beta", 0.5)))),
     "gelu": _elementwise(_gelu),

@@ -160,9 +160,8 @@ TYPE_CHANGING = (("SOFTMAX", "INT8", "INT16"),)  # (TFLM's int8 -> int16 softmax
 # all but HARD_SWISH); refused here, naming the op, before the board's graph check would refuse
 # its translation (mpy-lazy's 16x8 ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 # TRANSPOSE_CONV, ADD, SUB, MUL, LEAKY_RELU, MINIMUM, MAXIMUM, RESIZE_NEAREST_NEIGHBOR,
-# AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SUM, the moves and the crossings)
-NO_INT16 = ("LOGISTIC", "TANH", "RELU", "RELU6", "HARD_SWISH", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX",
-            "ARG_MIN", "CUMSUM")
+# AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SUM, LOGISTIC, TANH, RELU, RELU6, the moves and the crossings)
+NO_INT16 = ("HARD_SWISH", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "CUMSUM")
 # ops whose activation inputs all have the output's type
 SAME_TYPE = ("ADD", "SUB", "MUL", "DIV", "CONCATENATION", "MINIMUM", "MAXIMUM", "PACK", "BATCH_MATMUL",
              "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD", "ADD_N")

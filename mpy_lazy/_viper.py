@@ -2181,6 +2181,58 @@ softmax16 = softmax
 
 
 @micropython.viper
+def act16(E, P, k: int):
+    # TFLM's int16 Logistic (FN 0) and Tanh (FN 1) (ops/act.py's act16 record): the input scaled
+    # to 3 x Q3.12, interpolated in the uint16 sigmoid table
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = ptr16(E.A)
+    t = ptr16(uint(ptr8(E.B[pp[8]])) + pp[9])
+    tanh = int(pp[2])
+    xo = int(pp[3]) >> 1
+    yo = int(pp[4]) >> 1
+    n = int(pp[5])
+    m = int(pp[6])
+    s = int(pp[7])
+    if m == 0:
+        m = 3 << s
+        s = 0
+    rnd = 0
+    if s > 0:
+        rnd = 1 << (s - 1)
+    i = 0
+    while i < n:
+        v = (((a[xo + i] ^ 0x8000) - 0x8000) * m + rnd) >> s
+        u = v
+        if u < 0:
+            u = 0 - u
+        if tanh:
+            uh = u >> 8
+            if uh >= 255:
+                r = 0xFFFF << 8
+            else:
+                ua = int(t[uh])
+                r = (ua << 8) + (u & 0xFF) * (int(t[uh + 1]) - ua)
+            if v >= 0:
+                r = r - (1 << 23) + 128
+            else:
+                r = (1 << 23) + 127 - r
+            a[yo + i] = r >> 8
+        else:
+            uh = u >> 9
+            if uh >= 255:
+                r = 0x7FFF << 10
+            else:
+                ua = int(t[uh])
+                r = (ua << 9) + (u & 0x1FF) * (int(t[uh + 1]) - ua)
+            if v >= 0:
+                r = r + 512
+            else:
+                r = (1 << 25) - r + 511
+            a[yo + i] = r >> 10
+        i += 1
+
+
+@micropython.viper
 def softmax_i16(E, P, k: int):
     # TFLM's SoftmaxInt16 (ops/softmax.py's record): the differences scaled by requant() in raw
     # mode, a block at a time into ACC, then the exp table; the sum's reciprocal by the second

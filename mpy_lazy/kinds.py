@@ -46,6 +46,7 @@ IARITH = 98  # int32 add, sub, mul, div (TFLM's unquantized int32 ADD, MUL, DIV:
 FUNARY = 64  # f32 elementwise functions of one operand (ops/unary.py: neg, sqrt, exp, floor, elu, ...)
 COMPARE, FCOMPARE, LOGICAL, SELECT = 65, 66, 67, 68  # bool values (ops/compare.py)
 FARITH, SQDIFF, ADDN = 69, 70, 71  # squared difference, floor division and modulo, int8 add_n (ops/arith.py)
+ACT16 = 56  # int16 sigmoid and tanh (TFLM's LOGISTIC and TANH on int16)
 KINDS = 100  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -58,7 +59,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
      "depthwise", "linear", "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru",
      "gru", "maxpool", "avgpool") \
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
-    + ("tconv", "softmax", "", "", "mul", "load") \
+    + ("tconv", "softmax", "act", "", "mul", "load") \
     + ("", "", "", "") \
     + ("unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn") \
     + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize") \
@@ -69,7 +70,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
      18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
-    + (26, 16, 0, 0, 17, 6) \
+    + (26, 16, 10, 0, 17, 6) \
     + (0, 0, 0, 0) \
     + (6, 13, 9, 9, 11, 9, 21, 19) \
     + (18, 9, 16, 8, 22, 14, 18, 18) \
@@ -83,7 +84,7 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
      "pool") \
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
      "layernorm", "groupnorm") \
-    + ("tconv", "softmax", "", "", "binary", "binary") \
+    + ("tconv", "softmax", "act", "", "binary", "binary") \
     + ("", "", "", "") \
     + ("unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith") \
     + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize") \

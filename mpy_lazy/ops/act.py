@@ -1,6 +1,9 @@
 # Elementwise activations. Float: relu, relu6, clip (lo, hi), leakyrelu (alpha), sigmoid, tanh,
 # hardswish, hardsigmoid (alpha, beta: ONNX's), gelu (approx=tanh: its tanh form), abs. int16:
-# leakyrelu and abs (m=multiplier,shift: TFLM's ABS, clamp(zo + mbqm(|x - zi|))), rescale records.
+# leakyrelu, abs (m=multiplier,shift: TFLM's ABS, clamp(zo + mbqm(|x - zi|))), relu and relu6
+# (clamp(zo + mbqm(x - zi)) to clamp=lo,hi; m default 2**30,1: x itself), rescale records;
+# sigmoid and tanh (q 1/32768, 0; m=multiplier,shift scaling x to 3 x Q3.12, t= TFLM's uint16
+# sigmoid table [256]), act16 records: TFLM's int16 LOGISTIC and TANH.
 # int8: lut, a 256-entry table made at pack time by running TFLite Micro's own integer
 # arithmetic (or the float function, for ONNX models) on every input code, so any elementwise
 # int8 function (relu with requantization, relu6, sigmoid, tanh, leaky relu, requantize) is one
@@ -9,8 +12,8 @@
 # the input byte read as int8, plus 128, and holds the output's bytes. All may run in place.
 import math
 
-from .._arith import bits_f32, f32_bits, rec
-from ..kinds import FACT, LUT, RESCALE
+from .._arith import bits_f32, f32_bits, rec, sigmoid16, tanh16
+from ..kinds import ACT16, FACT, LUT, RESCALE
 from . import Op as Base
 
 _FN = {"relu": 0, "relu6": 1, "clip": 2, "leakyrelu": 3, "sigmoid": 4, "tanh": 5, "hardswish": 6, "hardsigmoid": 7,
@@ -32,6 +35,26 @@ class Op(Base):
                 raise self.fail("lut maps an i8 or u8 value to an i8 or u8 one", "dtype" if "dtype" in kv else "x")
             zero_point(kv["q"], dt, n)
             self.param("table", "t", (256,), "i8", init)
+        elif name in ("sigmoid", "tanh") and x.dtype != "f32":
+            self.quantized(("i16",))  # (an int8 one is a lut)
+            q, m = kv["q"], kv.get("m")
+            if x.q[1] or q[1] or abs(q[0] * 32768 - 1) > 1e-6:
+                raise self.fail("an int16 %s takes zero point 0 and outputs q=3.0517578125e-05,0 (1/32768)" % name, "q")
+            if "t" not in kv or m is None or len(m) != 2 or not 0 <= m[0] <= 32767 or not 0 <= m[1] <= 31:
+                raise self.fail("an int16 %s needs m=multiplier,shift (0..32767, 0..31) and t= (the sigmoid table)"
+                                % name, "m")
+            self.mult = tuple(m)
+            self.param("table", "t", (256,), "i16", init)
+        elif name in ("relu", "relu6") and x.dtype != "f32":
+            from ..graph import clamp
+
+            self.quantized(("i16",))  # (an int8 one is a lut)
+            m = kv.get("m", (1 << 30, 1))
+            if len(m) != 2 or not 0 <= m[0] < 2 ** 31 or not -31 <= m[1] <= 30:
+                raise self.fail("m=multiplier,shift (0..2**31-1, -31..30)", "m")
+            self.mult = tuple(m) * 2
+            self.lohi = clamp(kv, n, "i16")
+            self.scratch = 256
         elif name == "abs" and x.dtype != "f32":
             self.quantized(("i16",))  # (an int8 one is a lut)
             m = kv.get("m")
@@ -66,10 +89,14 @@ class Op(Base):
         x, y = self.x[0], self.y
         if self.name == "lut":
             return [c.record(LUT, [0, 0, 0, 0, c.off(x), c.off(y), y.size] + c.ref(self.table))]
-        if x.dtype == "i16":  # leakyrelu, abs (ALT 3: the magnitude)
+        if x.dtype == "i16" and self.name in ("sigmoid", "tanh"):
+            return [c.record(ACT16, [1 if self.name == "tanh" else 0, c.off(x), c.off(y), y.size] + list(self.mult)
+                             + c.ref(self.table))]
+        if x.dtype == "i16":  # leakyrelu, abs (ALT 3: the magnitude), relu, relu6 (ALT 0)
             m1, s1, m2, s2 = self.mult
-            alt = 3 if self.name == "abs" else 2 if m2 < 0 else 1
-            return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], -32768, 32767,
+            alt = {"abs": 3, "relu": 0, "relu6": 0}.get(self.name, 2 if m2 < 0 else 1)
+            lo, hi = getattr(self, "lohi", (-32768, 32767))
+            return [c.record(RESCALE, [c.off(x), c.off(y), y.size, 2, 2, x.q[1], y.q[1], lo, hi,
                                         c.scratch, 256, m1, s1, -m2 if m2 < 0 else m2, s2, alt])]
 
         return [c.record(FACT, [self.fn, c.off(x), c.off(y), y.size, f32_bits(self.arg[0]),
@@ -80,7 +107,7 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {LUT: 'lut', FACT: 'fact'}
+KERNELS = {LUT: 'lut', FACT: 'fact', ACT16: 'act16'}
 
 
 def _check_lut(r, E):
@@ -100,8 +127,21 @@ def _check_act(r, E):
         r.fail("lo", "%r, %r: finite, lo <= hi" % (a, b))
 
 
+def _check_act16(r, E):
+    r.range(2, "op", 0, 1)
+    n = r.range(5, "x", 1, 1 << 24)
+    r.region(3, "x", 2 * n, 2)
+    r.region(4, "y", 2 * n, 2)
+    r.range(6, "m", 0, 32767)
+    r.range(7, "m", 0, 31)
+    r.tensor(8, "table", ("i16",), 512)
+
+
 def check(r, E):
-    if r.kind == LUT:
+    if r.kind == ACT16:
+        _check_act16(r, E)
+        r.inplace = 3
+    elif r.kind == LUT:
         _check_lut(r, E)
         r.inplace = 6
     else:
@@ -118,6 +158,23 @@ def lut(E, P, k):
     xo, yo = p[6], p[7]
     for i in range(p[8]):
         a[yo + i] = t[t0 + a[xo + i]]
+
+
+# act16 record: 2 FN (0 sigmoid, 1 tanh) 3 XO 4 YO (bytes) 5 N 6 M 7 S 8 9 table (TFLM's uint16
+# sigmoid table [256]): v = (x M + 2**(S-1)) >> S (M 0: 3 x 2**S, S 0), then TFLM's int16
+# Logistic / Tanh of v (3 x Q3.12) by the table, Q0.15 out.
+
+def act16(E, P, k):
+    a, t8 = E.a16, E.s8[P[k + 8]]
+    t0 = P[k + 9]
+    t = [(t8[t0 + 2 * i] & 255) | (t8[t0 + 2 * i + 1] & 255) << 8 for i in range(256)]
+    xo, yo, n, m, s = P[k + 3] // 2, P[k + 4] // 2, P[k + 5], P[k + 6], P[k + 7]
+    if m == 0:
+        m, s = 3 << s, 0
+    rnd = 1 << (s - 1) if s > 0 else 0
+    f = tanh16 if P[k + 2] else sigmoid16
+    for i in range(n):
+        a[yo + i] = f((a[xo + i] * m + rnd) >> s, t)
 
 
 # fact record: 2 FN (0 relu, 1 relu6, 2 clip, 3 leakyrelu, 4 sigmoid, 5 tanh, 6 hardswish, 7

@@ -21,6 +21,9 @@ element equal (float32: within float32's rounding).
   stays within 31 (TFLM asserts beyond: the wheel aborts): Coral's 1001-class classifiers;
 - CONV_2D with biases at int32's edges (a dead channel's -2**31: Seeed's YOLOv5): packed when
   no input can overflow TFLM's accumulator, whatever the conservative |bias| + 255 sum |w| says;
+- RELU and RELU6 on int16 (TFLM's 16x8 activations: RELU rescaled, RELU6 clamping the codes);
+- LOGISTIC and TANH on int16 (TFLM's: the input scaled to 3 x Q3.12, its sigmoid table
+  interpolated), power-of-two input scales and others;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
   scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
 import json
@@ -174,6 +177,13 @@ def models():
     out["conv_edge_bias_zx_i8"] = conv_edge_bias(5)
     out["softmax_1001_i8"] = softmax8(1001, 0.1)  # (Coral's ImageNet classifiers: 1001 classes)
     out["softmax_4000_i8"] = softmax8(4000, 0.5)
+    out["relu_i16"] = unary(OP.RELU, "i16", (0.001, 0), (0.0007, 0))
+    out["relu_same_scale_i16"] = unary(OP.RELU, "i16", (0.001, 0), (0.001, 0))
+    out["relu6_i16"] = unary(OP.RELU6, "i16", (0.0005, 0), (0.0005, 0))
+    out["relu6_coarse_i16"] = unary(OP.RELU6, "i16", (0.01, 0), (0.01, 0))
+    for name, op in (("logistic", OP.LOGISTIC), ("tanh", OP.TANH)):
+        for s_in in (2.0 ** -12, 2.0 ** -11, 0.0003, 0.002, 2.0 ** -15):  # (powers of two: TFLM's special case)
+            out["%s_%g_i16" % (name, s_in)] = unary(op, "i16", (s_in, 0), (1.0 / 32768, 0), n=1024)
     out["abs_i8"] = unary(OP.ABS, "i8", (0.05, -7), (0.04, -128))
     out["abs_same_scale_i8"] = unary(OP.ABS, "i8", (0.05, 5), (0.05, -128))
     out["abs_i16"] = unary(OP.ABS, "i16", (0.001, 0), (0.0007, 0))
