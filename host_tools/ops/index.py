@@ -11,16 +11,17 @@ from .slice import _mid
 # tests/host/test_tflite_moves2.py)
 TYPES = {
     "GATHER_ND": "int8 float32",
-    "EMBEDDING_LOOKUP": "int8 float32",
+    "EMBEDDING_LOOKUP": "int8 float32",  # (and an int8 table to float32: TFLM's hybrid form)
     "DYNAMIC_UPDATE_SLICE": "int8 int16 int32 float32",
 }
 _DT = {np.dtype(np.int8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32", np.dtype(np.float32): "f32"}
 
 
-def _gather(r, params, indices, nd, want):
+def _gather(r, params, indices, nd, want, hybrid=None):
     """Output = the slices of `params` (TFLite shape `pshape`) picked by the int32 index
     tuples of activation `indices` (nd components each): a gathernd of flat output, then the
-    output's shape (a reshape: no copy)."""
+    output's shape (a reshape: no copy). hybrid: the scale of an int8 table whose codes are
+    dequantized to a float32 output (EMBEDDING_LOOKUP's hybrid form)."""
     pshape = r.tensor(params)[1]
     if r.data(indices) is not None:
         raise r.err("constant indices: not supported (the board gathers by indices it computes; a "
@@ -29,7 +30,7 @@ def _gather(r, params, indices, nd, want):
         raise r.err("indices of type %s (TFLM's take int32)" % r.tensor(indices)[2])
     if list(r.tensor(r.outs[0])[1]) != list(want):  # (TFLM's Prepare sets it: a declared other one is a damaged model)
         raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), list(want)))
-    if r.qof(r.outs[0]) != r.qof(params):
+    if r.qof(r.outs[0]) != r.qof(params) and hybrid is None:
         raise r.err("output quantized %s, the params %s: the op moves codes, both need one"
                     % (r.qof(r.outs[0]), r.qof(params)))
     i = r.value(indices)
@@ -40,6 +41,9 @@ def _gather(r, params, indices, nd, want):
     data = r.data(params)
     y = r.define(r.outs[0])
     flat = _mid(r, y, "%s.g" % y, (int(np.prod(want)),))
+    if hybrid is not None:  # (the codes, then their float32 values)
+        codes, flat = flat, _mid(r, y, "%s.f" % y, (int(np.prod(want)),))
+        r.ir.q[codes] = (hybrid, 0)
     if data is None:
         n = Node("gathernd", [i, r.value(params)], flat, r.what, shape=tuple(pshape))
     else:
@@ -47,6 +51,10 @@ def _gather(r, params, indices, nd, want):
             raise r.err("params of type %s" % data.dtype)
         n = Node("gathernd", [i], flat, r.what, shape=tuple(pshape), dtype=_DT[data.dtype])
         n.t["t"] = r.add("params", data.reshape(-1))
+    if hybrid is not None:
+        n.y = codes
+        r.ir.nodes.append(n)
+        n = Node("dequantize", [codes], flat, r.what)
     r.ir.nodes.append(n)
     r.ir.nodes.append(Node("reshape", [flat], y, r.what, shape=tuple(r.ir.shapes[y])))
 
@@ -67,12 +75,18 @@ def op_EMBEDDING_LOOKUP(r):
     ids, value = r.ins[0], r.ins[1]
     vshape, ishape = r.tensor(value)[1], r.tensor(ids)[1]
     vt, yt = r.tensor(value)[2], r.tensor(r.outs[0])[2]
-    if vt not in ("INT8", "FLOAT32") or yt != vt:  # (TFLM's hybrid form: int8 value, float32 output)
-        raise r.err("value of type %s, output %s (int8 or float32, both one; int8 to float32 is a hybrid "
-                    "model, not supported)" % (vt, yt))
+    if vt not in ("INT8", "FLOAT32") or yt != vt and (vt, yt) != ("INT8", "FLOAT32"):  # (TFLM's Prepare)
+        raise r.err("value of type %s, output %s (int8 or float32, both one, or an int8 value to float32)" % (vt, yt))
     if len(ishape) != 1 or len(vshape) < 2:
         raise r.err("ids of shape %s, value %s: a vector of ids, a value of 2 or more dimensions" % (ishape, vshape))
-    _gather(r, value, ids, 1, [ishape[0]] + list(vshape[1:]))
+    hybrid = None
+    if yt != vt:  # (TFLM's hybrid form: the codes times the value's scale, its zero point 0)
+        q = r.qof(value)
+        if r.data(value) is None or q is None or q[1] != 0:
+            raise r.err("an int8 value to float32 needs a constant table of zero point 0 (TFLM's Prepare), got %s"
+                        % (q,))
+        hybrid = q[0]
+    _gather(r, value, ids, 1, [ishape[0]] + list(vshape[1:]), hybrid)
 
 
 def op_DYNAMIC_UPDATE_SLICE(r):

@@ -72,6 +72,9 @@ def cases_of(dt):
                 gather(OP.GATHER_ND, dt, params, idx, const)
         for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)):
             out["embedding_lookup_%s_%d" % ("x".join(map(str, value)), n)] = gather(OP.EMBEDDING_LOOKUP, dt, value, (n,), True)
+    if dt == "f32":  # TFLM's hybrid form: an int8 table (zero point 0) to float32, code x scale
+        for value, n in (((10, 4), 5), ((6, 2, 3), 3)):
+            out["embedding_lookup_hybrid_%s_%d" % ("x".join(map(str, value)), n)] = embedding_hybrid(value, n, 0)
     for x, u, starts in (((1, 5, 6), (1, 2, 3), [0, 4, -2]), ((1, 5, 6), (1, 5, 6), [0, 1, 1]), ((7,), (3,), [2]),
                          ((4, 6), (1, 6), [9, 0]), ((1, 3, 4, 5), (1, 2, 1, 5), [0, 1, 2, 0]), ((4, 6), (2, 3), [1, 2])):
         tag = "%s_%s" % ("x".join(map(str, x)), "x".join(map(str, u)))
@@ -105,6 +108,14 @@ def gather(op, dt, params, idx, const):
     data = model(op, tensors, ins, [2], [0, 1])
     xs = [_board(params) and pv.reshape(_board(params)) if tensors[k] is pt else ix.reshape(_board(idx)) for k in ins]
     return data, xs
+
+
+def embedding_hybrid(value, n, zp):
+    """EMBEDDING_LOOKUP of an int8 table (scale 0.037, zero point zp) into float32."""
+    table = _x("i8", value, 4)
+    ids = np.random.default_rng(n).integers(0, value[0], (n,)).astype(np.int32)
+    tensors = [((n,), "i32", None, None), (value, "i8", (0.037, zp), table), ((n,) + tuple(value[1:]), "f32", None, None)]
+    return model(OP.EMBEDDING_LOOKUP, tensors, [0], [2], [0, 1]), [ids]
 
 
 def update_slice(dt, x, u, starts, const):
@@ -221,9 +232,8 @@ REFUSED = {
     "gather_nd_output": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, None),
                                               ((2, 5), "f32", None, None)], [0, 1], [2], [0, 1]),
                          ("(GATHER_ND)", "output of shape [2, 5], the op computes [2, 6]")),
-    "embedding_hybrid": (model(OP.EMBEDDING_LOOKUP, [((3,), "i32", None, None), ((5, 4), "i8", (0.1, 0), np.ones((5, 4))),
-                                                     ((3, 4), "f32", None, None)], [0], [2], [0, 1]),
-                         ("(EMBEDDING_LOOKUP)", "hybrid model")),
+    "embedding_hybrid_zp": (embedding_hybrid((5, 4), 3, 2)[0],
+                            ("(EMBEDDING_LOOKUP)", "a constant table of zero point 0", "(0.03700000047683716, 2)")),
     "update_slice_larger": (model(OP.DYNAMIC_UPDATE_SLICE, [((1, 3, 4), "f32", None, None), ((1, 4, 4), "f32", None, None),
                                                             ((3,), "i32", None, _ints([0, 0, 0])), ((1, 3, 4), "f32", None, None)],
                                   [0, 1], [3], [0, 1, 2]),
