@@ -260,8 +260,12 @@ def op_REVERSE_V2(r):
 
 
 def op_BROADCAST_TO(r):
-    x = r.value(r.ins[0])
     shape = r._broadcast_shape(r.tensor(r.ins[0])[1])
+    c = r.data(r.ins[0])
+    if c is not None:  # a constant: broadcast here, a constant for the ops after it (ADD's operand...)
+        r.folded[r.outs[0]] = np.ascontiguousarray(np.broadcast_to(c, shape))
+        return
+    x = r.value(r.ins[0])
     if r.qof(r.outs[0]) != r.qof(r.ins[0]):
         raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
                     % (r.qof(r.outs[0]), r.qof(r.ins[0])))

@@ -39,6 +39,8 @@ def cases_of(dt):
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
     out["broadcast_args"] = broadcast_args(dt)
+    if dt in ("i8", "f32"):
+        out["broadcast_to_const_add"] = broadcast_const_add(dt)
     out["strided_backwards"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 4, 3, 3)],
                                    [_ints([0, 4, 0, 6]), _ints([1, 0, 6, 0]), _ints([1, -1, 2, -2])])
     out["strided_backwards_masks"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 3, 4, 6)],
@@ -130,6 +132,44 @@ def update_slice(dt, x, u, starts, const):
     return data, xs
 
 
+def _op_before(m, op_code, inputs, output):
+    """Model m with a first operator op_code(inputs) -> tensor output."""
+    code = S.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = op_code, min(op_code, 127), 1
+    m.operatorCodes.append(code)
+    op = S.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = len(m.operatorCodes) - 1, inputs, [output]
+    m.subgraphs[0].operators.insert(0, op)
+
+
+def _constant(m, values, dt, q=None):
+    """A constant tensor of values (dtype dt) added to model m: its index."""
+    sg = m.subgraphs[0]
+    t = S.TensorT()
+    t.shape, t.type, t.name, t.buffer = list(values.shape), TYPES[dt][0], "c%d" % len(sg.tensors), len(m.buffers)
+    if q is not None:
+        t.quantization = S.QuantizationParametersT()
+        t.quantization.scale, t.quantization.zeroPoint = [q[0]], [q[1]]
+    b = S.BufferT()
+    b.data = list(np.asarray(values, TYPES[dt][1]).tobytes())
+    m.buffers.append(b)
+    sg.tensors.append(t)
+    return len(sg.tensors) - 1
+
+
+def broadcast_const_add(dt):
+    """ADD of a model input and the BROADCAST_TO of a constant (computed at pack time: ADD's
+    constant operand)."""
+    data, xs = one(OP.ADD, dt, (1, 3, 4, 5), [(1, 3, 4, 5)], n_in=2)
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    c = _constant(m, _x(dt, (5,), 11), dt, Q[dt])
+    shape = _constant(m, _ints([1, 3, 4, 5]), "i32")
+    _op_before(m, OP.BROADCAST_TO, [c, shape], sg.inputs[1])
+    sg.inputs = sg.inputs[:1]
+    return _save(m), xs[:1]
+
+
 def broadcast_args(dt):
     """RESHAPE to the shape BROADCAST_ARGS computes from two constant shapes (folded at pack
     time; TFLM computes it at every invoke)."""
@@ -138,21 +178,7 @@ def broadcast_args(dt):
     sg = m.subgraphs[0]
     shape_t = sg.operators[0].inputs[1]
     m.buffers[sg.tensors[shape_t].buffer].data = None  # computed now
-    ops = []
-    for v in ([3, 1], [4]):
-        t = S.TensorT()
-        t.shape, t.type, t.name, t.buffer = [len(v)], S.TensorType.INT32, "s%d" % len(sg.tensors), len(m.buffers)
-        b = S.BufferT()
-        b.data = list(_ints(v).tobytes())
-        m.buffers.append(b)
-        sg.tensors.append(t)
-        ops.append(len(sg.tensors) - 1)
-    code = S.OperatorCodeT()
-    code.builtinCode, code.deprecatedBuiltinCode, code.version = OP.BROADCAST_ARGS, 127, 1
-    m.operatorCodes.append(code)
-    op = S.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = 1, ops, [shape_t]
-    sg.operators.insert(0, op)
+    _op_before(m, OP.BROADCAST_ARGS, [_constant(m, _ints(v), "i32") for v in ([3, 1], [4])], shape_t)
     return _save(m), xs
 
 
