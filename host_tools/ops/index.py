@@ -23,9 +23,6 @@ def _gather(r, params, indices, nd, want, hybrid=None):
     output's shape (a reshape: no copy). hybrid: the scale of an int8 table whose codes are
     dequantized to a float32 output (EMBEDDING_LOOKUP's hybrid form)."""
     pshape = r.tensor(params)[1]
-    if r.data(indices) is not None:
-        raise r.err("constant indices: not supported (the board gathers by indices it computes; a "
-                    "SLICE or STRIDED_SLICE takes constant ones)")
     if r.tensor(indices)[2] != "INT32":
         raise r.err("indices of type %s (TFLM's take int32)" % r.tensor(indices)[2])
     if list(r.tensor(r.outs[0])[1]) != list(want):  # (TFLM's Prepare sets it: a declared other one is a damaged model)
@@ -33,6 +30,8 @@ def _gather(r, params, indices, nd, want, hybrid=None):
     if r.qof(r.outs[0]) != r.qof(params) and hybrid is None:
         raise r.err("output quantized %s, the params %s: the op moves codes, both need one"
                     % (r.qof(r.outs[0]), r.qof(params)))
+    if r.data(indices) is not None:
+        return _gather_constant(r, params, r.data(indices).reshape(-1, nd), pshape, want, hybrid)
     i = r.value(indices)
     if r.ir.shapes[i][-1] != nd:  # (EMBEDDING_LOOKUP's ids: index tuples of one component)
         tuples = (int(np.prod(r.ir.shapes[i])) // nd, nd)
@@ -57,6 +56,43 @@ def _gather(r, params, indices, nd, want, hybrid=None):
         n = Node("dequantize", [codes], flat, r.what)
     r.ir.nodes.append(n)
     r.ir.nodes.append(Node("reshape", [flat], y, r.what, shape=tuple(r.ir.shapes[y])))
+
+
+def _gather_constant(r, params, idx, pshape, want, hybrid):
+    """Constant index tuples: TFLM's flat positions computed here; with constant params too the
+    output is a constant (for the ops after it), else slices of the flat params, consecutive
+    ones merged, joined by a concat (the board moves them: no index kernel)."""
+    size = int(np.prod(pshape[idx.shape[1]:], dtype=np.int64))
+    strides = [int(np.prod(pshape[j + 1:], dtype=np.int64)) for j in range(idx.shape[1])]
+    total = int(np.prod(pshape, dtype=np.int64))
+    runs = []  # [start, end) element runs of the flat params
+    for k, row in enumerate(idx):
+        at = sum(int(v) * c for v, c in zip(row, strides))
+        if not 0 <= at <= total - size:
+            raise r.err("index tuple %d %s starts at element %d, outside the params' %d (TFLM's invoke fails)"
+                        % (k, [int(v) for v in row], at, total))
+        if runs and runs[-1][1] == at:
+            runs[-1][1] = at + size
+        else:
+            runs.append([at, at + size])
+    data = r.data(params)
+    if data is not None and hybrid is None:
+        r.folded[r.outs[0]] = np.concatenate([data.reshape(-1)[a:b] for a, b in runs]).reshape(want)
+        return
+    if data is not None:
+        raise r.err("constant ids into a constant int8 table to float32: not supported")
+    x = r.value(params)
+    y = r.define(r.outs[0])
+    flat = _mid(r, x, "%s.flat" % y, (total,))
+    r.ir.nodes.append(Node("reshape", [x], flat, r.what, shape=(total,)))
+    pieces = []
+    for k, (a, b) in enumerate(runs):
+        pieces.append(_mid(r, x, "%s.p%d" % (y, k), (b - a,)))
+        r.ir.nodes.append(Node("slice", [flat], pieces[-1], r.what, begin=(a,), end=(b,)))
+    joined = _mid(r, x, "%s.j" % y, (len(idx) * size,))
+    r.ir.nodes.append(Node("concat", pieces, joined, r.what) if len(pieces) > 1 else
+                      Node("reshape", pieces, joined, r.what, shape=(len(idx) * size,)))
+    r.ir.nodes.append(Node("reshape", [joined], y, r.what, shape=tuple(r.ir.shapes[y])))
 
 
 def op_GATHER_ND(r):

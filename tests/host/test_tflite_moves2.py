@@ -74,6 +74,10 @@ def cases_of(dt):
                 gather(OP.GATHER_ND, dt, params, idx, const)
         for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)):
             out["embedding_lookup_%s_%d" % ("x".join(map(str, value)), n)] = gather(OP.EMBEDDING_LOOKUP, dt, value, (n,), True)
+        for params, idx in (((1, 4, 5, 3), [[0, 1], [0, 2], [0, 3], [0, 0], [1, -2]]), ((4, 6), [[3], [1]])):
+            idx = _ints(idx)
+            want = list(idx.shape[:-1]) + list(params[idx.shape[-1]:])
+            out["gather_nd_const_indices_%dd" % len(params)] = one(OP.GATHER_ND, dt, params, [want], [idx])
     if dt == "f32":  # TFLM's hybrid form: an int8 table (zero point 0) to float32, code x scale
         for value, n in (((10, 4), 5), ((6, 2, 3), 3)):
             out["embedding_lookup_hybrid_%s_%d" % ("x".join(map(str, value)), n)] = embedding_hybrid(value, n, 0)
@@ -249,9 +253,9 @@ REFUSED = {
                              ("(BATCH_TO_SPACE_ND)", "crops smaller than the sizes")),
     "batch_to_space_output": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
                               ("(BATCH_TO_SPACE_ND)", "output of shape [1, 3, 3], the op computes [1, 4, 3]")),
-    "gather_nd_const_indices": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [3]])),
+    "gather_nd_const_outside": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [4]])),
                                                      ((2, 6), "f32", None, None)], [0], [2], [0, 1]),
-                                ("(GATHER_ND)", "constant indices")),
+                                ("(GATHER_ND)", "index tuple 1 [4] starts at element 24, outside the params' 24")),
     "gather_nd_i16": (model(OP.GATHER_ND, [((4, 6), "i16", Q["i16"], None), ((2, 1), "i32", None, None),
                                            ((2, 6), "i16", Q["i16"], None)], [0, 1], [2], [0, 1]),
                       ("(GATHER_ND)", "params of type INT16")),
