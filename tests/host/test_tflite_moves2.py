@@ -34,7 +34,7 @@ def cases_of(dt):
         out["reverse%s_%dd" % ("".join(str(a % len(shape)) for a in axes), len(shape))] = one(
             OP.REVERSE_V2, dt, shape, [shape], [_ints(axes)])
     for x, y in (((1, 1, 5), (1, 3, 4, 5)), ((1, 4, 1), (1, 2, 4, 3)), ((3, 1), (1, 2, 3, 4)), ((1,), (7,)),
-                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5))):
+                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5)), ((1, 1, 4, 1), (1, 1, 3, 4, 2))):
         out["broadcast_to_%s" % "x".join(map(str, y))] = one(OP.BROADCAST_TO, dt, x, [y], [_ints(y)])
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
@@ -50,7 +50,9 @@ def cases_of(dt):
                                       [_ints([-1, 8]), _ints([-5, 0]), _ints([-1, -3])])
     for shape, perm in (((1, 4, 5, 6), (0, 2, 1, 3)), ((1, 4, 5, 6), (0, 3, 1, 2)), ((1, 1, 5, 6), (1, 0, 3, 2)),
                         ((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 2, 0)), ((1, 3, 4), (0, 2, 1)),
-                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3))):
+                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3)),
+                        ((1, 1, 3, 4, 5), (0, 1, 4, 2, 3)), ((1, 1, 3, 4, 5), (1, 0, 3, 4, 2)),
+                        ((1, 1, 1, 4, 5), (2, 1, 0, 4, 3))):
         if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
             out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
                 OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
