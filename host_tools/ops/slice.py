@@ -55,8 +55,8 @@ def piece(r, x, shape, out, begin, end, stride=None):
     a slice of the board's value (a leading batch 1 left out), reshaped (no copy) where the
     output's shape is another (UNPACK's dropped axis, a leading 1)."""
     stride = stride or [1] * len(shape)
-    if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
-        begin, end, stride = begin[1:], end[1:], stride[1:]
+    lead = len(shape) - len(r.ir.shapes[x])  # (a batch of 1, and 5-D's leading 1s: the board's values have none)
+    begin, end, stride = begin[lead:], end[lead:], stride[lead:]
     if any(hi <= lo if s > 0 else lo <= hi for lo, hi, s in zip(begin, end, stride)):
         raise r.err("an empty slice")
     y = r.define(out)

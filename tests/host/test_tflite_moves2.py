@@ -1,5 +1,5 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
-REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), SLICE and PAD of 5-D tensors of leading 1s, BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
 time), SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (reshape, transpose, crop), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
@@ -39,6 +39,8 @@ def cases_of(dt):
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
     out["broadcast_args"] = broadcast_args(dt)
+    out["slice_5d"] = one(OP.SLICE, dt, (1, 1, 3, 4, 5), [(1, 1, 2, 4, 3)], [_ints([0, 0, 1, 0, 2]), _ints([1, 1, 2, 4, 3])])
+    out["pad_5d"] = one(OP.PAD, dt, (1, 1, 3, 4, 5), [(1, 1, 4, 6, 5)], [_ints([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0]])])
     if dt in ("i8", "f32"):
         out["broadcast_to_const_add"] = broadcast_const_add(dt)
     out["strided_backwards"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 4, 3, 3)],
