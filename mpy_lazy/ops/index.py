@@ -36,7 +36,15 @@ class Op(Base):
                 raise self.fail("begin=%s: one start per axis, 0 <= start <= dim - update's" % (
                     ",".join(map(str, b)),), "begin")
             self.begin = tuple(b)
+        self.keeps_q_of(x)
         self.out = (x.shape, x.dtype, x.q)
+
+    def keeps_q_of(self, x):
+        """q= optional, and then x's: the op moves x's codes."""
+        q = self.kv.get("q")
+        if q is not None and (x.q is None or tuple(q) != tuple(x.q)):
+            raise self.fail("q= must be the %s's quantization (%s)" % ("params" if self.name == "gathernd" else
+                                                                         "operand", x.q,), "q")
 
     def _gathernd(self, kv, ins, init, itemsize):
         if len(ins) != (1 if "t" in kv else 2):
@@ -54,6 +62,8 @@ class Op(Base):
             total *= d
         if "t" in kv:
             dt = kv.get("dtype", "f32")
+            if dt not in ("f32", "i8", "i16", "i32"):
+                raise self.fail("a params tensor of dtype %s (f32, i8, i16 or i32)" % dt, "dtype")
             if dt == "f32" and "q" in kv or dt != "f32" and dt != "i32" and "q" not in kv:
                 raise self.fail("a %s params tensor takes %s" % (dt, "no q=" if dt == "f32" else "q= (its quantization)"),
                                 "q")
@@ -66,6 +76,7 @@ class Op(Base):
                     ",".join(map(str, shape)), total, p.size), "shape")
             dt, q = p.dtype, p.q
             self.table = None
+            self.keeps_q_of(p)
         self.es = itemsize[dt]
         self.strides = [0] * nd  # elements between consecutive values of each index component
         size = 1

@@ -316,15 +316,24 @@ def test_broadcast_args_of_shapes_that_do_not_broadcast_is_refused(cli, tmp_path
     ("broadcast x=x y=y shape=3", ("shape=3: (2, 3) does not broadcast to it",)),
     ("slice x=x y=y begin=1,0 end=1,3 stride=-1,1", ("axis 0: begin 1, end 1, stride -1",)),
     ("slice x=x y=y begin=2,0 end=-1,3 stride=-1,1", ("axis 0: begin 2, end -1, stride -1",)),
+    ("gathernd x=i,x y=y shape=2,3", ("gathernd: q= must be the params's quantization",)),
+    ("gathernd x=x,x y=y shape=2,3", ("indices of dtype i8: i32",)),
+    ("gathernd x=i y=y t=w shape=2,3 dtype=u8", ("a params tensor of dtype u8",)),
+    ("gathernd x=i,x y=y shape=3,3", ("shape=3,3: 9 elements, the params value has 6",)),
+    ("gathernd x=i,x y=y shape=6", ("indices of 2 components for params of shape (6,)",)),
+    ("update x=x,i y=y begin=0,0", ("the update is i32",)),
+    ("update x=x,x y=y begin=1,0", ("begin=1,0: one start per axis, 0 <= start <= dim - update's",)),
+    ("update x=x,x,x y=y", ("starts: an i32 vector of 2 (or 3: a batch first) values, got i8",)),
 ])
 def test_move_description_refused(line, words):
-    """The graph description's broadcast and backward slices: each bad key refused in one line
-    naming it."""
+    """The graph description's broadcast, backward slices, gathernd and update: each bad key
+    refused in one line naming it."""
     from mpy_lazy import ContainerError
     from mpy_lazy.model import Model
 
     with pytest.raises(ContainerError) as e:
-        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\ninput y=i shape=4,2 dtype=i32 q=1.0,0\n%s q=%s\noutput x=y"
+              % (line, "0.2,0" if "gathernd x=i,x " in line and "shape=2,3" in line else "0.1,0"))
     for w in words:
         assert w in str(e.value), (w, str(e.value))
 
