@@ -39,9 +39,12 @@ def _gather(r, params, indices, nd, want, hybrid=None):
         i = "%s.i" % i
     data = r.data(params)
     y = r.define(r.outs[0])
-    flat = _mid(r, y, "%s.g" % y, (int(np.prod(want)),))
+    n = int(np.prod(r.tensor(indices)[1], dtype=np.int64)) // nd  # (index tuples)
+    size = int(np.prod(want, dtype=np.int64)) // n
+    slices = (n, size) if n > 1 else (size,)  # (gathernd's output: N slices x their size)
+    flat = _mid(r, y, "%s.g" % y, slices)
     if hybrid is not None:  # (the codes, then their float32 values)
-        codes, flat = flat, _mid(r, y, "%s.f" % y, (int(np.prod(want)),))
+        codes, flat = flat, _mid(r, y, "%s.f" % y, slices)
         r.ir.q[codes] = (hybrid, 0)
     if data is None:
         n = Node("gathernd", [i, r.value(params)], flat, r.what, shape=tuple(pshape))
