@@ -90,6 +90,7 @@ def cases_of(dt):
         tag = "%s_%s" % ("x".join(map(str, x)), "x".join(map(str, u)))
         out["update_slice_" + tag] = update_slice(dt, x, u, starts, False)
         out["update_slice_const_" + tag] = update_slice(dt, x, u, starts, True)
+    out["update_slice_const_i64"] = update_slice(dt, (1, 5, 6), (1, 2, 3), np.int64([0, 9, 1]), True)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -132,8 +133,9 @@ def update_slice(dt, x, u, starts, const):
     """DYNAMIC_UPDATE_SLICE of an operand and an update given to the model, its int32 start
     indices given too or (const) constants; starts beyond the operand clamped (TFLM's)."""
     q = Q[dt]
-    st = _ints(starts)
-    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i32", None, st if const else None), (x, dt, q, None)]
+    st = starts if isinstance(starts, np.ndarray) else _ints(starts)
+    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i64" if st.dtype == np.int64 else "i32", None,
+                                                    st if const else None), (x, dt, q, None)]
     ins = [0, 1] if const else [0, 1, 2]
     data = model(OP.DYNAMIC_UPDATE_SLICE, tensors, ins, [3], [0, 1, 2])
     xs = [_x(dt, x, 5).reshape(_board(x)), _x(dt, u, 6).reshape(_board(u))] + ([] if const else [st])
