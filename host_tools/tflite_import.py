@@ -426,12 +426,15 @@ def converter(name):
 
 
 def _hwc(shape, r):
-    """A TFLite activation shape as the board's: [1, H, W, C] -> (H, W, C), [1, N] -> (N,)."""
+    """A TFLite activation shape as the board's: [1, H, W, C] -> (H, W, C), [1, N] -> (N,);
+    5-D and 6-D ones of leading 1s too: [1, 1, H, W, C] -> (H, W, C)."""
     s = list(shape)
     if s and s[0] == 1 and len(s) > 1:
         s = s[1:]
     elif len(s) == 4 and s[0] != 1:
         raise r.err("batch %d: the board runs batch 1" % s[0])
+    while len(s) > 3 and s[0] == 1:
+        s = s[1:]
     if not 1 <= len(s) <= 3 or any(d < 1 for d in s):
         raise r.err("tensor shape %s is not supported" % (shape,))
     return tuple(s)

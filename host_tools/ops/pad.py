@@ -37,10 +37,10 @@ def _pad(r, **attrs):
     if p is None or p.shape != (len(shape), 2) or (p < 0).any():
         raise r.err("paddings must be a constant (%d, 2) of sizes >= 0" % len(shape))
     p = [[int(a), int(b)] for a, b in p]
-    if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
-        if p[0] != [0, 0]:
-            raise r.err("padding of the batch dimension")
-        p = p[1:]
+    lead = len(shape) - len(r.ir.shapes[x])  # (a batch of 1, and 5-D's leading 1s: the board's values have none)
+    if any(v != [0, 0] for v in p[:lead]):
+        raise r.err("padding of the batch dimension")
+    p = p[lead:]
     want = [n + a + b for n, (a, b) in zip(r.tensor(r.ins[0])[1], [[0, 0]] * (len(shape) - len(p)) + p)]
     if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernels trust it)
         raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))

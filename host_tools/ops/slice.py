@@ -58,8 +58,8 @@ def piece(r, x, shape, out, begin, end, stride=None):
     a slice of the board's value (a leading batch 1 left out), reshaped (no copy) where the
     output's shape is another (UNPACK's dropped axis, a leading 1)."""
     stride = stride or [1] * len(shape)
-    if len(shape) > 1 and shape[0] == 1:  # the batch: the board's values have none
-        begin, end, stride = begin[1:], end[1:], stride[1:]
+    lead = len(shape) - len(r.ir.shapes[x])  # (a batch of 1, and 5-D's leading 1s: the board's values have none)
+    begin, end, stride = begin[lead:], end[lead:], stride[lead:]
     if any(hi <= lo if s > 0 else lo <= hi for lo, hi, s in zip(begin, end, stride)):
         raise r.err("an empty slice")
     y = r.define(out)
@@ -263,8 +263,12 @@ def op_REVERSE_V2(r):
 
 
 def op_BROADCAST_TO(r):
-    x = r.value(r.ins[0])
     shape = r._broadcast_shape(r.tensor(r.ins[0])[1])
+    c = r.data(r.ins[0])
+    if c is not None:  # a constant: broadcast here, a constant for the ops after it (ADD's operand...)
+        r.folded[r.outs[0]] = np.ascontiguousarray(np.broadcast_to(c, shape))
+        return
+    x = r.value(r.ins[0])
     if r.qof(r.outs[0]) != r.qof(r.ins[0]):
         raise r.err("output quantized %s, the input %s: the op moves codes, both need one"
                     % (r.qof(r.outs[0]), r.qof(r.ins[0])))

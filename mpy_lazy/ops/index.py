@@ -1,5 +1,5 @@
 # Index ops: gathernd (TFLite's GATHER_ND and EMBEDDING_LOOKUP: slices of a params value or a
-# constant tensor picked by int32 indices computed on the board) and update (TFLite's
+# constant tensor picked by int32 indices computed on the board; output N slices x their size) and update (TFLite's
 # DYNAMIC_UPDATE_SLICE: the operand with a window overwritten by the update, the window's start
 # constant (two move records) or int32 values computed on the board, clamped as TFLM clamps).
 # Elements of any dtype (the bytes are copied).
@@ -36,7 +36,15 @@ class Op(Base):
                 raise self.fail("begin=%s: one start per axis, 0 <= start <= dim - update's" % (
                     ",".join(map(str, b)),), "begin")
             self.begin = tuple(b)
+        self.keeps_q_of(x)
         self.out = (x.shape, x.dtype, x.q)
+
+    def keeps_q_of(self, x):
+        """q= optional, and then x's: the op moves x's codes."""
+        q = self.kv.get("q")
+        if q is not None and (x.q is None or tuple(q) != tuple(x.q)):
+            raise self.fail("q= must be the %s's quantization (%s)" % ("params" if self.name == "gathernd" else
+                                                                         "operand", x.q,), "q")
 
     def _gathernd(self, kv, ins, init, itemsize):
         if len(ins) != (1 if "t" in kv else 2):
@@ -46,14 +54,18 @@ class Op(Base):
         if i.dtype != "i32":
             raise self.fail("indices of dtype %s: i32" % i.dtype, "x")
         nd = i.shape[-1]
-        if not 1 <= nd <= min(len(shape), MAX_ND) or len(shape) > 8 or min(shape) < 1:
+        if not shape or not 1 <= nd <= min(len(shape), MAX_ND) or len(shape) > 8 or min(shape) < 1:
             raise self.fail("indices of %d components for params of shape %s (1 to %d, at most its axes)"
                             % (nd, shape, MAX_ND), "shape")
         total = 1
         for d in shape:
             total *= d
+        if total > 1 << 24:
+            raise self.fail("params of shape %s: more than 2^24 elements" % (shape,), "shape")
         if "t" in kv:
             dt = kv.get("dtype", "f32")
+            if dt not in ("f32", "i8", "i16", "i32"):
+                raise self.fail("a params tensor of dtype %s (f32, i8, i16 or i32)" % dt, "dtype")
             if dt == "f32" and "q" in kv or dt != "f32" and dt != "i32" and "q" not in kv:
                 raise self.fail("a %s params tensor takes %s" % (dt, "no q=" if dt == "f32" else "q= (its quantization)"),
                                 "q")
@@ -66,6 +78,7 @@ class Op(Base):
                     ",".join(map(str, shape)), total, p.size), "shape")
             dt, q = p.dtype, p.q
             self.table = None
+            self.keeps_q_of(p)
         self.es = itemsize[dt]
         self.strides = [0] * nd  # elements between consecutive values of each index component
         size = 1
@@ -78,7 +91,7 @@ class Op(Base):
         n = i.size // nd
         from ..graph import check_shape
 
-        self.out = (check_shape((n * self.slice,), self.n, "output"), dt, q)
+        self.out = (check_shape((n, self.slice) if n > 1 else (self.slice,), self.n, "output"), dt, q)
 
     def records(self, c):
         x, y = self.x, self.y

@@ -1,5 +1,5 @@
 """The remaining data movers and index ops (issue 29) against TensorFlow Lite Micro itself:
-REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
+REVERSE_V2 and STRIDED_SLICE of negative strides (backward moves), TRANSPOSE (axes of 1 and the batch of 1 too), SLICE and PAD of 5-D tensors of leading 1s, BROADCAST_TO (moves of stride 0), BROADCAST_ARGS (computed at pack
 time), SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (reshape, transpose, crop), each on the types TFLM's kernel takes that the board has, in
 one-op .tflite models written with TFLM's own schema module (test_tflite_moves.one), run by
 the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on
@@ -34,11 +34,15 @@ def cases_of(dt):
         out["reverse%s_%dd" % ("".join(str(a % len(shape)) for a in axes), len(shape))] = one(
             OP.REVERSE_V2, dt, shape, [shape], [_ints(axes)])
     for x, y in (((1, 1, 5), (1, 3, 4, 5)), ((1, 4, 1), (1, 2, 4, 3)), ((3, 1), (1, 2, 3, 4)), ((1,), (7,)),
-                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5))):
+                 ((2, 1, 4), (2, 3, 4)), ((1, 3), (4, 3)), ((1, 5), (1, 5)), ((1, 1, 4, 1), (1, 1, 3, 4, 2))):
         out["broadcast_to_%s" % "x".join(map(str, y))] = one(OP.BROADCAST_TO, dt, x, [y], [_ints(y)])
     out["broadcast_to_i64_shape"] = one(OP.BROADCAST_TO, dt, (1, 2, 1), [(1, 2, 3)],
                                         [(np.int64([1, 2, 3]), "i64", None)])
     out["broadcast_args"] = broadcast_args(dt)
+    out["slice_5d"] = one(OP.SLICE, dt, (1, 1, 3, 4, 5), [(1, 1, 2, 4, 3)], [_ints([0, 0, 1, 0, 2]), _ints([1, 1, 2, 4, 3])])
+    out["pad_5d"] = one(OP.PAD, dt, (1, 1, 3, 4, 5), [(1, 1, 4, 6, 5)], [_ints([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0]])])
+    if dt in ("i8", "f32"):
+        out["broadcast_to_const_add"] = broadcast_const_add(dt)
     out["strided_backwards"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 4, 3, 3)],
                                    [_ints([0, 4, 0, 6]), _ints([1, 0, 6, 0]), _ints([1, -1, 2, -2])])
     out["strided_backwards_masks"] = one(OP.STRIDED_SLICE, dt, (1, 5, 6, 7), [(1, 3, 4, 6)],
@@ -48,7 +52,9 @@ def cases_of(dt):
                                       [_ints([-1, 8]), _ints([-5, 0]), _ints([-1, -3])])
     for shape, perm in (((1, 4, 5, 6), (0, 2, 1, 3)), ((1, 4, 5, 6), (0, 3, 1, 2)), ((1, 1, 5, 6), (1, 0, 3, 2)),
                         ((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (1, 2, 0)), ((1, 3, 4), (0, 2, 1)),
-                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3))):
+                        ((1, 4, 1, 6), (0, 3, 2, 1)), ((1, 6, 2, 3), (0, 1, 3, 2)), ((1, 4, 5, 6), (0, 1, 2, 3)),
+                        ((1, 1, 3, 4, 5), (0, 1, 4, 2, 3)), ((1, 1, 3, 4, 5), (1, 0, 3, 4, 2)),
+                        ((1, 1, 1, 4, 5), (2, 1, 0, 4, 3))):
         if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
             out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
                 OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
@@ -70,13 +76,21 @@ def cases_of(dt):
                                    ((1, 3, 4), (5, 3), False), ((2, 3, 4), (2,), True), ((3, 2, 2, 2, 2), (4, 5), True)):
             out["gather_nd_%s_%s%s" % ("x".join(map(str, params)), "x".join(map(str, idx)), "_t" if const else "")] = \
                 gather(OP.GATHER_ND, dt, params, idx, const)
-        for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)):
+        for value, n in (((10, 4), 5), ((6, 2, 3), 3), ((7, 1), 1)) + ((((50, 256), 300),) if dt == "i8" else ()):
             out["embedding_lookup_%s_%d" % ("x".join(map(str, value)), n)] = gather(OP.EMBEDDING_LOOKUP, dt, value, (n,), True)
+        for params, idx in (((1, 4, 5, 3), [[0, 1], [0, 2], [0, 3], [0, 0], [1, -2]]), ((4, 6), [[3], [1]])):
+            idx = _ints(idx)
+            want = list(idx.shape[:-1]) + list(params[idx.shape[-1]:])
+            out["gather_nd_const_indices_%dd" % len(params)] = one(OP.GATHER_ND, dt, params, [want], [idx])
+    if dt == "f32":  # TFLM's hybrid form: an int8 table (zero point 0) to float32, code x scale
+        for value, n in (((10, 4), 5), ((6, 2, 3), 3)):
+            out["embedding_lookup_hybrid_%s_%d" % ("x".join(map(str, value)), n)] = embedding_hybrid(value, n, 0)
     for x, u, starts in (((1, 5, 6), (1, 2, 3), [0, 4, -2]), ((1, 5, 6), (1, 5, 6), [0, 1, 1]), ((7,), (3,), [2]),
                          ((4, 6), (1, 6), [9, 0]), ((1, 3, 4, 5), (1, 2, 1, 5), [0, 1, 2, 0]), ((4, 6), (2, 3), [1, 2])):
         tag = "%s_%s" % ("x".join(map(str, x)), "x".join(map(str, u)))
         out["update_slice_" + tag] = update_slice(dt, x, u, starts, False)
         out["update_slice_const_" + tag] = update_slice(dt, x, u, starts, True)
+    out["update_slice_const_i64"] = update_slice(dt, (1, 5, 6), (1, 2, 3), np.int64([0, 9, 1]), True)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
@@ -107,16 +121,63 @@ def gather(op, dt, params, idx, const):
     return data, xs
 
 
+def embedding_hybrid(value, n, zp):
+    """EMBEDDING_LOOKUP of an int8 table (scale 0.037, zero point zp) into float32."""
+    table = _x("i8", value, 4)
+    ids = np.random.default_rng(n).integers(0, value[0], (n,)).astype(np.int32)
+    tensors = [((n,), "i32", None, None), (value, "i8", (0.037, zp), table), ((n,) + tuple(value[1:]), "f32", None, None)]
+    return model(OP.EMBEDDING_LOOKUP, tensors, [0], [2], [0, 1]), [ids]
+
+
 def update_slice(dt, x, u, starts, const):
     """DYNAMIC_UPDATE_SLICE of an operand and an update given to the model, its int32 start
     indices given too or (const) constants; starts beyond the operand clamped (TFLM's)."""
     q = Q[dt]
-    st = _ints(starts)
-    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i32", None, st if const else None), (x, dt, q, None)]
+    st = starts if isinstance(starts, np.ndarray) else _ints(starts)
+    tensors = [(x, dt, q, None), (u, dt, q, None), ((len(x),), "i64" if st.dtype == np.int64 else "i32", None,
+                                                    st if const else None), (x, dt, q, None)]
     ins = [0, 1] if const else [0, 1, 2]
     data = model(OP.DYNAMIC_UPDATE_SLICE, tensors, ins, [3], [0, 1, 2])
     xs = [_x(dt, x, 5).reshape(_board(x)), _x(dt, u, 6).reshape(_board(u))] + ([] if const else [st])
     return data, xs
+
+
+def _op_before(m, op_code, inputs, output):
+    """Model m with a first operator op_code(inputs) -> tensor output."""
+    code = S.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = op_code, min(op_code, 127), 1
+    m.operatorCodes.append(code)
+    op = S.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = len(m.operatorCodes) - 1, inputs, [output]
+    m.subgraphs[0].operators.insert(0, op)
+
+
+def _constant(m, values, dt, q=None):
+    """A constant tensor of values (dtype dt) added to model m: its index."""
+    sg = m.subgraphs[0]
+    t = S.TensorT()
+    t.shape, t.type, t.name, t.buffer = list(values.shape), TYPES[dt][0], "c%d" % len(sg.tensors), len(m.buffers)
+    if q is not None:
+        t.quantization = S.QuantizationParametersT()
+        t.quantization.scale, t.quantization.zeroPoint = [q[0]], [q[1]]
+    b = S.BufferT()
+    b.data = list(np.asarray(values, TYPES[dt][1]).tobytes())
+    m.buffers.append(b)
+    sg.tensors.append(t)
+    return len(sg.tensors) - 1
+
+
+def broadcast_const_add(dt):
+    """ADD of a model input and the BROADCAST_TO of a constant (computed at pack time: ADD's
+    constant operand)."""
+    data, xs = one(OP.ADD, dt, (1, 3, 4, 5), [(1, 3, 4, 5)], n_in=2)
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    c = _constant(m, _x(dt, (5,), 11), dt, Q[dt])
+    shape = _constant(m, _ints([1, 3, 4, 5]), "i32")
+    _op_before(m, OP.BROADCAST_TO, [c, shape], sg.inputs[1])
+    sg.inputs = sg.inputs[:1]
+    return _save(m), xs[:1]
 
 
 def broadcast_args(dt):
@@ -127,21 +188,7 @@ def broadcast_args(dt):
     sg = m.subgraphs[0]
     shape_t = sg.operators[0].inputs[1]
     m.buffers[sg.tensors[shape_t].buffer].data = None  # computed now
-    ops = []
-    for v in ([3, 1], [4]):
-        t = S.TensorT()
-        t.shape, t.type, t.name, t.buffer = [len(v)], S.TensorType.INT32, "s%d" % len(sg.tensors), len(m.buffers)
-        b = S.BufferT()
-        b.data = list(_ints(v).tobytes())
-        m.buffers.append(b)
-        sg.tensors.append(t)
-        ops.append(len(sg.tensors) - 1)
-    code = S.OperatorCodeT()
-    code.builtinCode, code.deprecatedBuiltinCode, code.version = OP.BROADCAST_ARGS, 127, 1
-    m.operatorCodes.append(code)
-    op = S.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = 1, ops, [shape_t]
-    sg.operators.insert(0, op)
+    _op_before(m, OP.BROADCAST_ARGS, [_constant(m, _ints(v), "i32") for v in ([3, 1], [4])], shape_t)
     return _save(m), xs
 
 
@@ -212,18 +259,17 @@ REFUSED = {
                              ("(BATCH_TO_SPACE_ND)", "crops smaller than the sizes")),
     "batch_to_space_output": (one(OP.BATCH_TO_SPACE_ND, "f32", (2, 2, 3), [(1, 3, 3)], [_ints([2]), _ints([[0, 0]])])[0],
                               ("(BATCH_TO_SPACE_ND)", "output of shape [1, 3, 3], the op computes [1, 4, 3]")),
-    "gather_nd_const_indices": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [3]])),
+    "gather_nd_const_outside": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, _ints([[1], [4]])),
                                                      ((2, 6), "f32", None, None)], [0], [2], [0, 1]),
-                                ("(GATHER_ND)", "constant indices")),
+                                ("(GATHER_ND)", "index tuple 1 [4] starts at element 24, outside the params' 24")),
     "gather_nd_i16": (model(OP.GATHER_ND, [((4, 6), "i16", Q["i16"], None), ((2, 1), "i32", None, None),
                                            ((2, 6), "i16", Q["i16"], None)], [0, 1], [2], [0, 1]),
                       ("(GATHER_ND)", "params of type INT16")),
     "gather_nd_output": (model(OP.GATHER_ND, [((4, 6), "f32", None, None), ((2, 1), "i32", None, None),
                                               ((2, 5), "f32", None, None)], [0, 1], [2], [0, 1]),
                          ("(GATHER_ND)", "output of shape [2, 5], the op computes [2, 6]")),
-    "embedding_hybrid": (model(OP.EMBEDDING_LOOKUP, [((3,), "i32", None, None), ((5, 4), "i8", (0.1, 0), np.ones((5, 4))),
-                                                     ((3, 4), "f32", None, None)], [0], [2], [0, 1]),
-                         ("(EMBEDDING_LOOKUP)", "hybrid model")),
+    "embedding_hybrid_zp": (embedding_hybrid((5, 4), 3, 2)[0],
+                            ("(EMBEDDING_LOOKUP)", "a constant table of zero point 0", "(0.03700000047683716, 2)")),
     "update_slice_larger": (model(OP.DYNAMIC_UPDATE_SLICE, [((1, 3, 4), "f32", None, None), ((1, 4, 4), "f32", None, None),
                                                             ((3,), "i32", None, _ints([0, 0, 0])), ((1, 3, 4), "f32", None, None)],
                                   [0, 1], [3], [0, 1, 2]),
@@ -272,15 +318,24 @@ def test_broadcast_args_of_shapes_that_do_not_broadcast_is_refused(cli, tmp_path
     ("broadcast x=x y=y shape=3", ("shape=3: (2, 3) does not broadcast to it",)),
     ("slice x=x y=y begin=1,0 end=1,3 stride=-1,1", ("axis 0: begin 1, end 1, stride -1",)),
     ("slice x=x y=y begin=2,0 end=-1,3 stride=-1,1", ("axis 0: begin 2, end -1, stride -1",)),
+    ("gathernd x=i,x y=y shape=2,3", ("gathernd: q= must be the params's quantization",)),
+    ("gathernd x=x,x y=y shape=2,3", ("indices of dtype i8: i32",)),
+    ("gathernd x=i y=y t=w shape=2,3 dtype=u8", ("a params tensor of dtype u8",)),
+    ("gathernd x=i,x y=y shape=3,3", ("shape=3,3: 9 elements, the params value has 6",)),
+    ("gathernd x=i,x y=y shape=6", ("indices of 2 components for params of shape (6,)",)),
+    ("update x=x,i y=y begin=0,0", ("the update is i32",)),
+    ("update x=x,x y=y begin=1,0", ("begin=1,0: one start per axis, 0 <= start <= dim - update's",)),
+    ("update x=x,x,x y=y", ("starts: an i32 vector of 2 (or 3: a batch first) values, got i8",)),
 ])
 def test_move_description_refused(line, words):
-    """The graph description's broadcast and backward slices: each bad key refused in one line
-    naming it."""
+    """The graph description's broadcast, backward slices, gathernd and update: each bad key
+    refused in one line naming it."""
     from mpy_lazy import ContainerError
     from mpy_lazy.model import Model
 
     with pytest.raises(ContainerError) as e:
-        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\n%s q=0.1,0\noutput x=y" % line)
+        Model("input y=x shape=2,3 dtype=i8 q=0.1,0\ninput y=i shape=4,2 dtype=i32 q=1.0,0\n%s q=%s\noutput x=y"
+              % (line, "0.2,0" if "gathernd x=i,x " in line and "shape=2,3" in line else "0.1,0"))
     for w in words:
         assert w in str(e.value), (w, str(e.value))
 
