@@ -109,6 +109,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
 # ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
 # tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
 NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
+CONTROL = ("IF", "WHILE", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "LOGICAL_AND",
+           "LOGICAL_OR", "LOGICAL_NOT")
 RESOURCE_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}
@@ -246,6 +248,8 @@ def check(r, ops):
         _options(r, op, name, where, names, fail)
         if name in RESOURCE_OPS:
             _resource(r, name, ins, outs, where, fail)
+            continue
+        if name in CONTROL:  # (host_tools/ops/control.py checks them: subgraphs, pack-time bools)
             continue
         _uses(r, name, op, ins, outs, where, fail)
     for i in range(nt):  # the tensors no op uses too: TFLM's allocator reads every buffer (it crashed)

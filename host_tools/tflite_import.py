@@ -54,6 +54,7 @@ ROOMS = {
     "GREATER_EQUAL": "compare", "LOGICAL_AND": "compare", "LOGICAL_OR": "compare", "LOGICAL_NOT": "compare",
     "SELECT_V2": "compare", "ZEROS_LIKE": "const", "FILL": "const",
     "SQUARED_DIFFERENCE": "arith", "FLOOR_DIV": "arith", "FLOOR_MOD": "arith", "ADD_N": "arith",
+    "IF": "control", "WHILE": "control",
 }
 ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library (custom ops)
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
@@ -62,7 +63,14 @@ SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
-FOLDABLE = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "BROADCAST_ARGS", "BROADCAST_TO")
+FOLDABLE = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "BROADCAST_ARGS", "BROADCAST_TO", "ADD", "SUB", "MUL", "LESS", "LESS_EQUAL",
+            "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT")
+# int32 arithmetic of constants (a WHILE loop's counter), and comparisons and logic giving a bool:
+# computed at pack time when their inputs are constants (else they run on the board: ops/compare.py)
+ARITHMETIC = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}
+COMPARISONS = {"LESS": np.less, "LESS_EQUAL": np.less_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
+               "EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LOGICAL_AND": np.logical_and,
+               "LOGICAL_OR": np.logical_or, "LOGICAL_NOT": np.logical_not}
 _ACTS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 
 
@@ -103,7 +111,9 @@ class _Reader:
         self.types = {v: k for k, v in vars(tfl.TensorType).items() if isinstance(v, int)}
         self.ir = Graph()
         self.count = {}
-        self.folded = {}  # tensor -> its value, computed at pack time (FOLDABLE)
+        self.folded = {}  # (prefix, tensor) -> its value, computed at pack time (FOLDABLE)
+        self.prefix = ""  # of the value names of the subgraph being converted (an inlined IF / WHILE's)
+        self.alias = {}  # value name -> the value it is (an inlined subgraph's inputs and its caller's outputs)
 
     def err(self, msg):
         return PackError("%s: %s" % (self.what, msg))
@@ -121,8 +131,8 @@ class _Reader:
 
     def data(self, i):
         """A constant tensor's values (None for an activation); a folded op's output too."""
-        if i in self.folded:
-            return self.folded[i]
+        if (self.prefix, i) in self.folded:
+            return self.folded[(self.prefix, i)]
         t, shape, typ, _, _, _ = self.tensor(i)
         b = self.model.Buffers(t.Buffer())
         if b is None or b.DataLength() == 0:
@@ -135,7 +145,8 @@ class _Reader:
 
     def value(self, i):
         """The graph value of tensor i (an activation), registering its quantization."""
-        name = "t%d" % i
+        name = self.prefix + "t%d" % i
+        name = self.alias.get(name, name)
         if name not in self.ir.shapes:
             raise self.err("tensor %d is neither a model input nor an op output" % i)
         return name
@@ -143,7 +154,7 @@ class _Reader:
     def define(self, i):
         """Register tensor i as the output value of the current op: its name, shape, q."""
         _, shape, typ, scales, zps, _ = self.tensor(i)
-        name = "t%d" % i
+        name = self.prefix + "t%d" % i
         if typ == "UINT64":  # (SignalFilterBank's: lo, hi uint32 words)
             shape = list(shape[:-1]) + [2 * shape[-1]] if shape else [2]
         self.ir.shapes[name] = _hwc(shape, self)
@@ -192,7 +203,9 @@ class _Reader:
 
     # --- graph ----------------------------------------------------------------------------
 
-    def run(self):
+    def operators(self, where=""):
+        """[(index, builtin name, operator)] of the current subgraph, each op supported (a refusal
+        names the op, not one of its tensors), the subgraph then checked whole (tflite_check)."""
         sg = self.sg
         ops = []
         for k in range(sg.OperatorsLength()):
@@ -202,11 +215,36 @@ class _Reader:
             if code.BuiltinCode() == self.tfl.BuiltinOperator.CUSTOM:
                 name = "CUSTOM %s" % (code.CustomCode() or b"").decode("utf-8", "replace")
             ops.append((k, name, op))
-        for k, name, op in ops:  # ops first: a refusal names the op, not one of its tensors
+        for k, name, op in ops:
             if name not in SUPPORTED:
-                raise PackError("%s: operator %d (%s): op %s is not supported (mpy-lazy runs %s)"
-                                % (self.path, k, name, name, ", ".join(SUPPORTED)))
-        tflite_check.check(self, ops)  # then the whole model, before anything is converted
+                raise PackError("%s: %soperator %d (%s): op %s is not supported (mpy-lazy runs %s)"
+                                % (self.path, where, k, name, name, ", ".join(SUPPORTED)))
+        tflite_check.check(self, ops)
+        return ops
+
+    def convert(self, ops, where=""):
+        """Each operator of the current subgraph into the graph (or folded, or nothing)."""
+        for k, name, op in ops:
+            self.what = "%s: %soperator %d (%s)" % (self.path, where, k, name)
+            self.opname = name.lower().replace("custom ", "")
+            self.opidx = self.count.get(name, 0)
+            self.count[name] = self.opidx + 1
+            self.op = op
+            self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
+            self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
+            try:
+                if name in FOLDABLE and self._fold(name):
+                    continue
+                with np.errstate(all="ignore"):  # (a ratio of hostile scales overflows float32 to inf:
+                    converter(name)(self)  # refused below in one line, without numpy's warning)
+            except (PackError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # damage inside the op's tensors (a short buffer...): still its refusal
+                raise self.err("cannot read it: %s" % (str(e).strip() or type(e).__name__).splitlines()[0])
+
+    def run(self):
+        sg = self.sg
+        ops = self.operators()
         # an output_shape given to TRANSPOSE_CONV as a model input is static (the output
         # tensor's shape): that input is dropped (the caller passes the others)
         shapes_only = {op.Inputs(0) for _, name, op in ops if name == "TRANSPOSE_CONV"}
@@ -224,23 +262,7 @@ class _Reader:
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         if any(name in variable.OPS for _, name, _ in ops):  # state: its `var` lines come first
             variable.declare(self, ops)
-        for k, name, op in ops:
-            self.what = "%s: operator %d (%s)" % (self.path, k, name)
-            self.opname = name.lower().replace("custom ", "")
-            self.opidx = self.count.get(name, 0)
-            self.count[name] = self.opidx + 1
-            self.op = op
-            self.ins = [op.Inputs(j) for j in range(op.InputsLength())]
-            self.outs = [op.Outputs(j) for j in range(op.OutputsLength())]
-            try:
-                if name in FOLDABLE and self._fold(name):
-                    continue
-                with np.errstate(all="ignore"):  # (a ratio of hostile scales overflows float32 to inf:
-                    converter(name)(self)  # refused below in one line, without numpy's warning)
-            except (PackError, MemoryError, KeyboardInterrupt):
-                raise
-            except Exception as e:  # damage inside the op's tensors (a short buffer...): still its refusal
-                raise self.err("cannot read it: %s" % (str(e).strip() or type(e).__name__).splitlines()[0])
+        self.convert(ops)
         for k in range(sg.OutputsLength()):
             self.what = "%s: model output %d" % (self.path, k)
             self.ir.outputs.append(self.value(sg.Outputs(k)))
@@ -266,7 +288,7 @@ class _Reader:
         then a constant for the ops after it (TFLM computes it at every invoke, from the same
         static shapes). False: the op runs on the board (host_tools/ops), or its op_ refuses it."""
         _, yshape, ytyp, yscales, _, _ = self.tensor(self.outs[0])
-        if ytyp not in ("INT32", "INT64") or yscales:
+        if ytyp not in ("INT32", "INT64", "BOOL") or yscales:
             if name == "SHAPE":
                 raise self.err("an output of type %s: only int32/int64 shapes are computed (at pack time)" % ytyp)
             return False
@@ -274,9 +296,18 @@ class _Reader:
             v = np.array(self.tensor(self.ins[0])[1], np.int64)
         else:
             xs = [self.data(i) for i in self.ins]
-            if any(x is None for x in xs) or any(x.dtype.kind not in "iu" for x in xs):
+            if any(x is None for x in xs) or any(x.dtype.kind not in "iub" for x in xs):
                 return False
-            if name == "PACK":
+            if name in ARITHMETIC:  # (a loop's counter, the converter's int32 shape arithmetic)
+                o = self.options(name.capitalize() + "Options")
+                if o is not None and self._act(o.FusedActivationFunction()) is not None:
+                    return False
+                v = ARITHMETIC[name](xs[0].astype(np.int64), xs[1].astype(np.int64))
+                if ytyp == "INT32" and (v.min(initial=0) < -2 ** 31 or v.max(initial=0) >= 2 ** 31):
+                    raise self.err("computes %s, outside int32" % v.tolist())
+            elif name in COMPARISONS:
+                v = COMPARISONS[name](*xs)
+            elif name == "PACK":
                 o = self.options("PackOptions")
                 if o.ValuesCount() != len(xs):
                     raise self.err("values_count %d for %d inputs" % (o.ValuesCount(), len(xs)))
@@ -297,7 +328,7 @@ class _Reader:
                 v = self._fold_slice(*xs)
         if list(v.shape) != list(yshape):
             raise self.err("computes a value of shape %s, its output tensor is %s" % (list(v.shape), list(yshape)))
-        self.folded[self.outs[0]] = v.astype(np.int32 if ytyp == "INT32" else np.int64)
+        self.folded[(self.prefix, self.outs[0])] = v.astype({"INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_}[ytyp])
         return True
 
     def _fold_broadcast_args(self, a, b):

@@ -46,6 +46,9 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
                                      runs a dense layer over the window (a streaming conv1d of
                                      kernel 4): CALL_ONCE with its init subgraph, VAR_HANDLE,
                                      READ_VARIABLE, ASSIGN_VARIABLE (int8: the variable quantized)
+  loop_f32                           a counted tf.while_loop (three steps of v = relu(v W + x)):
+                                     WHILE with its condition and body subgraphs, the counter's
+                                     int32 ADD and LESS (unrolled at pack time)
   calib_f32, calib_int8, calib_samples.npy
                                      a small digits-like float CNN (conv, pool, depthwise, add,
                                      dense), the 100 samples its int8 conversion is calibrated on,
@@ -133,6 +136,7 @@ FIXTURES = {
     "hybrid_dynamic": ("hybrid", "dynamic"),
     "stream_int8": ("stream", "int8"),
     "stream_f32": ("stream", "f32"),
+    "loop_f32": ("loop", "f32"),
 }
 # fixtures neither TFLM nor mpy-lazy runs (each refuses them with its reason)
 REFUSED = ("unsupported_op", "hybrid_dynamic")
@@ -145,7 +149,7 @@ SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL"
                  "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE",
                  "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV", "RESIZE_NEAREST_NEIGHBOR",
                  "RESIZE_BILINEAR", "PRELU", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
-                 "CALL_ONCE")
+                 "CALL_ONCE", "WHILE")
 # Ops that must appear as operators of their own (not only as a fused activation) somewhere.
 STANDALONE = ("RELU", "RELU6", "TANH", "LOGISTIC")
 
@@ -800,7 +804,23 @@ def inner(args):
             conv._experimental_variable_quantization = True
         return conv.convert()
 
-    modules = {"stream": stream}  # tf.Module models, converted by their own function
+    def loop(mode):
+        """A counted tf.while_loop: the converter's WHILE, a condition subgraph (LESS on the
+        counter) and a body subgraph (the counter's ADD, FULLY_CONNECTED, ADD with RELU)."""
+        rng = fresh(SEED + 13)
+        w = tf.constant(rng.normal(0, 0.5, (4, 4)).astype(np.float32))
+
+        class Loop(tf.Module):
+            @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+            def __call__(self, x):
+                _, v = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.nn.relu(tf.matmul(v, w) + x)),
+                                     (tf.constant(0), x))
+                return v
+
+        m = Loop()
+        return tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m).convert()
+
+    modules = {"stream": stream, "loop": loop}  # tf.Module models, converted by their own function
 
     builders = {"kws": kws, "vww": vww, "resnet8": resnet8, "ad": ad, "ops": ops,
                 "unsupported": unsupported, "calib": calib, "elem": elem, "resize": resize, "cast": cast,

@@ -8,6 +8,7 @@ init subgraph assigns), then each READ_VARIABLE becomes `read`, each ASSIGN_VARI
 (whose output names the variable's new value) and VAR_HANDLE and CALL_ONCE nothing."""
 import numpy as np
 
+from ..container import PackError
 from ..ir import Node
 from . import INT
 
@@ -75,8 +76,8 @@ def declare(r, ops):
         what = "%s: operator %d (%s)" % (r.path, k, name)
         if name == "CALL_ONCE":
             if any(n in ("READ_VARIABLE", "ASSIGN_VARIABLE") for _, n, _ in ops[:k]):
-                raise PackErrorAt(r, what, "CALL_ONCE after a variable is used: TFLM would read its zero "
-                                           "point first; mpy-lazy takes the init subgraph first")
+                raise PackError("%s: CALL_ONCE after a variable is used: TFLM would read its zero point first; "
+                                "mpy-lazy takes the init subgraph first" % what)
             o = r.tfl.CallOnceOptions()
             o.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
             r.what = what
@@ -87,12 +88,12 @@ def declare(r, ops):
         elif name in ("READ_VARIABLE", "ASSIGN_VARIABLE"):
             h = op.Inputs(0)
             if h not in r.handles:
-                raise PackErrorAt(r, what, "input 0 (tensor %d) is no VAR_HANDLE's output" % h)
+                raise PackError("%s: input 0 (tensor %d) is no VAR_HANDLE's output" % (what, h))
             first.setdefault(r.handles[h], (op.Outputs(0) if name == "READ_VARIABLE" else op.Inputs(1), what))
     for var in init:
         if var not in first:
-            raise PackErrorAt(r, "%s: CALL_ONCE" % r.path, "the init subgraph assigns variable %r, which the "
-                              "model never reads nor assigns" % var[1])
+            raise PackError("%s: CALL_ONCE: the init subgraph assigns variable %r, which the model never "
+                            "reads nor assigns" % (r.path, var[1]))
     for j, (var, (i, what)) in enumerate(first.items()):
         r.what = what
         _, shape, typ, _, _, _ = r.tensor(i)
@@ -117,12 +118,6 @@ def declare(r, ops):
         r.ir.nodes.append(n)
         r.variables[var] = name
         r.spec[var] = (typ, list(shape), q)
-
-
-def PackErrorAt(r, what, msg):
-    from ..container import PackError
-
-    return PackError("%s: %s" % (what, msg))
 
 
 def _shape(r, shape):
