@@ -35,7 +35,7 @@ LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a cons
 REDUCE, FREDUCE = 72, 73  # sum, mean, max, min, argmax, argmin over any axes (72..79: reduce's)
 CUMSUM, FCUMSUM = 74, 75
 BMM, FBMM = 76, 77  # batch matmul
-NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
+NORM, FNORM = 78, 79  # int8 logsoftmax, l2norm; float logsoftmax, l2norm, l2pool
 KINDS = 80  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
