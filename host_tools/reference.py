@@ -399,7 +399,13 @@ def _as_f32(v):
 
 
 def logsoftmax(ins, kv, qin, tensors):
-    """TFLM's float LOG_SOFTMAX over the last axis: x - max - log(sum exp(x - max)), in float32."""
+    """TFLM's float LOG_SOFTMAX over the last axis: x - max - log(sum exp(x - max)), in float32;
+    int8: host_tools.tflm.log_softmax_np (TFLM's fixed point) from the packed table."""
+    if "q" in kv:
+        from .tflm import log_softmax_np
+
+        rsd, rls, diff_min = kv["m"]
+        return log_softmax_np(ins[0], 0, 0, rsd, rls, diff_min, [int(v) for v in _t(tensors, kv["t"], np.int64)])
     x = _as_f32(ins[0])
     rows = x.reshape(-1, x.shape[-1])
     top = rows.max(axis=1, keepdims=True)

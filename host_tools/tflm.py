@@ -306,6 +306,67 @@ def inv_sqrt(x):
     return v, -shift
 
 
+def log_softmax_params(s_in):
+    """TFLM's int8 LOG_SOFTMAX Prepare (PreprocessLogSoftmaxScalingExp, beta 1, 5 integer bits):
+    (input multiplier, its left shift, reverse scaling divisor, its left shift (<= 0), diff_min)."""
+    real = min(f32(s_in) * (1 << 26), float((1 << 31) - 1))
+    m, s = quantize_multiplier(real)
+    rsd, rls = quantize_multiplier((1 << (31 - s)) / float(m)) if m else (0, 0)
+    return m, s, rsd, rls, -input_radius(5, s)
+
+
+def log_softmax_table(m, s, diff_min):
+    """512 int32: for d = 0..255, the Q12.19 exp of the input difference -d (0 where -d <
+    diff_min), then its Q5.26 value mbqm(-d, m, s)."""
+    q5 = [mbqm(-d, m, s) for d in range(256)]
+    exps = [rdbpot(exp_on_negative_values(q5[d], 5), 12) if -d >= diff_min else 0 for d in range(256)]
+    return exps + q5
+
+
+def _sat_pot(x, e):
+    """SaturatingRoundingMultiplyByPOTParam, e >= 0."""
+    return x if e == 0 else sat_shl(x, e)
+
+
+def log_x_ge_1(x, in_bits=12, out_bits=5):
+    """gemmlowp-style log_x_for_x_greater_than_or_equal_to_1<out_bits>(x in Q(in_bits)): raw
+    Q(out_bits) (TFLite's common.h, its constants and steps)."""
+    acc_bits = out_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    quarter = rdbpot(536870912, acc_bits)  # Rescale<acc_bits>(1/4)
+    ha = 32 - (x & 0xFFFFFFFF).bit_length()  # CountLeadingZeros
+    r_a = _sat_pot(srdhm(_sat_pot(x, ha - 1), sqrt_half), 1)
+    za_adj = max(INT32_MIN, min(INT32_MAX, _sat_pot(in_bits - ha, 31 - acc_bits) + quarter))
+    zb = srdhm(x, sqrt_half)
+    hb = 32 - (zb & 0xFFFFFFFF).bit_length() - 1
+    r_b = _sat_pot(x, hb)
+    zb_adj = max(INT32_MIN, min(INT32_MAX, _sat_pot(in_bits - hb, 31 - acc_bits) - quarter))
+    r, z_adj = min(r_a, r_b), max(za_adj, zb_adj)
+    total = r + sqrt_sqrt_half
+    p = (total + (1 if total >= 0 else -1))
+    p = p // 2 if p >= 0 else -((-p) // 2)  # RoundingHalfSum
+    q = wrap32(2 * wrap32(r - sqrt_sqrt_half))
+    sq = srdhm(q, q)
+    num = wrap32(srdhm(q, r) + srdhm(srdhm(q, sq), alpha_n))
+    denom = wrap32(srdhm(p, wrap32(alpha_i + q + srdhm(alpha_d, sq))) + srdhm(alpha_f, q))
+    out = wrap32(srdhm(z_adj, log_2) + srdhm(rdbpot(num, acc_bits), one_over_one_plus_x(denom)))
+    return sat_shl(out, acc_bits - out_bits)
+
+
+def log_softmax_np(x, m, s, rsd, rls, diff_min, table):  # (m, s: in the table)
+    """TFLM's int8 LOG_SOFTMAX of the rows of x (the last axis), from its Prepare parameters and
+    log_softmax_table."""
+    out = np.empty(x.shape, np.int64)
+    for i, row in enumerate(x.reshape(-1, x.shape[-1])):
+        d = [int(v) - int(row.max()) for v in row]
+        log_sum = log_x_ge_1(sum(table[-v] for v in d))
+        floor = max(diff_min - 1, mbqm(log_sum + INT32_MIN, rsd, rls))
+        out.reshape(-1, x.shape[-1])[i] = [max(-128, min(127, rdbpot(wrap32(table[256 - v] - log_sum), 22) + 127))
+                                            if v > floor else -128 for v in d]
+    return out
+
+
 def softmax_table(s_in, beta=1.0):
     """exps[d] for input differences -d, d = 0..255 (Q0.31; 0 where TFLM skips the element):
     TFLM's int8 softmax with 5 integer bits for the scaled difference."""

@@ -1,10 +1,10 @@
-# Viper kernels of the integer reductions, cumsum, batch matmul and l2norm (kinds 72, 74, 76,
-# 78; the records and their plain-Python versions: ops/reduce.py, cumsum.py, matmul.py,
+# Viper kernels of the integer reductions, cumsum, batch matmul, logsoftmax and l2norm (kinds
+# 72, 74, 76, 78; the records and their plain-Python versions: ops/reduce.py, cumsum.py, matmul.py,
 # normalize.py, whose FAST names this module): imported only for a program that has such a
 # record. The same rules as _viper.py (no allocation, no floats, 31-bit literals).
 import micropython
 
-from ._viper import _out16, _srdhm, requant, rq_head
+from ._viper import _out16, _rdbpot, _srdhm, requant, rq_head
 
 
 @micropython.viper
@@ -299,35 +299,11 @@ def bmm(E, P, k: int):
 
 
 @micropython.viper
-def _mul(t, a: int, b: int) -> int:
-    # srdhm(a, b) through t[0..2] (small ints in, a small int out: |result| < 2**30 here)
+def _inv_sqrt(t):
+    # t[3], t[4] = ops/normalize.py's inv_sqrt(t[3]) (TFLM's GetInvSqrtQuantizedMultiplierExp;
+    # 0 <= t[3] < 2**31, given in the buffer: an int argument of 2**30 would be boxed)
     pt = ptr32(t)
-    pt[0] = a
-    pt[1] = b
-    _srdhm(t)
-    sg = 1
-    sg <<= 31
-    return int((pt[2] ^ sg) - sg)
-
-
-@micropython.viper
-def _sat_shl(x: int, e: int) -> int:
-    # gemmlowp's SaturatingRoundingMultiplyByPOT<e>, e > 0 (inv_sqrt's Newton steps stay below
-    # the saturation: 1/sqrt of a value in [1/4, 1) is below 2 in Q3.28)
-    t = (1 << (31 - e)) - 1
-    sg = 1
-    sg <<= 31
-    if x > t:
-        return sg - 1
-    if x < 0 - t:
-        return 0 - sg
-    return x << e
-
-
-@micropython.viper
-def _inv_sqrt(t, s: int):
-    # t[3], t[4] = ops/normalize.py's inv_sqrt(s) (TFLM's GetInvSqrtQuantizedMultiplierExp)
-    pt = ptr32(t)
+    s = int(pt[3])
     if s <= 1:
         sg = 1
         sg <<= 31
@@ -349,13 +325,43 @@ def _inv_sqrt(t, s: int):
     s <<= 2 * pairs
     h = s >> 1
     half = (h >> 1) + (h & 1)  # rdbpot(h, 1), h > 0
+    sg = 1
+    sg <<= 31
+    big = sg - 1
+    h3 = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
     x = 1 << 28
     i = 0
-    while i < 5:
-        x3 = int(_sat_shl(int(_mul(t, int(_mul(t, x, x)), x)), 6))
-        x = int(_sat_shl(int(_mul(t, (1 << 28) + (1 << 27), x)) - int(_mul(t, half, x3)), 3))
+    while i < 5:  # (every product through _srdhm on t[0..2]: no int argument or result of 2**30)
+        pt[0] = x
+        pt[1] = x
+        _srdhm(t)
+        pt[0] = pt[2]
+        pt[1] = x
+        _srdhm(t)
+        v = int((pt[2] ^ sg) - sg)
+        x3 = v << 6  # Rescale<3> of the Q9.22 cube: saturating << 6
+        if v > (1 << 25) - 1:
+            x3 = big
+        elif v < 1 - (1 << 25):
+            x3 = 0 - sg
+        pt[0] = h3
+        pt[1] = x
+        _srdhm(t)
+        v = int((pt[2] ^ sg) - sg)
+        pt[0] = half
+        pt[1] = x3
+        _srdhm(t)
+        v -= int((pt[2] ^ sg) - sg)
+        x = v << 3  # Rescale<3> of Q6.25: saturating << 3
+        if v > (1 << 28) - 1:
+            x = big
+        elif v < 1 - (1 << 28):
+            x = 0 - sg
         i += 1
-    x = int(_mul(t, x, 1518500250))
+    pt[0] = x
+    pt[1] = (0x5A82 << 16) | 0x799A  # sqrt(2) / 2 in Q0.31
+    _srdhm(t)
+    x = int((pt[2] ^ sg) - sg)
     if shift < 0:
         x <<= 0 - shift
         shift = 0
@@ -364,9 +370,196 @@ def _inv_sqrt(t, s: int):
 
 
 @micropython.viper
+def _log(t):
+    # t[3] = ops/normalize.py's log_x(t[3]) (Q12.19 in, 2**19 <= x < 2**31; Q5.26 out), every
+    # product through _srdhm on t[0..2] (no int argument or result: one of 2**30 or more would
+    # be boxed on a 32-bit board); the constants >= 2**30 built from 16-bit halves
+    pt = ptr32(t)
+    sg = 1
+    sg <<= 31
+    m32 = (sg << 1) - 1
+    big = sg - 1
+    x = int((pt[3] ^ sg) - sg)
+    half_sqrt = (0x5A82 << 16) | 0x799A
+    ssh = (0x6BA2 << 16) | 0x7E65  # sqrt(sqrt(1/2))
+    ha = 0
+    while not ((x >> (31 - ha)) & 1):
+        ha += 1
+    v = x << (ha - 1)  # (no saturation: x has ha leading zeros)
+    pt[0] = v
+    pt[1] = half_sqrt
+    _srdhm(t)
+    v = int((pt[2] ^ sg) - sg)
+    r_a = v << 1
+    if v > (1 << 30) - 1:
+        r_a = big
+    za = ((12 - ha) << 25) + (1 << 23)
+    pt[0] = x
+    pt[1] = half_sqrt
+    _srdhm(t)
+    zb = int((pt[2] ^ sg) - sg)
+    hb = 0
+    while not ((zb >> (31 - hb)) & 1):
+        hb += 1
+    hb -= 1
+    r_b = x << hb
+    zb = ((12 - hb) << 25) - (1 << 23)
+    r = r_a
+    if r_b < r:
+        r = r_b
+    z = za
+    if zb > z:
+        z = zb
+    p = (r >> 1) + (ssh >> 1) + (((r & 1) + (ssh & 1) + 1) >> 1)  # RoundingHalfSum(r, ssh), both > 0
+    q = (((2 * (r - ssh)) & m32) ^ sg) - sg
+    pt[0] = q
+    pt[1] = q
+    _srdhm(t)
+    sq = int((pt[2] ^ sg) - sg)
+    pt[0] = q
+    pt[1] = r
+    _srdhm(t)
+    num = int((pt[2] ^ sg) - sg)
+    pt[0] = q
+    pt[1] = sq
+    _srdhm(t)
+    pt[0] = pt[2]
+    pt[1] = 117049297
+    _srdhm(t)
+    num = ((num + int((pt[2] ^ sg) - sg)) & m32 ^ sg) - sg
+    pt[0] = 127690142
+    pt[1] = sq
+    _srdhm(t)
+    d = ((1057819769 + q + int((pt[2] ^ sg) - sg)) & m32 ^ sg) - sg
+    pt[0] = p
+    pt[1] = d
+    _srdhm(t)
+    den = int((pt[2] ^ sg) - sg)
+    pt[0] = 638450708
+    pt[1] = q
+    _srdhm(t)
+    den = ((den + int((pt[2] ^ sg) - sg)) & m32 ^ sg) - sg
+    # one_over_one_plus_x_for_x_in_0_1(den)
+    half = (den >> 1) + (1 << 30)
+    if den == 0 - sg:
+        half = -1
+    pt[0] = half
+    pt[1] = -1010580540
+    _srdhm(t)
+    y = ((0x5A5A << 16) | 0x5A5A) + int((pt[2] ^ sg) - sg)
+    lim = (1 << 29) - 1
+    i = 0
+    while i < 3:
+        pt[0] = half
+        pt[1] = y
+        _srdhm(t)
+        pt[0] = y
+        pt[1] = (1 << 29) - int((pt[2] ^ sg) - sg)
+        _srdhm(t)
+        v = int((pt[2] ^ sg) - sg)
+        if v > lim:
+            v = big
+        elif v < 0 - lim:
+            v = 0 - sg
+        else:
+            v = v << 2
+        y = ((y + v) & m32 ^ sg) - sg
+        i += 1
+    if y > (1 << 30) - 1:
+        y = big
+    elif y < 1 - (1 << 30):
+        y = 0 - sg
+    else:
+        y = y << 1
+    pt[2] = num
+    _rdbpot(t, 6)
+    pt[0] = int((pt[2] ^ sg) - sg)
+    pt[1] = y
+    _srdhm(t)
+    part = int((pt[2] ^ sg) - sg)
+    pt[0] = z
+    pt[1] = (0x58B9 << 16) | 0x0BFC  # log(2)
+    _srdhm(t)
+    out = ((int((pt[2] ^ sg) - sg) + part) & m32 ^ sg) - sg
+    if out > (1 << 30) - 1:
+        out = big
+    elif out < 1 - (1 << 30):
+        out = 0 - sg
+    else:
+        out = out << 1
+    pt[3] = out
+
+
+@micropython.viper
+def _log_softmax(E, pp):
+    # the norm record's FN 0 (int8 logsoftmax; ops/normalize.py)
+    a = ptr8(E.A)
+    sg = 1
+    sg <<= 31
+    m32 = (sg << 1) - 1
+    p = ptr32(pp)
+    tab = ptr32(uint(ptr8(E.B[p[16]])) + p[17])
+    x = int(p[7])
+    y = int(p[8])
+    rows = int(p[9])
+    n = int(p[10])
+    rsd = int(p[13])
+    rs = 0 - int((p[14] ^ sg) - sg)
+    dmin = int((p[15] ^ sg) - sg)
+    W = E.W
+    wk = ptr32(W)
+    i = 0
+    while i < rows:
+        row = x + i * n
+        out = y + i * n
+        top = -128
+        j = 0
+        while j < n:
+            v = (a[row + j] ^ 0x80) - 0x80
+            if v > top:
+                top = v
+            j += 1
+        s = 0
+        j = 0
+        while j < n:
+            s = ((s + int((tab[top - ((a[row + j] ^ 0x80) - 0x80)] ^ sg) - sg)) & m32 ^ sg) - sg
+            j += 1
+        wk[3] = s
+        _log(W)
+        log = int((wk[3] ^ sg) - sg)
+        wk[0] = log - sg
+        wk[1] = rsd
+        _srdhm(W)
+        _rdbpot(W, rs)
+        floor = int((wk[2] ^ sg) - sg)
+        if floor < dmin - 1:
+            floor = dmin - 1
+        j = 0
+        while j < n:
+            d = ((a[row + j] ^ 0x80) - 0x80) - top
+            if d > floor:
+                wk[2] = ((int((tab[256 - d] ^ sg) - sg) - log) & m32 ^ sg) - sg
+                _rdbpot(W, 22)
+                v = int((wk[2] ^ sg) - sg) + 127
+                if v > 127:
+                    v = 127
+                elif v < -128:
+                    v = -128
+                a[out + j] = v
+            else:
+                a[out + j] = -128
+            j += 1
+        i += 1
+
+
+@micropython.viper
 def norm(E, P, k: int):
-    # ops/normalize.py's norm record (int8 l2norm): per row the sum of squares, its inverse
-    # square root (W[3], W[4]), then the row's x - ZX (in ACC) requantized by it, shift + 7
+    # ops/normalize.py's norm record: FN 0, int8 logsoftmax (above); FN 1, int8 l2norm: per row
+    # the sum of squares, its inverse square root (W[3], W[4]), then the row's x - ZX (in ACC)
+    # requantized by it, shift + 7
+    if ptr32(uint(ptr32(P)) + 4 * k)[6] == 0:
+        _log_softmax(E, uint(ptr32(P)) + 4 * k)
+        return
     a = ptr8(E.A)
     arena = uint(a)
     rec = uint(ptr32(P)) + 4 * k
@@ -391,7 +584,8 @@ def norm(E, P, k: int):
             acc[j] = d
             s += d * d
             j += 1
-        _inv_sqrt(W, s)
+        wk[3] = s
+        _inv_sqrt(W)
         wk[8] = wk[3]
         wk[9] = int(wk[4]) + 7
         rq_head(W, rec)

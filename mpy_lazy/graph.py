@@ -94,7 +94,7 @@ OPS = {
     "reduce": (("x", "y", "fn"), ("axes", "q", "m")),
     "cumsum": (("x", "y"), ("axis", "exclusive", "reverse", "q", "m")),
     "batchmatmul": (("x", "y", "size"), ("w", "adj", "bcast", "shape", "q", "m", "tq")),
-    "logsoftmax": (("x", "y"), ()),
+    "logsoftmax": (("x", "y"), ("q", "m", "t")),
     "l2norm": (("x", "y"), ("q",)),
     "l2pool": (("x", "y", "k"), ("stride", "pad", "act")),
     # the signal library (ops/signal.py): opts= the op's integer options

@@ -47,6 +47,7 @@ FUNARY = 64  # f32 elementwise functions of one operand (ops/unary.py: neg, sqrt
 COMPARE, FCOMPARE, LOGICAL, SELECT = 65, 66, 67, 68  # bool values (ops/compare.py)
 FARITH, SQDIFF, ADDN = 69, 70, 71  # squared difference, floor division and modulo, int8 add_n (ops/arith.py)
 ACT16 = 56  # int16 sigmoid and tanh (TFLM's LOGISTIC and TANH on int16)
+NORM, FNORM = 78, 79  # int8 logsoftmax, l2norm; float logsoftmax, l2norm, l2pool
 KINDS = 100  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 

@@ -157,6 +157,13 @@ def cases_of(dt):
         out["l2norm_zeros"] = (data, [np.zeros((3, 4), np.float32)])  # (the 1e-6 floor)
         for k, s, padding, act in ((2, 2, 1, 0), (3, 2, 0, 0), (3, 1, 0, 1), (2, 3, 0, 3)):
             out["l2pool_k%ds%d%s_%d" % (k, s, "valid" if padding else "same", act)] = l2pool((1, 7, 6, 3), k, s, padding, act)
+    if dt == "i8":  # int8 LOG_SOFTMAX: TFLM's output q=16/256,127; input scales wide and narrow
+        for sx, shape in ((0.05, (1, 5, 10)), (0.01, (3, 40)), (0.2, (1, 4, 4, 6)), (1.0, (2, 9)), (0.003, (1, 1))):
+            tensors = [(shape, dt, (sx, 3), None), (shape, dt, (16 / 256, 127), None)]
+            x = _x(dt, shape, 41)
+            x.reshape(-1)[:3] = (127, 127, -128)[:x.size]  # (ties at the top, the widest difference)
+            out["logsoftmax_%g" % sx] = (model(OP.LOG_SOFTMAX, tensors, [0], [1], [0]),
+                                        [x[0] if shape[0] == 1 and len(shape) > 1 else x])
     if dt == "i8":  # (TFLM's int8 L2_NORMALIZATION: codes of 1/128 whatever the output's q)
         for shape in ((1, 5, 10), (3, 7), (1, 4, 4, 6), (1, 1), (1, 2, 300)):
             out["l2norm_" + "_".join(map(str, shape))] = rows_op(OP.L2_NORMALIZATION, dt, shape, _opts("L2NormOptions"))
@@ -206,7 +213,7 @@ NAMES = list(models())
 def expect(case, got):
     """Equal to TFLM's outputs; LOG_SOFTMAX within float32 rounding (expf and logf are each
     libm's own), a few units in the last place of the row's largest value."""
-    if not case.name.startswith("logsoftmax"):
+    if not case.name.startswith("logsoftmax") or case.want[0].dtype.kind != "f":
         expect_exact(case, got)
         return
     g, w = np.asarray(got[0], np.float64).reshape(-1), case.want[0].astype(np.float64)
@@ -337,8 +344,10 @@ def _record(buf, kind):
     ("l2norm_3_7_f32", 2, 3, "fn"), ("l2norm_3_7_f32", 7, 1 << 20, "x"), ("l2norm_3_7_f32", 9, 1, "x"),
     ("l2pool_k3s2same_0_f32", 13, 3, "pad"), ("l2pool_k3s2same_0_f32", 15, 9, "y"), ("l2pool_k3s2same_0_f32", 17, 4, "act"),
     ("logsoftmax_3_7_f32", 5, 1 << 28, "scratch"),
-    ("l2norm_3_7_i8", 6, 0, "fn"), ("l2norm_3_7_i8", 10, 40000, "x"), ("l2norm_3_7_i8", 11, 200, "zero_point"),
+    ("l2norm_3_7_i8", 6, 2, "fn"), ("l2norm_3_7_i8", 10, 40000, "x"), ("l2norm_3_7_i8", 11, 200, "zero_point"),
     ("l2norm_3_7_i8", 12, 1, "scratch"), ("l2norm_3_7_i8", 13, 1, "x"), ("l2norm_3_7_i8", 4, 0, "clamp"),
+    ("logsoftmax_0.01_i8", 3, 0, "zero_point"), ("logsoftmax_0.01_i8", 14, 1, "m"), ("logsoftmax_0.01_i8", 15, 1, "m"),
+    ("logsoftmax_0.01_i8", 17, 4, "table"), ("logsoftmax_0.01_i8", 10, 5000, "x"),
 ])
 def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words):
     """Each field of a reduce, cumsum, batchmatmul or fnorm record the kernels trust, broken in the stored program: a
@@ -349,7 +358,7 @@ def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words)
     with open(c.pack, "rb") as f:
         buf = bytearray(f.read())
     kind = {"cumsum": (kinds.CUMSUM, kinds.FCUMSUM), "bmm": (kinds.BMM, kinds.FBMM), "l2norm": (kinds.NORM, kinds.FNORM),
-            "l2pool": (0, kinds.FNORM), "logsoftmax": (0, kinds.FNORM)}.get(
+            "l2pool": (0, kinds.FNORM), "logsoftmax": (kinds.NORM, kinds.FNORM)}.get(
         case.split("_")[0], (kinds.REDUCE, kinds.FREDUCE))
     at = _record(buf, kind["f32" in case])
     np.frombuffer(buf, "<i4", 1, at + 4 * field)  # (inside the file)
