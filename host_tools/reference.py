@@ -72,7 +72,7 @@ def _out_dtype(op, kv, x_dtype):
         return "f32"
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay"):
         return "i16"
     return x_dtype
 
@@ -955,7 +955,17 @@ def fblog(ins, kv, qin, tensors):
     return np.array(out, np.int64)
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "specsub")
+def delay(ins, kv, qin, tensors, state):
+    """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
+    x = ins[0]
+    rows = x.reshape(-1, x.shape[-1])
+    d = kv["opts"][0]
+    both = np.concatenate([state.get(kv["y"], np.zeros((rows.shape[0], d), np.int64)), rows], axis=1)
+    state[kv["y"]] = both[:, rows.shape[1]:]
+    return both[:, :rows.shape[1]].reshape(x.shape)
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "specsub", "delay")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
@@ -977,4 +987,5 @@ _OPS = {
     "groupnorm": groupnorm,
     "window": window, "fftbits": fftbits, "fftscale": fftscale, "rfft": rfft, "energy": energy,
     "filterbank": filterbank, "fbsqrt": fbsqrt, "specsub": specsub, "pcan": pcan, "fblog": fblog,
+    "delay": delay,
 }

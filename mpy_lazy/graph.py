@@ -87,6 +87,7 @@ OPS = {
     "specsub": (("x", "y", "opts"), ("q",)),
     "pcan": (("x", "y", "t", "opts"), ("shape", "q")),
     "fblog": (("x", "y", "opts"), ("q",)),
+    "delay": (("x", "y", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -35,6 +35,7 @@ LOAD = 59  # a constant tensor's bytes into the arena (add, sub, mul with a cons
 # the signal library (micro_speech's audio front end: ops/signal.py), kinds 88..97
 SWINDOW, SFFTBITS, SFFTSCALE, SRFFT, SENERGY, SFBANK, SFBSQRT, SSPECSUB, SPCAN, SFBLOG = range(88, 98)
 IARITH = 98  # int32 add, sub, mul, div (TFLM's unquantized int32 ADD, MUL, DIV: micro_speech's front end)
+SDELAY = 99  # the signal library's delay (ops/signal.py)
 KINDS = 100  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
@@ -48,12 +49,12 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
     + ("tconv", "", "", "", "mul", "load")
 NAMES += ("",) * (88 - len(NAMES))
-NAMES += ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan", "fblog", "iarith", "")
+NAMES += ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan", "fblog", "iarith", "delay")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
           18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 0, 0) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) + (26, 0, 0, 0, 17, 6)
 LENGTH += (0,) * (88 - len(LENGTH))
-LENGTH += (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 0)
+LENGTH += (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
         "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
         "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv", "linear",
@@ -61,7 +62,7 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
        "layernorm", "groupnorm") + ("tconv", "", "", "", "binary", "binary")
 ROOM += ("",) * (88 - len(ROOM))
-ROOM += ("signal",) * 10 + ("elementwise", "")
+ROOM += ("signal",) * 10 + ("elementwise", "signal")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT, FSOFTMAX,
           FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV)

@@ -14,20 +14,22 @@
 #              state kept across calls (TFLM's persistent buffer; reset() zeroes it)
 #   pcan       per-channel amplitude normalization (x=signal,noise; t= the gain table)
 #   fblog      y = min(Log32(x << c, scale), 32767) (int16; 0 where x << c <= 1)
+#   delay      each row (x's last axis) delayed by D samples: the state holds each row's last D
+#              samples (zeros at the start and on reset()), as TFLM's circular buffers
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
-# fblog correction_bits,output_scale.
+# fblog correction_bits,output_scale; delay delay_length.
 from .._arith import micropython
-from ..kinds import (SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT, SSPECSUB,
-                     SWINDOW)
+from ..kinds import (SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
+                     SSPECSUB, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
-         "specsub": 8, "pcan": 1, "fblog": 2}
+         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1}
 
 
 class Op(Base):
@@ -46,7 +48,7 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy") else "i32"
+        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -105,6 +107,11 @@ class Op(Base):
             if o[0] > 31:
                 raise self.fail("correction_bits %d: 0..31" % o[0], "opts")
             dt = "i16"
+        elif name == "delay":
+            if o[0] > 65535:
+                raise self.fail("delay_length %d: 0..65535" % o[0], "opts")
+            dt = "i16"
+            self.persist = max(4, (2 * o[0] * (x.size // x.shape[-1]) + 3) // 4 * 4)  # (0: a place all the same)
         self.out = (shape, dt, (1.0, 0))
 
     def records(self, c):
@@ -128,13 +135,16 @@ class Op(Base):
             return [c.record(SSPECSUB, [xo, yo, x.size, c.state] + list(o))]
         if name == "pcan":
             return [c.record(SPCAN, [xo, c.off(self.x[1]), yo, x.size, o[0], self.lut] + c.ref(self.table))]
+        if name == "delay":
+            return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
 
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
-           SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog"}
+           SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
+           SDELAY: "delay"}
 
 
 def check(r, E):
@@ -208,6 +218,13 @@ def check(r, E):
         r.tensor(8, "table", ("i16",), 2 * lut)
         if lut < 4 * 32 - 6 + 3:  # WideDynamicFunction reads lut[4 * msb(x) - 6 + 2], msb up to 32
             r.fail("table", "%d entries: the gain table needs %d" % (lut, 4 * 32 - 3))
+    elif kind == SDELAY:
+        f, rows, d = r.range(4, "x", 1, 65535), r.range(5, "x", 1, 1 << 24), r.range(6, "delay_length", 0, 65535)
+        if f * rows > 1 << 24 or d * rows > 1 << 24:
+            r.fail("x", "%d rows of %d samples, delayed by %d: too large" % (rows, f, d))
+        r.region(2, "x", 2 * f * rows, 2)
+        r.region(3, "y", 2 * f * rows, 2)
+        r.region(7, "state", 2 * d * rows, 2)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -217,9 +234,12 @@ def check(r, E):
 
 
 def state(P, k):
-    """specsub's noise estimate, kept across calls (zero at the start, as TFLM's Reset)."""
+    """specsub's noise estimate and delay's samples, kept across calls (zero at the start, as
+    TFLM's Reset)."""
     if P[k] & 255 == SSPECSUB:
         return ((P[k + 5], P[k + 4], 0, 4),)
+    if P[k] & 255 == SDELAY:
+        return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
     return ()
 
 
@@ -630,3 +650,27 @@ def fblog(E, P, k):
             y[yo + i] = v if v < 32767 else 32767
         else:
             y[yo + i] = 0
+
+
+# delay record: 2 XO 3 YO (i16: ROWS rows of F samples) 4 F 5 ROWS 6 D (delay_length) 7 STATE (i16
+# [ROWS x D]: each row's last D samples). Each row: y = (state ++ x)[:F], state = (state ++ x)[F:]
+# (TFLM's circular buffer: D zeros written first, then F in, F out, per call). x and y are two
+# buffers.
+
+@micropython.native
+def delay(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    f = P[k + 4]
+    rows = P[k + 5]
+    d = P[k + 6]
+    so = P[k + 7] // 2
+    for r in range(rows):
+        x0 = xo + r * f
+        y0 = yo + r * f
+        s0 = so + r * d
+        for i in range(f):
+            a[y0 + i] = a[s0 + i] if i < d else a[x0 + i - d]
+        for j in range(d):  # (reads at or past j: the state shifts in place)
+            a[s0 + j] = a[s0 + f + j] if f + j < d else a[x0 + f + j - d]

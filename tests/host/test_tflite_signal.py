@@ -241,6 +241,10 @@ def one_op_models():
         out["fb_log%d_%d" % (bits, scale)] = _custom("SignalFilterBankLog", {
             "input_correction_bits": bits, "output_scale": scale}, [
             ((64,), "u32", None, None), ((64,), "i16", None, None)], [0], [1], [0]), [[x]]
+    for rows, f, d in ((1, 40, 7), (3, 20, 50), (2, 16, 0)):  # (a delay longer than a frame; none)
+        out["delay%d_%d" % (f, d)] = _custom("SignalDelay", {"delay_length": d}, [
+            ((rows, f), "i16", None, None), ((rows, f), "i16", None, None)], [0], [1], [0]), \
+            [[_edges16(rng, (rows, f))] for _ in range(6)]
     return out
 
 
@@ -408,3 +412,17 @@ def test_refused_in_one_line(cli, tmp_path, name):
     for w in words:
         assert w in line, (w, line)
     assert not out.exists()
+
+
+def test_delay_reset_starts_again(one_ops):
+    """SignalDelay's samples carry from call to call (TFLM's answers above); reset() zeroes them:
+    the first call's answer again."""
+    c = one_ops[0]["delay20_50"]
+    assert c.want[0] != c.want[3]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        for x in c.xs[:4]:
+            m(*x)
+        m.reset()
+        m(*c.xs[0])
+        assert _outputs(m) == c.want[0]
