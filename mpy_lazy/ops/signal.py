@@ -481,43 +481,32 @@ def filterbank(E, P, k):
 
 
 @micropython.native
-def sqrt32(num):
-    """signal/src/square_root_32.cc's Sqrt32 (a uint16 result)."""
-    if num == 0:
-        return 0
+def _root(num, bits, top):
+    """The bitwise integer root of signal/src/square_root_32.cc (bits 32, top 0xFFFF: a uint16)
+    and square_root_64.cc (64, 0xFFFFFFFF), rounded up where the remainder exceeds it (num > 0)."""
     res = 0
-    top = (32 - msb(num)) | 1
-    bit = 1 << (31 - top)
-    for _ in range((31 - top) // 2 + 1):
+    m = (bits - msb(num)) | 1
+    bit = 1 << (bits - 1 - m)
+    for _ in range((bits - 1 - m) // 2 + 1):
         if num >= res + bit:
             num -= res + bit
             res = (res >> 1) + bit
         else:
             res >>= 1
         bit >>= 2
-    if num > res and res != 0xFFFF:
+    if num > res and res != top:
         res += 1
-    return res & 0xFFFF
+    return res & top
 
 
 @micropython.native
 def sqrt64(num):
-    """signal/src/square_root_64.cc's Sqrt64 (its 32-bit shortcut included)."""
+    """Sqrt64, with its shortcut: Sqrt32 below 2**32."""
+    if num == 0:
+        return 0
     if num >> 32 == 0:
-        return sqrt32(num)
-    res = 0
-    top = (64 - msb(num)) | 1
-    bit = 1 << (63 - top)
-    for _ in range((63 - top) // 2 + 1):
-        if num >= res + bit:
-            num -= res + bit
-            res = (res >> 1) + bit
-        else:
-            res >>= 1
-        bit >>= 2
-    if num > res and res != 0xFFFFFFFF:
-        res += 1
-    return res & 0xFFFFFFFF
+        return _root(num, 32, 0xFFFF)
+    return _root(num, 64, 0xFFFFFFFF)
 
 
 # fbsqrt record: 2 XO (uint64 lo, hi words) 3 SO (the scale bits, int32) 4 YO (uint32) 5 N
