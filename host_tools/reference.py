@@ -97,7 +97,7 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay"):
         return "i16"
     return x_dtype
 
@@ -1361,6 +1361,17 @@ def _addn(ins, kv, qin, tensors):
 
 
 _STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub")
+def delay(ins, kv, qin, tensors, state):
+    """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
+    x = ins[0]
+    rows = x.reshape(-1, x.shape[-1])
+    d = kv["opts"][0]
+    both = np.concatenate([state.get(kv["y"], np.zeros((rows.shape[0], d), np.int64)), rows], axis=1)
+    state[kv["y"]] = both[:, rows.shape[1]:]
+    return both[:, :rows.shape[1]].reshape(x.shape)
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "specsub", "delay")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
@@ -1395,4 +1406,5 @@ _OPS = {
     "equal": _compare, "notequal": _compare, "less": _compare, "lessequal": _compare, "greater": _compare,
     "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
     "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
+    "delay": delay,
 }

@@ -122,7 +122,8 @@ _OPS = {
     "sqdiff": "arith", "floordiv": "arith", "floormod": "arith", "addn": "arith",
 }
 _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
-             "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal"})
+             "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
+             "delay": "signal"})
 
 
 def _room(name):

@@ -71,7 +71,7 @@ SIGNAL = {
     "CUSTOM SignalRfft": "int16 int32 float32", "CUSTOM SignalEnergy": "int16 uint32",
     "CUSTOM SignalFilterBank": "uint32 int16 uint64", "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32",
     "CUSTOM SignalFilterBankSpectralSubtraction": "uint32", "CUSTOM SignalPCAN": "uint32 int16",
-    "CUSTOM SignalFilterBankLog": "uint32 int16",
+    "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
 }
 
 

@@ -16,7 +16,7 @@ TYPES = {
     "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32", "CUSTOM SignalRfft": "int16",
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
-    "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16",
+    "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
 }
 MAX_FFT = 1 << 15
 
@@ -198,3 +198,12 @@ def op_SignalFilterBankLog(r):
     if not 0 <= bits <= 31 or scale < 0:
         raise r.err("input_correction_bits %d (0..31), output_scale %d" % (bits, scale))
     r.emit("fblog", [r.value(r.ins[0])], opts=(bits, scale))
+
+
+def op_SignalDelay(r):
+    _types(r, ("INT16",), ("INT16",))
+    d, = options(r, "delay_length")
+    if r.tensor(r.outs[0])[1] != r.tensor(r.ins[0])[1] or not 0 <= d <= 65535:
+        raise r.err("output of shape %s for input %s, delay_length %d (0..65535)"
+                    % (list(r.tensor(r.outs[0])[1]), list(r.tensor(r.ins[0])[1]), d))
+    r.emit("delay", [r.value(r.ins[0])], opts=(d,))

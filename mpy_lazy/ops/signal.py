@@ -14,20 +14,22 @@
 #              state kept across calls (TFLM's persistent buffer; reset() zeroes it)
 #   pcan       per-channel amplitude normalization (x=signal,noise; t= the gain table)
 #   fblog      y = min(Log32(x << c, scale), 32767) (int16; 0 where x << c <= 1)
+#   delay      each row (x's last axis) delayed by D samples: the state holds each row's last D
+#              samples (zeros at the start and on reset()), as TFLM's circular buffers
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
-# fblog correction_bits,output_scale.
+# fblog correction_bits,output_scale; delay delay_length.
 from .._arith import micropython
-from ..kinds import (SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT, SSPECSUB,
-                     SWINDOW)
+from ..kinds import (SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
+                     SSPECSUB, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
-         "specsub": 8, "pcan": 1, "fblog": 2}
+         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1}
 
 
 class Op(Base):
@@ -46,7 +48,7 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy") else "i32"
+        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -105,6 +107,11 @@ class Op(Base):
             if o[0] > 31:
                 raise self.fail("correction_bits %d: 0..31" % o[0], "opts")
             dt = "i16"
+        elif name == "delay":
+            if o[0] > 65535:
+                raise self.fail("delay_length %d: 0..65535" % o[0], "opts")
+            dt = "i16"
+            self.persist = max(4, (2 * o[0] * (x.size // x.shape[-1]) + 3) // 4 * 4)  # (0: a place all the same)
         self.out = (shape, dt, (1.0, 0))
 
     def records(self, c):
@@ -128,13 +135,16 @@ class Op(Base):
             return [c.record(SSPECSUB, [xo, yo, x.size, c.state] + list(o))]
         if name == "pcan":
             return [c.record(SPCAN, [xo, c.off(self.x[1]), yo, x.size, o[0], self.lut] + c.ref(self.table))]
+        if name == "delay":
+            return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
 
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
 
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
-           SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog"}
+           SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
+           SDELAY: "delay"}
 
 
 def check(r, E):
@@ -208,6 +218,13 @@ def check(r, E):
         r.tensor(8, "table", ("i16",), 2 * lut)
         if lut < 4 * 32 - 6 + 3:  # WideDynamicFunction reads lut[4 * msb(x) - 6 + 2], msb up to 32
             r.fail("table", "%d entries: the gain table needs %d" % (lut, 4 * 32 - 3))
+    elif kind == SDELAY:
+        f, rows, d = r.range(4, "x", 1, 65535), r.range(5, "x", 1, 1 << 24), r.range(6, "delay_length", 0, 65535)
+        if f * rows > 1 << 24 or d * rows > 1 << 24:
+            r.fail("x", "%d rows of %d samples, delayed by %d: too large" % (rows, f, d))
+        r.region(2, "x", 2 * f * rows, 2)
+        r.region(3, "y", 2 * f * rows, 2)
+        r.region(7, "state", 2 * d * rows, 2)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -217,9 +234,12 @@ def check(r, E):
 
 
 def state(P, k):
-    """specsub's noise estimate, kept across calls (zero at the start, as TFLM's Reset)."""
+    """specsub's noise estimate and delay's samples, kept across calls (zero at the start, as
+    TFLM's Reset)."""
     if P[k] & 255 == SSPECSUB:
         return ((P[k + 5], P[k + 4], 0, 4),)
+    if P[k] & 255 == SDELAY:
+        return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
     return ()
 
 
@@ -461,43 +481,32 @@ def filterbank(E, P, k):
 
 
 @micropython.native
-def sqrt32(num):
-    """signal/src/square_root_32.cc's Sqrt32 (a uint16 result)."""
-    if num == 0:
-        return 0
+def _root(num, bits, top):
+    """The bitwise integer root of signal/src/square_root_32.cc (bits 32, top 0xFFFF: a uint16)
+    and square_root_64.cc (64, 0xFFFFFFFF), rounded up where the remainder exceeds it (num > 0)."""
     res = 0
-    top = (32 - msb(num)) | 1
-    bit = 1 << (31 - top)
-    for _ in range((31 - top) // 2 + 1):
+    m = (bits - msb(num)) | 1
+    bit = 1 << (bits - 1 - m)
+    for _ in range((bits - 1 - m) // 2 + 1):
         if num >= res + bit:
             num -= res + bit
             res = (res >> 1) + bit
         else:
             res >>= 1
         bit >>= 2
-    if num > res and res != 0xFFFF:
+    if num > res and res != top:
         res += 1
-    return res & 0xFFFF
+    return res & top
 
 
 @micropython.native
 def sqrt64(num):
-    """signal/src/square_root_64.cc's Sqrt64 (its 32-bit shortcut included)."""
+    """Sqrt64, with its shortcut: Sqrt32 below 2**32."""
+    if num == 0:
+        return 0
     if num >> 32 == 0:
-        return sqrt32(num)
-    res = 0
-    top = (64 - msb(num)) | 1
-    bit = 1 << (63 - top)
-    for _ in range((63 - top) // 2 + 1):
-        if num >= res + bit:
-            num -= res + bit
-            res = (res >> 1) + bit
-        else:
-            res >>= 1
-        bit >>= 2
-    if num > res and res != 0xFFFFFFFF:
-        res += 1
-    return res & 0xFFFFFFFF
+        return _root(num, 32, 0xFFFF)
+    return _root(num, 64, 0xFFFFFFFF)
 
 
 # fbsqrt record: 2 XO (uint64 lo, hi words) 3 SO (the scale bits, int32) 4 YO (uint32) 5 N
@@ -630,3 +639,27 @@ def fblog(E, P, k):
             y[yo + i] = v if v < 32767 else 32767
         else:
             y[yo + i] = 0
+
+
+# delay record: 2 XO 3 YO (i16: ROWS rows of F samples) 4 F 5 ROWS 6 D (delay_length) 7 STATE (i16
+# [ROWS x D]: each row's last D samples). Each row: y = (state ++ x)[:F], state = (state ++ x)[F:]
+# (TFLM's circular buffer: D zeros written first, then F in, F out, per call). x and y are two
+# buffers.
+
+@micropython.native
+def delay(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    f = P[k + 4]
+    rows = P[k + 5]
+    d = P[k + 6]
+    so = P[k + 7] // 2
+    for r in range(rows):
+        x0 = xo + r * f
+        y0 = yo + r * f
+        s0 = so + r * d
+        for i in range(f):
+            a[y0 + i] = a[s0 + i] if i < d else a[x0 + i - d]
+        for j in range(d):  # (reads at or past j: the state shifts in place)
+            a[s0 + j] = a[s0 + f + j] if f + j < d else a[x0 + f + j - d]

@@ -48,29 +48,50 @@ def frames(n=24, seed=3):
     return out
 
 
+def _as_board(v):
+    """A TFLM value as the board holds it: uint32 as int32 bits, uint64 as lo, hi int32 words."""
+    v = np.asarray(v)
+    if v.dtype in (np.uint32, np.uint64):
+        v = v.view(np.int32)
+    return v.reshape(-1).tolist()
+
+
+def _outputs(m):
+    return [m.tolist(i) for i in range(len(m.outputs))]
+
+
 class Case:
-    def __init__(self, name, workdir):
-        self.name = name
-        self.src = os.path.join(DIR, name + ".tflite")
-        self.xs = frames()
-        self.want = [np.asarray(y).reshape(-1).tolist() for y in tflm_ref.run(self.src, self.xs)]
+    """A model (the .tflite at src), its inputs invoke by invoke (runs: a list of inputs each),
+    TFLM's outputs on one interpreter (state carried), and its container."""
+
+    def __init__(self, name, src, runs, workdir):
+        self.name, self.src, self.runs = name, src, runs
+        ys = tflm_ref.run(src, [tuple(x) if len(x) > 1 else x[0] for x in runs], arena_size=1 << 20)
+        self.want = [[_as_board(v) for v in (y if isinstance(y, tuple) else (y,))] for y in ys]
+        self.xs = [[_as_board(v) for v in x] for x in runs]
         self.pack = os.path.join(workdir, name + ".mpyl")
-        run_cli("pack", self.src, "-o", self.pack)
+        run_cli("pack", src, "-o", self.pack)
         with open(self.pack, "rb") as f:
             self.data = f.read()
+
+
+def _with_board(out, workdir, label):
+    """(cases, the unix port running each case's invokes in order, measuring the heap of each)."""
+    jobs = []
+    for c in out.values():
+        xs_path = os.path.join(workdir, c.name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump(c.xs, f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
+    return out, Board(workdir, label, [c.pack for c in out.values()], jobs)
 
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("signal"))
-    out = {name: Case(name, workdir) for name in MODELS}
-    jobs = []
-    for c in out.values():
-        xs_path = os.path.join(workdir, c.name + ".json")
-        with open(xs_path, "w") as f:
-            json.dump([[x.tolist()] for x in c.xs], f)
-        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
-    board = Board(workdir, "signal", [c.pack for c in out.values()], jobs)
+    out = {name: Case(name, os.path.join(DIR, name + ".tflite"), [[x] for x in frames()], workdir)
+           for name in MODELS}
+    out, board = _with_board(out, workdir, "signal")
     try:
         yield out, board
     finally:
@@ -79,7 +100,7 @@ def cases(tmp_path_factory):
 
 def test_frames_reach_every_path(cases):
     """The frames give varied outputs (not all clamped): the test can fail."""
-    want = np.array(cases[0]["audio_preprocessor_int8"].want)
+    want = np.array([w[0] for w in cases[0]["audio_preprocessor_int8"].want])
     assert (want.max(axis=1) > -128).sum() >= 2 * len(want) // 3
     assert want.min() == -128 and want.max() == 127 and len(np.unique(want)) > 80
 
@@ -90,11 +111,11 @@ def test_cpython_matches_tflm(cases, name):
     with kernel_path("pure"):
         m = mmodel.from_container(mpy_lazy.open(c.data))
         for k, (x, want) in enumerate(zip(c.xs, c.want)):
-            m(x.tolist())
-            assert m.tolist() == want, (name, k)
+            m(*x)
+            assert _outputs(m) == want, (name, k)
         m.reset()  # the noise estimate starts again: the first frame's answer again
-        m(c.xs[0].tolist())
-        assert m.tolist() == c.want[0]
+        m(*c.xs[0])
+        assert _outputs(m) == c.want[0]
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -103,7 +124,7 @@ def test_micropython_matches_tflm(cases, name):
     r = cases[1].get(os.path.basename(c.pack))
     assert len(r["ys"]) == len(c.xs)
     for k, (got, want) in enumerate(zip(r["ys"], c.want)):
-        assert got[0] == want, (name, k)
+        assert got == want, (name, k)
     if "int8" in name:  # (the float model's last two ops box their floats on the unix port)
         assert r["alloc"] == [0] * len(c.xs), r["alloc"]
 
@@ -111,15 +132,15 @@ def test_micropython_matches_tflm(cases, name):
 def test_state_carries_over_frames(cases):
     """The same frame twice gives two answers (the noise estimate moved), as in TFLM."""
     c = cases[0]["audio_preprocessor_int8"]
-    x = c.xs[3]
-    ys = tflm_ref.run(c.src, [x, x])
-    assert not np.array_equal(ys[0], ys[1])
+    x = c.runs[3][0]
     with kernel_path("pure"):
         m = mmodel.from_container(mpy_lazy.open(c.data))
         got = []
         for _ in range(2):
             m(x.tolist())
             got.append(m.tolist())
+    ys = tflm_ref.run(c.src, [x, x])
+    assert not np.array_equal(ys[0], ys[1])
     assert got == [np.asarray(y).reshape(-1).tolist() for y in ys]
 
 
@@ -241,6 +262,10 @@ def one_op_models():
         out["fb_log%d_%d" % (bits, scale)] = _custom("SignalFilterBankLog", {
             "input_correction_bits": bits, "output_scale": scale}, [
             ((64,), "u32", None, None), ((64,), "i16", None, None)], [0], [1], [0]), [[x]]
+    for rows, f, d in ((1, 40, 7), (3, 20, 50), (2, 16, 0)):  # (a delay longer than a frame; none)
+        out["delay%d_%d" % (f, d)] = _custom("SignalDelay", {"delay_length": d}, [
+            ((rows, f), "i16", None, None), ((rows, f), "i16", None, None)], [0], [1], [0]), \
+            [[_edges16(rng, (rows, f))] for _ in range(6)]
     return out
 
 
@@ -253,40 +278,19 @@ def _pcan_lut():
     return r.data(8)
 
 
-def _as_board(v):
-    """A TFLM value as the board holds it: uint32 as int32 bits, uint64 as lo, hi int32 words."""
-    v = np.asarray(v)
-    if v.dtype in (np.uint32, np.uint64):
-        v = v.view(np.int32)
-    return v.reshape(-1).tolist()
-
-
-class OneOp:
-    def __init__(self, name, data, runs, workdir):
-        self.name, self.runs = name, runs
-        self.src = os.path.join(workdir, name + ".tflite")
-        with open(self.src, "wb") as f:
-            f.write(data)
-        ys = tflm_ref.run(self.src, [tuple(x) if len(x) > 1 else x[0] for x in runs], arena_size=1 << 20)
-        self.want = [[_as_board(v) for v in (y if isinstance(y, tuple) else (y,))] for y in ys]
-        self.xs = [[_as_board(v) for v in x] for x in runs]
-        self.pack = os.path.join(workdir, name + ".mpyl")
-        run_cli("pack", self.src, "-o", self.pack)
-        with open(self.pack, "rb") as f:
-            self.data = f.read()
+def _saved(workdir, name, data):
+    path = os.path.join(workdir, name + ".tflite")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 @pytest.fixture(scope="module")
 def one_ops(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("signal_ops"))
-    out = {name: OneOp(name, data, runs, workdir) for name, (data, runs) in one_op_models().items()}
-    jobs = []
-    for c in out.values():
-        xs_path = os.path.join(workdir, c.name + ".json")
-        with open(xs_path, "w") as f:
-            json.dump(c.xs, f)
-        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
-    board = Board(workdir, "signal_ops", [c.pack for c in out.values()], jobs)
+    out = {name: Case(name, _saved(workdir, name, data), runs, workdir)
+           for name, (data, runs) in one_op_models().items()}
+    out, board = _with_board(out, workdir, "signal_ops")
     try:
         yield out, board
     finally:
@@ -294,10 +298,6 @@ def one_ops(tmp_path_factory):
 
 
 ONE_OPS = list(one_op_models())
-
-
-def _outputs(m):
-    return [m.tolist(i) for i in range(len(m.outputs))]
 
 
 @pytest.mark.parametrize("name", ONE_OPS)
@@ -408,3 +408,17 @@ def test_refused_in_one_line(cli, tmp_path, name):
     for w in words:
         assert w in line, (w, line)
     assert not out.exists()
+
+
+def test_delay_reset_starts_again(one_ops):
+    """SignalDelay's samples carry from call to call (TFLM's answers above); reset() zeroes them:
+    the first call's answer again."""
+    c = one_ops[0]["delay20_50"]
+    assert c.want[0] != c.want[3]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        for x in c.xs[:4]:
+            m(*x)
+        m.reset()
+        m(*c.xs[0])
+        assert _outputs(m) == c.want[0]
