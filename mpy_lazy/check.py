@@ -172,6 +172,14 @@ class _Rec:
             self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
         return n, bc
 
+    def operand(self, i, bci, n, es):
+        """An operand at word i of es-byte elements repeating every BC (word bci) of the N
+        output elements (BC divides N)."""
+        bc = self.range(bci, "x", 1, n)
+        if n % bc:
+            self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
+        self.region(i, "x", bc * es, es)
+
     def f32(self, i):
         """The f32 field at word i."""
         return bits_f32(self[i])

@@ -859,9 +859,11 @@ def p_word(rng, buf, off, n, starts):
 
 def p_kind(rng, buf, off, n, starts):
     """A record's kind changed (its line kept): another kind reads the same fields."""
+    from mpy_lazy.kinds import KINDS
+
     if starts:
         k = rng.choice(starts)
-        _word(buf, off, k, (_word(buf, off, k) & ~255) | rng.randrange(0, 64))
+        _word(buf, off, k, (_word(buf, off, k) & ~255) | rng.randrange(0, KINDS + 1))
 
 
 def p_length(rng, buf, off, n, starts):

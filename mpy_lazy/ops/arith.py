@@ -91,13 +91,6 @@ KERNELS = {FARITH: 'farith', SQDIFF: 'sqdiff', ADDN: 'addn'}
 FAST = '_viper_elem'
 
 
-def _operand(r, i, bci, n, es):
-    bc = r.range(bci, "x", 1, n)
-    if n % bc:
-        r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-    r.region(i, "x", bc * es, es)
-
-
 def check(r, E):
     kind = r.kind
     if kind == ADDN:  # 2 K 3 Z 4 ZY 5 LO 6 HI 7 Y 8 N 9 M 10 S 11-18 X
@@ -133,8 +126,8 @@ def check(r, E):
             for i in range(9, 21):
                 r.range(i, "m", 0, 0)
     n = r.range(at + 3, "x", 1, 1 << 24)
-    _operand(r, at, at + 4, n, es)
-    _operand(r, at + 1, at + 5, n, es)
+    r.operand(at, at + 4, n, es)
+    r.operand(at + 1, at + 5, n, es)
     r.region(at + 2, "y", n * es, es)
 
 

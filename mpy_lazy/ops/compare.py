@@ -77,22 +77,14 @@ KERNELS = {COMPARE: 'compare', FCOMPARE: 'fcompare', LOGICAL: 'logical', SELECT:
 FAST = '_viper_elem'
 
 
-def _operand(r, i, bci, n, es):
-    """An operand at word i repeating every BC (word bci) of the N output elements."""
-    bc = r.range(bci, "x", 1, n)
-    if n % bc:
-        r.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-    r.region(i, "x", bc * es, es)
-
-
 def check(r, E):
     kind = r.kind
     if kind == SELECT:  # 2 ES 3 C 4 X1 5 X2 6 Y 7 N 8 BCC 9 BC1 10 BC2
         es = r.es(2)
         n = r.range(7, "x", 1, 1 << 24)
-        _operand(r, 3, 8, n, 1)
-        _operand(r, 4, 9, n, es)
-        _operand(r, 5, 10, n, es)
+        r.operand(3, 8, n, 1)
+        r.operand(4, 9, n, es)
+        r.operand(5, 10, n, es)
         r.region(6, "y", n * es, es)
         return
     if kind == COMPARE:  # 2 OP 3 ES 4 X1 5 X2 6 Y 7 N 8 BC1 9 BC2 10 SCALE 11-12 table
@@ -107,8 +99,8 @@ def check(r, E):
         r.range(2, "op", 0, 5 if kind == FCOMPARE else 2)
         es, at = (4 if kind == FCOMPARE else 1), 3
     n = r.range(at + 3, "x", 1, 1 << 24)
-    _operand(r, at, at + 4, n, es)
-    _operand(r, at + 1, at + 5, n, es)
+    r.operand(at, at + 4, n, es)
+    r.operand(at + 1, at + 5, n, es)
     r.region(at + 2, "y", n)
 
 

@@ -16,10 +16,10 @@ flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
-from host_util import Board, cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
-from test_tflite_elem import ARENA, CODES, TYPES, model  # noqa: E402
+from host_util import Board, kernel_path, tensors_of  # noqa: E402
+from test_tflite_compare import Case, expect  # noqa: E402
+from test_tflite_elem import CODES, TYPES, model  # noqa: E402
 
-import mpy_lazy  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
@@ -82,22 +82,6 @@ def models():
     return out
 
 
-class Case:
-    def __init__(self, name, data, xs, workdir):
-        self.name, self.xs = name, xs
-        self.src = os.path.join(workdir, name + ".tflite")
-        with open(self.src, "wb") as f:
-            f.write(data)
-        y = tflm_ref.run(self.src, [tuple(xs) if len(xs) > 1 else xs[0]], arena_size=ARENA)[0]
-        self.want = np.asarray(y).reshape(-1)
-        self.pack = os.path.join(workdir, name + ".mpyl")
-        run_cli("pack", self.src, "-o", self.pack)
-        with open(self.pack, "rb") as f:
-            self.c = mpy_lazy.open(f.read())
-        self.inputs = [np.asarray(x).astype(np.float64 if x.dtype.kind == "f" else np.int64).reshape(-1).tolist()
-                       for x in xs]
-
-
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("tflite_arith"))
@@ -118,14 +102,6 @@ def cases(tmp_path_factory):
 
 
 NAMES = list(models())
-
-
-def expect(case, got):
-    got = np.asarray(got).reshape(-1)
-    if case.want.dtype.kind == "f":
-        assert np.array_equal(got.astype(np.float32), case.want), (case.name, got[:8], case.want[:8])
-    else:
-        assert got.tolist() == case.want.astype(np.int64).tolist(), case.name
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -94,12 +94,13 @@ def models():
         v = ((1, 4, 6), dt, Q[dt], None)
         out["select_%s" % dt] = op_model("SELECT_V2", [b, v, v, v], 3)
         out["select_%s_cond_channel" % dt] = op_model("SELECT_V2", [((6,), "bool", None, None), v, v, v], 3)
-        out["select_%s_outer" % dt] = op_model("SELECT_V2", [((1, 4, 1), "bool", None, None), ((1, 1, 6), dt, Q[dt], None),
-                                                             ((1, 4, 6), dt, Q[dt], None), v], 3)
+        out["select_%s_outer" % dt] = op_model("SELECT_V2", [((1, 4, 1), "bool", None, None),
+                                                             ((1, 1, 6), dt, Q[dt], None), v, v], 3)
         zero = np.zeros((), TYPES[dt][1])
         out["select_%s_const" % dt] = op_model("SELECT_V2", [b, v, ((), dt, Q[dt], zero), v], 3)
     for dt in ("f32", "i8", "i32"):
-        out["zeros_like_%s" % dt] = op_model("ZEROS_LIKE", [((1, 3, 5), dt, Q[dt], None), ((1, 3, 5), dt, Q[dt], None)], 1)
+        x = ((1, 3, 5), dt, Q[dt], None)
+        out["zeros_like_%s" % dt] = op_model("ZEROS_LIKE", [x, x], 1)
         v = np.array(-2.75 if dt == "f32" else -77, TYPES[dt][1])
         out["fill_%s" % dt] = fill(dt, v)
     return out
