@@ -359,7 +359,8 @@ def _inv_sqrt(t):
             x = 0 - sg
         i += 1
     pt[0] = x
-    pt[1] = (0x5A82 << 16) | 0x799A  # sqrt(2) / 2 in Q0.31
+    k = 0x5A82
+    pt[1] = (k << 16) | 0x799A  # sqrt(2) / 2 in Q0.31 (built at run time: no 31-bit literal holds it)
     _srdhm(t)
     x = int((pt[2] ^ sg) - sg)
     if shift < 0:
@@ -380,8 +381,12 @@ def _log(t):
     m32 = (sg << 1) - 1
     big = sg - 1
     x = int((pt[3] ^ sg) - sg)
-    half_sqrt = (0x5A82 << 16) | 0x799A
-    ssh = (0x6BA2 << 16) | 0x7E65  # sqrt(sqrt(1/2))
+    one30 = 1
+    one30 <<= 30  # (constants >= 2**30 are built at run time: no 31-bit small int holds them)
+    k = 0x5A82
+    half_sqrt = (k << 16) | 0x799A
+    k = 0x6BA2
+    ssh = (k << 16) | 0x7E65  # sqrt(sqrt(1/2))
     ha = 0
     while not ((x >> (31 - ha)) & 1):
         ha += 1
@@ -391,7 +396,7 @@ def _log(t):
     _srdhm(t)
     v = int((pt[2] ^ sg) - sg)
     r_a = v << 1
-    if v > (1 << 30) - 1:
+    if v > one30 - 1:
         r_a = big
     za = ((12 - ha) << 25) + (1 << 23)
     pt[0] = x
@@ -440,13 +445,14 @@ def _log(t):
     _srdhm(t)
     den = ((den + int((pt[2] ^ sg) - sg)) & m32 ^ sg) - sg
     # one_over_one_plus_x_for_x_in_0_1(den)
-    half = (den >> 1) + (1 << 30)
+    half = (den >> 1) + one30
     if den == 0 - sg:
         half = -1
     pt[0] = half
     pt[1] = -1010580540
     _srdhm(t)
-    y = ((0x5A5A << 16) | 0x5A5A) + int((pt[2] ^ sg) - sg)
+    k = 0x5A5A
+    y = ((k << 16) | 0x5A5A) + int((pt[2] ^ sg) - sg)
     lim = (1 << 29) - 1
     i = 0
     while i < 3:
@@ -465,9 +471,9 @@ def _log(t):
             v = v << 2
         y = ((y + v) & m32 ^ sg) - sg
         i += 1
-    if y > (1 << 30) - 1:
+    if y > one30 - 1:
         y = big
-    elif y < 1 - (1 << 30):
+    elif y < 1 - one30:
         y = 0 - sg
     else:
         y = y << 1
@@ -478,12 +484,13 @@ def _log(t):
     _srdhm(t)
     part = int((pt[2] ^ sg) - sg)
     pt[0] = z
-    pt[1] = (0x58B9 << 16) | 0x0BFC  # log(2)
+    k = 0x58B9
+    pt[1] = (k << 16) | 0x0BFC  # log(2)
     _srdhm(t)
     out = ((int((pt[2] ^ sg) - sg) + part) & m32 ^ sg) - sg
-    if out > (1 << 30) - 1:
+    if out > one30 - 1:
         out = big
-    elif out < 1 - (1 << 30):
+    elif out < 1 - one30:
         out = 0 - sg
     else:
         out = out << 1

@@ -17,6 +17,8 @@ def reduce(r, fn):
     """One reduce op over the operator's constant axes (TFLite's, batch included); a reshape
     after it when the output drops the reduced dimensions."""
     x = r.value(r.ins[0])
+    if fn in ("argmax", "argmin") and r.tensor(r.outs[0])[2] != "INT32":
+        raise r.err("an output of type %s: TFLM's %s writes int32 indices" % (r.tensor(r.outs[0])[2], r.opname.upper()))
     shape = r.tensor(r.ins[0])[1]
     rt = r.ir.shapes[x]
     drop = len(shape) - len(rt)  # 1 when the board's value has no batch dimension

@@ -287,6 +287,9 @@ def _with(data, **fields):
 
 def _with_q(data, t, zp):
     m = tflm_ref.read_model(data)
+    if m.subgraphs[0].tensors[t].quantization is None:
+        m.subgraphs[0].tensors[t].quantization = S.QuantizationParametersT()
+        m.subgraphs[0].tensors[t].quantization.scale = [1.0]
     m.subgraphs[0].tensors[t].quantization.zeroPoint = [zp]
     b = flatbuffers.Builder(1024)
     b.Finish(m.Pack(b), file_identifier=b"TFL3")
@@ -306,6 +309,8 @@ def test_refusals(cli, tmp_path):
         "max_i16": (reducer(OP.REDUCE_MAX, "i16", (1, 4, 6), [1], False)[0], "int16"),
         "max_requant": (reducer(OP.REDUCE_MAX, "i8", (1, 4, 6), [1], False, (0.1, 0))[0], "one quantization"),
         "argmax_i64": (_with(arg(OP.ARG_MAX, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT64), "INT64"),
+        "argmin_i8": (_with_q(_with(arg(OP.ARG_MIN, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT8), 2, 0),
+                      "int32 indices"),
         "sum_all_scalar": (reducer(OP.SUM, "i8", (4, 6), [0, 1], False)[0], "not supported"),
         "bmm_const_lhs": (_const_lhs(), "constant left-hand side"),
         "bmm_i16_zero_point": (_with_q(batch_matmul("i16", (1, 4, 6), (1, 6, 5))[0], 1, 5), "zero points"),
