@@ -2410,6 +2410,9 @@ def put(src, dst, p):
     sj = int(pp[5])
     ds = int(pp[6])
     dj = int(pp[7])
+    if T and rows == 1 and sj == 1 and dj == 1:  # one run of bytes: in assembler
+        T.copy(uint(d) + do, uint(s) + so, cols)
+        return
     i = 0
     while i < rows:
         si = so + i * ss
