@@ -31,7 +31,7 @@ IMAGE = os.path.join(DIGITS, "out", "digits.romfs")
 sys.path.insert(0, ROOT)
 
 from firmware import rp2_run  # noqa: E402
-from firmware.qemu_run import BoardError, BoardFault, BoardTimeout, Qemu  # noqa: E402
+from firmware.qemu_run import BoardError, BoardFault, BoardTimeout, Qemu, qemu_binary  # noqa: E402
 
 MODELS = ("mlp", "cnn")
 DTYPES = ("f32", "f16", "int8", "tflite")
@@ -60,6 +60,7 @@ def boards(build_dir):
     found = [
         ("qemu MPS2_AN385", "MPS2_AN385", os.path.join(build_dir, "qemu-MPS2_AN385", "firmware.elf")),
         ("qemu MICROBIT", "MICROBIT", os.path.join(build_dir, "qemu-MICROBIT", "firmware.elf")),
+        ("qemu ESP32S3 (Xtensa)", "ESP32S3", os.path.join(build_dir, "qemu-ESP32S3", "firmware.elf")),
         ("rp2040js Pico", "rp2", os.path.join(build_dir, "rp2", "firmware.uf2")),
     ]
     env_qemu = os.environ.get("MICROPY_QEMU_FIRMWARE")
@@ -82,9 +83,10 @@ def missing(kind, firmware):
             firmware, "RPI_PICO_MPY_LAZY" if kind == "rp2" else "QEMU_" + kind)
     if kind == "rp2":
         return rp2_run.tools_missing()
-    qemu = os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm")
+    qemu = qemu_binary(kind)
     if not shutil.which(qemu):
-        return "%s not found (apt-get install qemu-system-arm)" % qemu
+        return "%s not found (%s)" % (qemu, "make xtensa-toolchain" if "xtensa" in qemu
+                                      else "apt-get install qemu-system-arm")
     return None
 
 

@@ -24,6 +24,7 @@ EMULATE_TESTS :=
 
 -include firmware/rp2.mk
 -include firmware/esp32.mk
+-include firmware/esp32s3.mk
 -include firmware/frozen.mk
 
 .PHONY: firmware-help firmware flash unix-ulab emulate-test emulate-test-qemu emulate-demo bench-emulated tflm-pico \

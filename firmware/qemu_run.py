@@ -1,4 +1,4 @@
-"""Boot the qemu-port firmware (boards/qemu/) in qemu-system-arm and drive its raw REPL.
+"""Boot the qemu-port firmware (boards/qemu/) in qemu-system-arm or -xtensa and drive its raw REPL.
 
 The board's UART is qemu's stdio, so the REPL is two pipes; a ROMFS image is written into the
 board's ROMFS partition with `-device loader`, and the firmware mounts it at /rom on boot.
@@ -9,8 +9,9 @@ so a fault or a timeout raises and the qemu process is always killed and reaped.
         print(board.exec("import mpy_lazy; print(mpy_lazy)"))
 
 Environment (used by tests/test_firmware_qemu.py and `python -m firmware.qemu_run`):
-MICROPY_QEMU_FIRMWARE (firmware.elf), MICROPY_QEMU_BOARD (MPS2_AN385 or MICROBIT), QEMU_SYSTEM_ARM
-(the qemu binary, default qemu-system-arm)."""
+MICROPY_QEMU_FIRMWARE (firmware.elf), MICROPY_QEMU_BOARD (MPS2_AN385, MICROBIT or ESP32S3),
+QEMU_SYSTEM_ARM / QEMU_SYSTEM_XTENSA (the qemu binary, default qemu-system-arm / -xtensa; ESP32S3
+needs the one firmware/esp32s3/build_qemu.sh builds, which knows the esp32s3 core)."""
 import os
 import select
 import subprocess
@@ -37,9 +38,39 @@ BOARDS = {
         "romfs_start": 0x100000,
         "romfs_size": 0x100000,
     },
+    # boards/qemu/ESP32S3: the ESP32-S3's core in the `sim` machine, console on semihosting
+    # (qemu's own stdin/stdout: no chardev). Built on MicroPython v1.28.0, whose qemu port
+    # mounts no ROMFS: the image sits in data RAM and MOUNT_ROMFS mounts it after boot.
+    "ESP32S3": {
+        "machine": "sim",
+        "cpu": "ESP32-S3 core (Xtensa LX7)",
+        "banner": "sim with ESP32-S3 core (Xtensa LX7)",
+        "qemu_args": ["-cpu", "esp32s3"],
+        "console": ["-display", "none", "-monitor", "none", "-serial", "none"],
+        "romfs_start": 0x3E000000,
+        "romfs_size": 0x1000000,
+        "mount_romfs": True,
+        # -kernel would set the PC to the ELF's entry, but the machine's reset that follows puts
+        # it at the core's reset vector 0x50000000 (RESET_VECTOR0, nothing mapped there in `sim`);
+        # the generic loader sets it after that reset.
+        "load_elf": "loader",
+    },
 }
 
-FAULT_MARKER = b" exception caught:"  # upstream mcu/arm/errorhandler.c, then a register dump
+QEMU_BINARIES = {"sim": ("QEMU_SYSTEM_XTENSA", "qemu-system-xtensa")}
+
+
+def qemu_binary(board):
+    """The qemu binary that runs `board`: its environment variable's value or the default."""
+    var, default = QEMU_BINARIES.get(BOARDS[board]["machine"], ("QEMU_SYSTEM_ARM", "qemu-system-arm"))
+    return os.environ.get(var, default)
+
+
+def mpy_march(board):
+    """mpy-cross's -march for code run on `board` (its viper/native functions)."""
+    return "xtensawin" if BOARDS[board]["machine"] == "sim" else "armv6m"
+
+FAULT_MARKER = b" exception caught:"  # upstream mcu/arm/errorhandler.c (boards/qemu/ESP32S3 too), then registers
 RAW_PROMPT = b"raw REPL; CTRL-B to exit\r\n>"
 
 
@@ -67,6 +98,15 @@ _disk = _RamDisk(%d)
 vfs.VfsLfs2.mkfs(_disk)
 vfs.mount(vfs.VfsLfs2(_disk), '/tmp')
 del _RamDisk, _disk
+"""
+
+# A board whose firmware mounts no ROMFS: the image loaded at `romfs_start`, mounted in place.
+MOUNT_ROMFS = """
+import sys, uctypes, vfs
+vfs.mount(vfs.VfsRom(uctypes.bytearray_at(%d, %d)), '/rom')
+sys.path.append('/rom')
+sys.path.append('/rom/lib')
+del uctypes
 """
 
 
@@ -124,31 +164,36 @@ def env_firmware():
 
 
 class Qemu:
-    def __init__(self, firmware, board, romfs=None, timeout=60):
+    def __init__(self, firmware, board, romfs=None, timeout=60, qemu_args=()):
         self.board = board
         self.timeout = timeout
         self.log = b""  # everything the board printed, for error messages
         self._pending = b""  # read from the board, not consumed yet
         spec = BOARDS[board]
-        cmd = [os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm"), "-machine", spec["machine"]]
-        cmd += spec["qemu_args"]
-        cmd += ["-nographic", "-monitor", "none", "-semihosting", "-serial", "stdio"]
+        cmd = [qemu_binary(board), "-machine", spec["machine"]]
+        cmd += spec["qemu_args"] + list(qemu_args)
+        cmd += ["-semihosting"] + spec.get("console", ["-nographic", "-monitor", "none", "-serial", "stdio"])
         if romfs:
             size = os.path.getsize(romfs)
             if size > spec["romfs_size"]:
                 raise ValueError("%s: %d bytes, the %s ROMFS partition holds %d"
                                  % (romfs, size, board, spec["romfs_size"]))
             cmd += ["-device", "loader,file=%s,addr=0x%x,force-raw=on" % (romfs, spec["romfs_start"])]
-        if firmware.endswith(".elf") and os.path.exists(firmware[:-4] + ".bin"):
+        if spec.get("load_elf") != "loader" and firmware.endswith(".elf") and os.path.exists(firmware[:-4] + ".bin"):
             # qemu loads an ELF segment at its load address with its .bss size, and upstream's
             # linker script puts .bss behind .data in flash: on MICROBIT that range overlaps the
             # ROMFS partition and qemu refuses. The raw image (at address 0) has no .bss.
             firmware = firmware[:-4] + ".bin"
-        cmd += ["-kernel", firmware]
+        if spec.get("load_elf") == "loader":
+            cmd += ["-device", "loader,file=%s,cpu-num=0" % firmware]
+        else:
+            cmd += ["-kernel", firmware]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         try:
             self._raw_repl()
+            if romfs and spec.get("mount_romfs"):
+                self.exec(MOUNT_ROMFS % (spec["romfs_start"], spec["romfs_size"]))
         except BaseException:
             self.close()
             raise

@@ -1,5 +1,5 @@
 """The runtime on emulated boards: the qemu-port firmware of boards/qemu/ (ulab, mpy_lazy frozen,
-single-precision floats) in qemu-system-arm.
+single-precision floats) in qemu-system-arm, and on the ESP32-S3's Xtensa core in qemu-system-xtensa.
 
 - every runtime test (tests/runtime/test_*.py, the files CI runs on the unix port) runs on the
   board, with the test modules and tests/golden/ in a ROMFS image mounted at /rom;
@@ -8,7 +8,8 @@ single-precision floats) in qemu-system-arm.
   `mpy-lazy romfs` reads the right values in place, and mpy_lazy's reader never faults on either.
 
 Needs MICROPY_QEMU_FIRMWARE (a firmware.elf from `make firmware BOARD=QEMU_...`) and
-MICROPY_QEMU_BOARD (MPS2_AN385 or MICROBIT); skipped without them, except under
+MICROPY_QEMU_BOARD (MPS2_AN385, MICROBIT or ESP32S3: then QEMU_SYSTEM_XTENSA, the qemu that
+firmware/esp32s3/build_qemu.sh builds); skipped without them, except under
 MPY_LAZY_REQUIRE_EMULATORS=1 (`make emulate-test`), where a missing emulator is a failure."""
 import json
 import os
@@ -22,7 +23,7 @@ from conftest import ROOT, emulator_unavailable, mpy_cross
 from test_on_micropython import _runtime_tests
 
 sys.path.insert(0, ROOT)
-from firmware.qemu_run import BOARDS, BoardFault, Qemu, env_firmware, romfs_image  # noqa: E402
+from firmware.qemu_run import BOARDS, BoardFault, Qemu, env_firmware, mpy_march, qemu_binary, romfs_image  # noqa: E402
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 
@@ -32,9 +33,10 @@ def firmware():
     path, board = env_firmware()
     if path is None:
         emulator_unavailable(board)  # board is the reason here
-    qemu = os.environ.get("QEMU_SYSTEM_ARM", "qemu-system-arm")
+    qemu = qemu_binary(board)
     if not shutil.which(qemu):
-        emulator_unavailable("%s not found (apt-get install qemu-system-arm)" % qemu)
+        emulator_unavailable("%s not found (%s)" % (qemu, "make xtensa-toolchain" if board == "ESP32S3"
+                                                    else "apt-get install qemu-system-arm"))
     return path, board
 
 
@@ -46,7 +48,7 @@ def _write(tmp_path_factory, name, data):
 
 
 @pytest.fixture(scope="module")
-def test_image(tmp_path_factory):
+def test_image(tmp_path_factory, firmware):
     """/rom/tests/runtime/*.mpy (or .py) and /rom/tests/golden/*: rt_util finds golden files next
     to it. Compiled with mpy-cross when one is found (conftest.mpy_cross): bytecode imported from ROMFS
     runs in place, as a deployed model's code would, instead of taking 40 KB of a 190 KB heap
@@ -60,7 +62,7 @@ def test_image(tmp_path_factory):
             path = os.path.join(d, name)
             if name.endswith(".py") and cross:
                 out = os.path.join(tmp, name[:-3] + ".mpy")
-                subprocess.run([cross, "-march=armv6m", "-o", out, path], check=True)
+                subprocess.run([cross, "-march=" + mpy_march(firmware[1]), "-o", out, path], check=True)
                 path, name = out, name[:-3] + ".mpy"
             if name.endswith((".py", ".mpy", ".mpyl", ".json")):
                 with open(path, "rb") as f:

@@ -57,6 +57,8 @@ build_binutils() {
 # builds the compiler, libgcc, newlib and libstdc++ in order.
 build_gcc() {
     unpack /usr/src/gcc-12/gcc-12.2.0-dfsg.tar.xz gcc-12.2.0 gcc
+    # Debian's tarball has no GFDL manuals: its own patch makes the build not regenerate tm.texi
+    patch -d "$WORK/gcc-12.2.0" -p2 < /usr/src/gcc-12/debian/patches/gcc-gfdl-build.diff
     unpack /usr/src/newlib/newlib-3.3.0.tar.xz newlib-3.3.0 newlib
     ln -s ../newlib-3.3.0/newlib "$WORK/gcc-12.2.0/newlib"
     ln -s ../newlib-3.3.0/libgloss "$WORK/gcc-12.2.0/libgloss"
