@@ -1360,7 +1360,7 @@ def _addn(ins, kv, qin, tensors):
     return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub")
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay")
 def delay(ins, kv, qin, tensors, state):
     """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
     x = ins[0]
@@ -1371,7 +1371,6 @@ def delay(ins, kv, qin, tensors, state):
     return both[:, :rows.shape[1]].reshape(x.shape)
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "specsub", "delay")
 
 _OPS = {
     "conv2d": conv2d, "depthwise": depthwise, "linear": linear, "add": add, "mul": mul,
