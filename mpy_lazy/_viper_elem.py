@@ -381,6 +381,9 @@ def update(E, P, k: int):
                 b += 1
             f += row
             j += 1
+        i += 1
+
+
 # --- comparisons, logical ops, select (kinds 65, 67, 68; the records: ops/compare.py) ---------
 
 @micropython.viper
