@@ -150,17 +150,23 @@ class Case:
         self.inputs = [np.asarray(x).reshape(-1).tolist() for x in xs]
 
 
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("tflite_moves"))
-    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
+def start_cases(tmp_path_factory, label, models):
+    """The Cases of `models` ({name: (.tflite bytes, inputs)}) and one Board running them all on
+    the unix port (bytes allocated per inference counted but for the f32 ones)."""
+    workdir = str(tmp_path_factory.mktemp(label))
+    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models.items()}
     jobs = []
     for c in out.values():
         xs_path = os.path.join(workdir, c.name + ".json")
         with open(xs_path, "w") as f:
             json.dump([c.inputs], f)
         jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
-    board = Board(workdir, "moves", [c.pack for c in out.values()], jobs)
+    return out, Board(workdir, label, [c.pack for c in out.values()], jobs)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out, board = start_cases(tmp_path_factory, "tflite_moves", models())
     try:
         yield out, board
     finally:
