@@ -621,7 +621,7 @@ def softmax(ins, kv, qin, tensors):
         z = rows * kv.get("beta", 1.0)  # softmax(beta x): from the largest beta x (beta may be < 0)
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
-    if kv["x_dtype"] == "i16":
+    if kv.get("x_dtype") == "i16":
         return _softmax_i16(rows, kv, tensors).reshape(x.shape)
     from .tflm import one_over_one_plus_x
 

@@ -1814,13 +1814,22 @@ def mul16(E, P, k: int):
 
 
 @micropython.viper
-def _pool(E, P, k: int, is_max: int):
+def _pool(E, P, k: int, how: int):
+    # how: bit 0 max (else average), bit 1 int16 values (XO, YO in bytes)
     a = ptr8(E.A)
+    a16 = ptr16(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
+    is_max = how & 1
+    wide = how & 2
     sg = 1
     sg <<= 31
     xo = int(pp[6])
     kk = int(pp[7])
+    low = -128
+    if wide:
+        xo >>= 1
+        kk >>= 1
+        low = -32768
     h = int(pp[8])
     wd = int(pp[9])
     c = int(pp[10])
@@ -1842,7 +1851,7 @@ def _pool(E, P, k: int, is_max: int):
             while ch < c:
                 s = 0
                 if is_max:
-                    s = -128
+                    s = low
                 n = 0
                 ky = 0
                 while ky < kh:
@@ -1852,7 +1861,11 @@ def _pool(E, P, k: int, is_max: int):
                         while kx < kw:
                             ix = ox * sw - pl + kx
                             if 0 <= ix and ix < wd:
-                                v = (a[xo + (iy * wd + ix) * c + ch] ^ 0x80) - 0x80
+                                q = xo + (iy * wd + ix) * c + ch
+                                if wide:
+                                    v = (a16[q] ^ 0x8000) - 0x8000
+                                else:
+                                    v = (a[q] ^ 0x80) - 0x80
                                 if is_max:
                                     if v > s:
                                         s = v
@@ -1870,7 +1883,10 @@ def _pool(E, P, k: int, is_max: int):
                     s = lo
                 elif s > hi:
                     s = hi
-                a[kk] = s
+                if wide:
+                    a16[kk] = s
+                else:
+                    a[kk] = s
                 kk += 1
                 ch += 1
             ox += 1
@@ -1885,77 +1901,12 @@ def avgpool(E, P, k):
     _pool(E, P, k, 0)
 
 
-@micropython.viper
-def _pool16(E, P, k: int, is_max: int):
-    # the int16 pool record (ops/pool.py): _pool over int16 values, XO and YO in bytes
-    a = ptr16(E.A)
-    pp = ptr32(uint(ptr32(P)) + 4 * k)
-    sg = 1
-    sg <<= 31
-    xo = int(pp[6]) >> 1
-    kk = int(pp[7]) >> 1
-    h = int(pp[8])
-    wd = int(pp[9])
-    c = int(pp[10])
-    oh = int(pp[11])
-    ow = int(pp[12])
-    kh = int(pp[13])
-    kw = int(pp[14])
-    sh = int(pp[15])
-    sw = int(pp[16])
-    pt = int(pp[19])
-    pl = int(pp[20])
-    lo = int((pp[4] ^ sg) - sg)
-    hi = int((pp[5] ^ sg) - sg)
-    oy = 0
-    while oy < oh:
-        ox = 0
-        while ox < ow:
-            ch = 0
-            while ch < c:
-                s = 0
-                if is_max:
-                    s = -32768
-                n = 0
-                ky = 0
-                while ky < kh:
-                    iy = oy * sh - pt + ky
-                    if 0 <= iy and iy < h:
-                        kx = 0
-                        while kx < kw:
-                            ix = ox * sw - pl + kx
-                            if 0 <= ix and ix < wd:
-                                v = (a[xo + (iy * wd + ix) * c + ch] ^ 0x8000) - 0x8000
-                                if is_max:
-                                    if v > s:
-                                        s = v
-                                else:
-                                    s += v
-                                    n += 1
-                            kx += 1
-                    ky += 1
-                if not is_max:
-                    if s > 0:
-                        s = (s + n // 2) // n
-                    else:
-                        s = 0 - ((n // 2 - s) // n)
-                if s < lo:
-                    s = lo
-                elif s > hi:
-                    s = hi
-                a[kk] = s
-                kk += 1
-                ch += 1
-            ox += 1
-        oy += 1
-
-
 def maxpool16(E, P, k):
-    _pool16(E, P, k, 1)
+    _pool(E, P, k, 3)
 
 
 def avgpool16(E, P, k):
-    _pool16(E, P, k, 0)
+    _pool(E, P, k, 2)
 
 
 @micropython.viper

@@ -26,7 +26,6 @@ element equal (float32: within float32's rounding).
   interpolated), power-of-two input scales and others;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
   scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
-import json
 import os
 
 import numpy as np
@@ -37,9 +36,9 @@ flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
-from host_util import Board, kernel_path, tensors_of  # noqa: E402
+from host_util import kernel_path, tensors_of  # noqa: E402
 from test_tflite_elem import _opts, model  # noqa: E402
-from test_tflite_moves import Case, _x, one  # noqa: E402
+from test_tflite_moves import _x, on_board, one  # noqa: E402
 from test_thirdparty import same  # noqa: E402
 
 from mpy_lazy import model as mmodel  # noqa: E402
@@ -221,15 +220,7 @@ def expect(case, got):
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("tflite_gaps"))
-    out = {name: Case(name, data, xs, workdir) for name, (data, xs) in models().items()}
-    jobs = []
-    for c in out.values():
-        xs_path = os.path.join(workdir, c.name + ".json")
-        with open(xs_path, "w") as f:
-            json.dump([c.inputs], f)
-        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": "f32" not in c.name})
-    board = Board(workdir, "gaps", [c.pack for c in out.values()], jobs)
+    out, board = on_board(models(), str(tmp_path_factory.mktemp("tflite_gaps")), "gaps")
     try:
         yield out, board
     finally:
