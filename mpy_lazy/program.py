@@ -95,6 +95,8 @@ class Program:
         """A typed view of the arena bytes of input/output entry e of the header."""
         P = self.P
         dt = _DT[P[e + IO_DTYPE]]
+        if dt == "bool":  # (its bytes, 0 or 1)
+            dt = "u8"
         n = P[e + IO_SIZE]
         off = P[e + IO_OFF]
         return backend.typed_view(memoryview(self.A)[off: off + n * backend.ITEMSIZE[dt]], dt, n)

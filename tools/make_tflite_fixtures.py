@@ -691,7 +691,8 @@ def inner(args):
         return model, rep, rng, None
 
     def unsupported():
-        """A tiny int8 graph with one op outside mpy-lazy's list (SQUARED_DIFFERENCE)."""
+        """A tiny int8 graph with one op outside this script's list (SQUARED_DIFFERENCE: mpy-lazy
+        runs it now; tests/host/test_tflite.py makes it a builtin TFLM lacks for the refusal)."""
         rng = fresh(SEED + 6)
         inp = keras.Input((8,), name="x")
         a = L.Dense(8, name="fc_a")(inp)
