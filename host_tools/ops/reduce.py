@@ -8,9 +8,10 @@ import numpy as np
 from .. import tflm
 from ..ir import Node
 
-# the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py)
+# the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py):
+# the input's (ARG_MAX and ARG_MIN write int32 indices)
 TYPES = {"SUM": "int8 int16 float32", "REDUCE_MAX": "int8 float32", "REDUCE_MIN": "int8 float32",
-         "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32"}  # (int32 indices out)
+         "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32"}
 
 
 def reduce(r, fn):

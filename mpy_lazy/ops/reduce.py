@@ -10,7 +10,7 @@
 # (the output has x's q), starting from the type's extreme value as TFLM does; argmax/argmin
 # keep the first index of the strictly largest/smallest element.
 from .._arith import ACTS, head, rec, requant
-from ..kinds import FREDUCE, INT32_MAX, MAX_DIM, REDUCE
+from ..kinds import FREDUCE, INT32_MAX, REDUCE
 from . import Op as Base
 
 FNS = ("sum", "mean", "max", "min", "argmax", "argmin")

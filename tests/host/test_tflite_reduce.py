@@ -21,7 +21,7 @@ tflm_ref = pytest.importorskip("tflm_ref")
 flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
-from host_util import Board, cli, kernel_path, run_cli  # noqa: E402,F401 (cli: a fixture)
+from host_util import Board, cli, kernel_path  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import TYPES, _opts, model  # noqa: E402
 from test_tflite_moves import Case, expect as expect_exact  # noqa: E402
 
