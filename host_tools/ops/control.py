@@ -13,6 +13,7 @@ import numpy as np
 from .. import tflite_import
 
 MAX_UNROLL = 256  # iterations of one WHILE unrolled at pack time (each one is its body's ops again)
+MAX_DEPTH = 16  # subgraphs inlined within one another (a branch calling its own subgraph never ends)
 TYPES = {"IF": "int8 float32", "WHILE": "int8 float32"}
 
 
@@ -30,6 +31,9 @@ def _inline(r, index, args, role):
     if not 0 < index < r.model.SubgraphsLength():
         raise r.err("%s subgraph %d: the model has subgraphs 0..%d" % (role, index, r.model.SubgraphsLength() - 1))
     saved = (r.sg, r.prefix, r.what, r.op, r.ins, r.outs, r.opname, r.opidx)
+    r.depth = getattr(r, "depth", 0) + 1
+    if r.depth > MAX_DEPTH:
+        raise r.err("subgraphs within subgraphs more than %d deep (a branch that calls its own subgraph?)" % MAX_DEPTH)
     r.inlined = getattr(r, "inlined", 0) + 1
     if r.inlined > 64 * MAX_UNROLL:
         raise r.err("more than %d subgraph copies: too large to inline" % (64 * MAX_UNROLL))
@@ -50,6 +54,7 @@ def _inline(r, index, args, role):
     r.what = "%s: %soutputs" % (r.path, where)
     res = _args(r, outs)
     r.sg, r.prefix, r.what, r.op, r.ins, r.outs, r.opname, r.opidx = saved
+    r.depth -= 1
     return res
 
 

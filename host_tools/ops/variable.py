@@ -135,21 +135,30 @@ def _check(r, i, var):
                     % (i, t, list(s), r.qof(i), var[1], typ, shape, q))
 
 
+def _main(r):
+    if r.prefix:  # (declare() reads the main subgraph's variables)
+        raise r.err("a resource variable inside an IF or WHILE subgraph is not supported")
+
+
 def op_VAR_HANDLE(r):
     """Nothing on the board: declare() made its variable's `var` line."""
+    _main(r)
 
 
 def op_CALL_ONCE(r):
     """Nothing on the board: declare() computed what its init subgraph assigns."""
+    _main(r)
 
 
 def op_READ_VARIABLE(r):
+    _main(r)
     var = r.handles[r.ins[0]]
     r.emit("read", [r.variables[var]])
     _check(r, r.outs[0], var)
 
 
 def op_ASSIGN_VARIABLE(r):
+    _main(r)
     var = r.handles[r.ins[0]]
     cur = r.variables[var]
     _check(r, r.ins[1], var)

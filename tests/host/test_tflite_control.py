@@ -203,3 +203,43 @@ def test_a_condition_computed_on_the_board_is_refused(tmp_path):
         assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) != 0
     assert "operator 0 (LESS)" in err.getvalue() and "computed at pack time only" in err.getvalue(), err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_a_branch_that_calls_itself_is_refused(tmp_path):
+    """An IF whose then branch is its own subgraph (TFLM would recurse without end): one line."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    main_sg = ([((), "bool", None, np.array(True)), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+               [1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1))])
+    loop = ([((), "bool", None, np.array(True)), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+            [1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1))])
+    path = tmp_path / "self.tflite"
+    path.write_bytes(tflite([O.IF], [main_sg, loop]))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) != 0
+    assert "more than 16 deep" in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
+
+def test_a_variable_inside_a_branch_is_refused(tmp_path):
+    """A resource variable in an IF's branch (declared per model, not per subgraph): one line."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    main_sg = ([((), "bool", None, np.array(True)), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+               [1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1))])
+    branch = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1],
+              [(1, [], [], _opts("CallOnceOptions", initSubgraphIndex=1)), (2, [0], [1], None)])
+    path = tmp_path / "var_in_branch.tflite"
+    path.write_bytes(tflite([O.IF, O.CALL_ONCE, O.RELU], [main_sg, branch]))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) != 0
+    assert "CALL_ONCE" in err.getvalue() and "inside an IF or WHILE subgraph is not supported" in err.getvalue(), \
+        err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
