@@ -32,7 +32,7 @@ def test_every_room_owns_its_kinds_with_a_check_and_a_reference_kernel():
             assert callable(getattr(room, room.KERNELS[kind])), (name, kind)
             assert kernels.room(kind) is room
         fast = getattr(room, "FAST", "_viper")
-        assert fast in ("_viper", "_viper_elem", "_viper_recurrent"), (name, fast)
+        assert fast in ("_viper", "_viper_elem", "_viper_recurrent", "_viper_signal"), (name, fast)
         if name != "move":  # (the data-moving kinds: reshape, concat, slice and pad compile into them)
             assert room.Op.records, name
 
