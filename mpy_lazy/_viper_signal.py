@@ -158,3 +158,24 @@ def rfft(E, P, k: int):
             Y[2 * (n - j) + 1] = (twi - f1i) >> 1
             j += 1
         f += 1
+
+
+@micropython.viper
+def energy(E, P, k: int):
+    # y[i] = re^2 + im^2 (a uint32: the 32-bit store keeps the bits) for start <= i < end, else 0
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = uint(ptr8(E.A))
+    X = ptr16(a + pp[2])
+    Y = ptr32(a + pp[3])
+    start = int(pp[4])
+    end = int(pp[5])
+    n = int(pp[6])
+    i = 0
+    while i < n:
+        if start <= i and i < end:
+            re = (X[2 * i] ^ 0x8000) - 0x8000
+            im = (X[2 * i + 1] ^ 0x8000) - 0x8000
+            Y[i] = re * re + im * im
+        else:
+            Y[i] = 0
+        i += 1
