@@ -160,6 +160,8 @@ def _fast(kind, name):
             from . import _viper_recurrent as fast
         elif fast == "_viper_reduce":
             from . import _viper_reduce as fast
+        elif fast == "_viper_signal":
+            from . import _viper_signal as fast
         else:
             fast = _viper
     return getattr(fast, name, None)

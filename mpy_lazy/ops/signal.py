@@ -142,6 +142,7 @@ class Op(Base):
 
 # --- records: layout, load-time check, reference kernels (docs/OPS.md) -------------------------
 
+FAST = "_viper_signal"  # (rfft and energy there; the other kinds run their native reference kernels)
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
            SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
            SDELAY: "delay"}

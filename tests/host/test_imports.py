@@ -107,7 +107,7 @@ def test_the_bottom_of_the_runtime_imports_nothing_above_it():
     assert graph[m + "kinds"] == set()
     assert graph[m + "_arith"] <= {m + "backend"}
     bottom = {m + "kinds", m + "_arith", m + "backend"}
-    for fast in ("_viper", "_thumb", "_viper_elem", "_viper_recurrent", "_viper_reduce", "_nd"):
+    for fast in ("_viper", "_thumb", "_viper_elem", "_viper_recurrent", "_viper_reduce", "_viper_signal", "_nd"):
         assert graph[m + fast] <= bottom | {m + "_viper"}, (fast, graph[m + fast])
     base = bottom | {m + "ops", m + "module", m + "param", m + "container", m + "graph"}
     for name in graph:
