@@ -285,8 +285,8 @@ def conv8(r0):
     data(2, 0x9010)  # str r0, [sp, #64]
     data(2, 0x9611)  # str r6, [sp, #68]
     data(2, 0x9712)  # str r7, [sp, #72]
-    # requantization: r6 the accumulators, r7 the multipliers; r8 ZY, r9 LO - ZY, r10 HI - ZY,
-    # r11 the output, r12 4 OC - 4 (multiplier to shift), lr the accumulators' end
+    # requantization: r6 the accumulators, r7 the multipliers, r5 the output; r8 ZY, r9 LO - ZY,
+    # r10 HI - ZY, r12 4 OC - 4 (multiplier to shift), lr the accumulators' end
     data(2, 0x9800)  # ldr r0, [sp, #0]
     ldr(r1, [r0, 40])
     mov(r8, r1)
@@ -297,8 +297,7 @@ def conv8(r0):
     ldr(r1, [r0, 36])
     sub(r1, 4)
     mov(r12, r1)
-    data(2, 0x990A)  # ldr r1, [sp, #40]
-    mov(r11, r1)
+    data(2, 0x9D0A)  # ldr r5, [sp, #40]: the output
     data(2, 0xAE0B)  # add r6, sp, #44
     mov(r1, r6)
     add(r1, 32)
@@ -341,19 +340,14 @@ def conv8(r0):
     add(r0, r0, r3)
     asr(r0, r2)
     label(rounded)
-    data(2, 0x4548)  # cmp r0, r9
-    bge(notlow)
-    mov(r0, r9)
-    label(notlow)
+    data(2, 0x4548)  # cmp r0, r9: the clamp's branches taken only when it clamps
+    blt(low)
     data(2, 0x4550)  # cmp r0, r10
-    ble(nothigh)
-    mov(r0, r10)
-    label(nothigh)
+    bgt(high)
+    label(clamped)
     data(2, 0x4440)  # add r0, r8
-    mov(r5, r11)
     strb(r0, [r5, 0])
     add(r5, 1)
-    mov(r11, r5)
     data(2, 0x4576)  # cmp r6, lr
     bne(rq)
     data(2, 0x9707)  # str r7, [sp, #28]
@@ -363,7 +357,14 @@ def conv8(r0):
     data(2, 0x9004)  # str r0, [sp, #16]
     beq(blocks)
     b(block)
-    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products
+    label(low)
+    mov(r0, r9)
+    b(clamped)
+    label(high)
+    mov(r0, r10)
+    b(clamped)
+    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products (r5 saved)
+    push({r5})
     data(2, 0xB283)  # uxth r3, r0: xl
     asr(r0, r0, 16)  # xh
     data(2, 0xB28C)  # uxth r4, r1: ml
@@ -387,6 +388,7 @@ def conv8(r0):
     lsl(r0, r0, 1)
     lsr(r5, r5, 31)
     orr(r0, r5)
+    pop({r5})
     b(produced)
     label(left)  # s > 0: acc << s (wraps as TFLM's int32 product does), no rounding shift
     lsl(r0, r2)
@@ -512,8 +514,8 @@ def dw4(r0):
     data(2, 0x9008)  # str r0, [sp, #32]
     mov(r0, r11)
     data(2, 0x9009)  # str r0, [sp, #36]
-    # requantization as conv8's: r6 the accumulators, r7 the multipliers, r8 ZY, r9 LO - ZY,
-    # r10 HI - ZY, r11 the output, r12 4 C - 4, lr the accumulators' end
+    # requantization as conv8's: r6 the accumulators, r7 the multipliers, r5 the output, r8 ZY,
+    # r9 LO - ZY, r10 HI - ZY, r12 4 C - 4, lr the accumulators' end
     data(2, 0x9800)  # ldr r0, [sp, #0]
     ldr(r1, [r0, 40])
     mov(r8, r1)
@@ -526,8 +528,7 @@ def dw4(r0):
     mov(r12, r1)
     data(2, 0x9A04)  # ldr r2, [sp, #16]
     data(2, 0x9903)  # ldr r1, [sp, #12]
-    add(r1, r1, r2)
-    mov(r11, r1)
+    add(r5, r1, r2)  # the output
     ldr(r7, [r0, 32])
     lsl(r2, r2, 2)
     add(r7, r7, r2)
@@ -572,19 +573,14 @@ def dw4(r0):
     add(r0, r0, r3)
     asr(r0, r2)
     label(rounded)
-    data(2, 0x4548)  # cmp r0, r9
-    bge(notlow)
-    mov(r0, r9)
-    label(notlow)
+    data(2, 0x4548)  # cmp r0, r9: the clamp's branches taken only when it clamps
+    blt(low)
     data(2, 0x4550)  # cmp r0, r10
-    ble(nothigh)
-    mov(r0, r10)
-    label(nothigh)
+    bgt(high)
+    label(clamped)
     data(2, 0x4440)  # add r0, r8
-    mov(r5, r11)
     strb(r0, [r5, 0])
     add(r5, 1)
-    mov(r11, r5)
     data(2, 0x4576)  # cmp r6, lr
     bne(rq)
     data(2, 0x9800)  # ldr r0, [sp, #0]
@@ -595,7 +591,14 @@ def dw4(r0):
     cmp(r1, r2)
     bge(groups)
     b(group)
-    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products
+    label(low)
+    mov(r0, r9)
+    b(clamped)
+    label(high)
+    mov(r0, r10)
+    b(clamped)
+    label(wide)  # acc = xh 2**16 + xl (xh signed): the four 16 x 16-bit products (r5 saved)
+    push({r5})
     data(2, 0xB283)  # uxth r3, r0: xl
     asr(r0, r0, 16)  # xh
     data(2, 0xB28C)  # uxth r4, r1: ml
@@ -619,6 +622,7 @@ def dw4(r0):
     lsl(r0, r0, 1)
     lsr(r5, r5, 31)
     orr(r0, r5)
+    pop({r5})
     b(produced)
     label(left)  # s > 0: acc << s (wraps as TFLM's int32 product does), no rounding shift
     lsl(r0, r2)
