@@ -31,5 +31,5 @@ firmware-QEMU_ESP32S3: check-mpy-dir check-ulab-dir check-mpy-lib-dir
 emulate-test-xtensa: $(STAMP)
 	@echo "== qemu ESP32S3 (xtensa): $(BUILD_DIR)/qemu-ESP32S3/firmware.elf"
 	MPY_LAZY_REQUIRE_EMULATORS=1 MICROPY_QEMU_BOARD=ESP32S3 QEMU_SYSTEM_XTENSA=$(QEMU_SYSTEM_XTENSA) \
-		MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-ESP32S3/firmware.elf \
-		$(PY) -m pytest -q tests/test_firmware_qemu.py
+		MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-ESP32S3/firmware.elf MPY_LAZY_XTENSA_PREFIX=$(XTENSA_PREFIX) \
+		$(PY) -m pytest -q tests/test_xtensa_core.py tests/test_firmware_qemu.py

@@ -61,6 +61,13 @@ firmware-help:
 	@echo "  MPY_LAZY_REQUIRE_EMULATORS=1  a missing firmware or emulator fails the tests (emulate-test sets it)"
 	@echo "  MPY_CROSS              mpy-cross of the firmware's checkout (default MPY_DIR's): the runtime tests go to the"
 	@echo "                         board precompiled (the M0 and Pico run out of heap compiling test_kernels)"
+	@echo "ESP32-S3 core in qemu (firmware/esp32s3.mk; docs/FIRMWARE.md):"
+	@echo "  make xtensa-toolchain  binutils + GCC + newlib and qemu-system-xtensa for the core -> XTENSA_PREFIX"
+	@echo "                         [$(XTENSA_PREFIX)], from Debian's source packages and XTENSA_OVERLAYS"
+	@echo "                         (espressif/xtensa-overlays, [$(XTENSA_OVERLAYS)])"
+	@echo "  QEMU_ESP32S3           make firmware BOARD=QEMU_ESP32S3 MPY_DIR=<MicroPython $(MPY_ESP32S3_TESTED)> ULAB_DIR=..."
+	@echo "  QEMU_SYSTEM_XTENSA     that qemu (default XTENSA_PREFIX/bin/qemu-system-xtensa); MICROPY_QEMU_BOARD=ESP32S3"
+	@echo "  MPY_LAZY_XTENSA_PREFIX the toolchain for tests/test_xtensa_core.py (make emulate-test-xtensa sets it)"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi

@@ -19,7 +19,8 @@ CFLAGS += -DMICROPY_NLR_SETJMP=1
 CFLAGS += -DMICROPY_EMIT_XTENSAWIN=1
 # upstream's mphalport.c has a mp_hal_ticks_cpu() returning 0: ours reads CCOUNT
 $(BUILD)/mphalport.o: CFLAGS += -Dmp_hal_ticks_cpu=qemu_port_ticks_cpu_unused
-SUPPORTS_HARDWARE_FP_SINGLE = 1
+# Not SUPPORTS_HARDWARE_FP_SINGLE: to upstream that means an ARM VFP square root
+# (lib/libm/thumb_vfp_sqrtf.c). GCC still uses the core's FPU for float arithmetic.
 
 LDSCRIPT = $(BOARD_DIR)/esp32s3_sim.ld
 LDFLAGS += -nostartfiles -mlongcalls
