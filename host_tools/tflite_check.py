@@ -109,8 +109,7 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
 # ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
 # tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
 NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
-CONTROL = ("IF", "WHILE", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "LOGICAL_AND",
-           "LOGICAL_OR", "LOGICAL_NOT")
+CONTROL = ("IF", "WHILE")
 RESOURCE_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
 # the ops of several outputs (each of the data input's type), and their data input
 SEVERAL_OUT = {"SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0}

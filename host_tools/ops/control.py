@@ -6,11 +6,10 @@ steps by one) is unrolled, its body's ops inline once per iteration, the counter
 comparisons computed here (tflite_import.FOLDABLE). Each inlined subgraph's values are named apart
 (a prefix per copy) and planned into the one arena like any other. A condition computed on the
 board (a branch or a loop the runtime would take or repeat) is refused: the runtime has no
-branching records yet. The comparisons and logic ops (LESS, EQUAL, LOGICAL_AND, ...) are
-computed at pack time only; on values computed on the board they are refused."""
+branching records yet. The comparisons and logic ops (LESS, EQUAL, LOGICAL_AND, ...) of constants
+are computed at pack time; on values computed on the board they run there (ops/compare.py)."""
 import numpy as np
 
-from .. import tflite_import
 
 MAX_UNROLL = 256  # iterations of one WHILE unrolled at pack time (each one is its body's ops again)
 MAX_DEPTH = 16  # subgraphs inlined within one another (a branch calling its own subgraph never ends)
@@ -112,11 +111,3 @@ def _args_of(results, n, r):
         raise r.err("its body gives %d values for %d loop variables" % (len(results), n))
     return results
 
-
-def _pack_time_only(r):
-    raise r.err("computed at pack time only (on constants: a condition, a loop counter); on values computed "
-                "on the board it is not supported")
-
-
-for _name in tflite_import.COMPARISONS:
-    globals()["op_" + _name] = _pack_time_only

@@ -188,20 +188,22 @@ def test_host_reference_matches_tflm(cases, name):
 
 
 def test_a_condition_computed_on_the_board_is_refused(tmp_path):
-    """LESS of the model's input (a branch the board would take at run time): one line naming it."""
+    """An IF on the model's bool input (a branch the board would take at run time): one line
+    naming it."""
     import contextlib
     import io
 
     from host_tools.cli import main
 
-    main_sg = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, np.zeros((1, 16))), ((1, 16), "bool", None, None)],
-               [0], [2], [(0, [0, 1], [2], None)])
-    path = tmp_path / "less.tflite"
-    path.write_bytes(tflite([O.LESS], [main_sg]))
+    main_sg = ([((1,), "bool", None, None), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+               [0, 1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=1))])
+    branch = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1], [(1, [0], [1], None)])
+    path = tmp_path / "if_on_input.tflite"
+    path.write_bytes(tflite([O.IF, O.RELU], [main_sg, branch]))
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) != 0
-    assert "operator 0 (LESS)" in err.getvalue() and "computed at pack time only" in err.getvalue(), err.getvalue()
+    assert "operator 0 (IF)" in err.getvalue() and "computed on the board" in err.getvalue(), err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1
 
 
