@@ -80,7 +80,7 @@ def _gather_constant(r, params, idx, pshape, want, hybrid):
             runs.append([at, at + size])
     data = r.data(params)
     if data is not None and hybrid is None:
-        r.folded[r.outs[0]] = np.concatenate([data.reshape(-1)[a:b] for a, b in runs]).reshape(want)
+        r.folded[(r.prefix, r.outs[0])] = np.concatenate([data.reshape(-1)[a:b] for a, b in runs]).reshape(want)
         return
     if data is not None:
         raise r.err("constant ids into a constant int8 table to float32: not supported")

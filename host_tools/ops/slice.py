@@ -266,7 +266,7 @@ def op_BROADCAST_TO(r):
     shape = r._broadcast_shape(r.tensor(r.ins[0])[1])
     c = r.data(r.ins[0])
     if c is not None:  # a constant: broadcast here, a constant for the ops after it (ADD's operand...)
-        r.folded[r.outs[0]] = np.ascontiguousarray(np.broadcast_to(c, shape))
+        r.folded[(r.prefix, r.outs[0])] = np.ascontiguousarray(np.broadcast_to(c, shape))
         return
     x = r.value(r.ins[0])
     if r.qof(r.outs[0]) != r.qof(r.ins[0]):
