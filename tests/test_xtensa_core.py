@@ -92,7 +92,7 @@ def test_bare_metal_program_on_the_core(prefix, tmp_path):
     if not os.path.isabs(libc):
         emulator_unavailable("MPY_LAZY_XTENSA_PREFIX=%s has no newlib (libc.a): build_toolchain.sh's newlib step" % prefix)
     elf = str(tmp_path / "hello.elf")
-    subprocess.run([gcc, "-Os", "-mlongcalls", "-nostartfiles",
+    subprocess.run([gcc, "-Os", "-mlongcalls", "-nostdlib",
                     "-T", os.path.join(BOARD, "esp32s3_sim.ld"), "-o", elf,
                     os.path.join(BOARD, "startup.S"), os.path.join(ROOT, "firmware", "esp32s3", "hello.c"),
                     "-lc", "-lgcc"], check=True)

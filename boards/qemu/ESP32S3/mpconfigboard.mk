@@ -23,7 +23,9 @@ $(BUILD)/mphalport.o: CFLAGS += -Dmp_hal_ticks_cpu=qemu_port_ticks_cpu_unused
 # (lib/libm/thumb_vfp_sqrtf.c). GCC still uses the core's FPU for float arithmetic.
 
 LDSCRIPT = $(BOARD_DIR)/esp32s3_sim.ld
-LDFLAGS += -nostartfiles -mlongcalls
+# -nostdlib: the xtensa-elf specs would add the simulator libraries of Tensilica's tools (-lsim
+# -lhandlers-sim -lhal); the start-up code is ours, the libraries are named in LIBS
+LDFLAGS += -nostdlib -mlongcalls
 LIBS = -lc -lgcc
 
 vpath %.c $(BOARD_DIR)
