@@ -129,7 +129,8 @@ _WindowUnderflow12:
     j       _fatal
 
     .org 0x400
-    .text
+    // the handlers: first in .text (esp32s3_sim.ld), within J's reach of the vectors
+    .section .text.vectors_handlers, "ax"
     .align  4
 
 // MOVSP found the caller's frame spilled: move its base save area under the new stack pointer
