@@ -24,7 +24,7 @@ firmware-QEMU_ESP32S3: check-mpy-dir check-ulab-dir check-mpy-lib-dir
 	@[ -x $(XTENSA_GCC) ] || { echo "$(XTENSA_GCC) not found: make xtensa-toolchain (or set XTENSA_PREFIX)"; exit 1; }
 	$(MAKE) -C $(MPY_DIR)/mpy-cross
 	$(MAKE) -C $(MPY_DIR)/ports/qemu BOARD=ESP32S3 BOARD_DIR=$(CURDIR)/boards/qemu/ESP32S3 \
-		BUILD=$(BUILD_DIR)/qemu-ESP32S3 CROSS_COMPILE=$(XTENSA_PREFIX)/bin/xtensa-esp32s3-elf- \
+		BUILD=$(BUILD_DIR)/qemu-ESP32S3 CROSS_COMPILE=$(XTENSA_PREFIX)/bin/xtensa-esp32s3-elf- XTENSA_PREFIX=$(XTENSA_PREFIX) \
 		ULAB_DIR=$(abspath $(ULAB_DIR)) MPY_LIB_DIR=$(abspath $(MPY_LIB_DIR))
 	@echo "built $(BUILD_DIR)/qemu-ESP32S3/firmware.elf: MICROPY_QEMU_FIRMWARE=$(BUILD_DIR)/qemu-ESP32S3/firmware.elf MICROPY_QEMU_BOARD=ESP32S3"
 

@@ -63,6 +63,13 @@ static XtensaConfig $NAME __attribute__((unused)) = {
     },
     .isa_internal = &xtensa_modules,
     .clock_freq_khz = $FREQ_KHZ,
+    /* the core's FPU (single precision, XCHAL_HAVE_DFPU_SINGLE_ONLY), as QEMU's de233_fpu
+       core lists it: import_core.sh leaves this out, and lsi & co. are then illegal */
+    .opcode_translators = (const XtensaOpcodeTranslators *[]){
+        &xtensa_core_opcodes,
+        &xtensa_fpu_opcodes,
+        NULL,
+    },
     DEFAULT_SECTIONS
 };
 

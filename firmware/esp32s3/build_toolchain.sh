@@ -89,6 +89,12 @@ build_newlib() {
         --enable-newlib-io-long-long --disable-newlib-supplied-syscalls --disable-nls
     make -j"$JOBS"
     make install
+    # newlib-esp32's xtensa/config/core-isa.h, outside newlib's own build, #include_next's the
+    # one an OS port provides (ESP-IDF's): for bare metal, the core's, here
+    # (boards/qemu/ESP32S3 compiles with -idirafter this directory)
+    mkdir -p "$PREFIX/$TARGET/core-include/xtensa/config"
+    cp "$CORE/newlib/newlib/libc/sys/xtensa/include/xtensa/config/core-isa.h" \
+        "$PREFIX/$TARGET/core-include/xtensa/config/"
 }
 
 for step in $STEPS; do

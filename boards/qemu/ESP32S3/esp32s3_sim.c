@@ -10,6 +10,8 @@
 #include "py/mpprint.h"
 #include "py/gc.h"
 #include "py/mpstate.h"
+#include "py/persistentcode.h"
+#include "py/runtime.h"
 #include "shared/runtime/gchelper.h"
 #include "uart.h"
 
@@ -126,6 +128,25 @@ static void __attribute__((noinline)) collect_spilled(volatile unsigned int leve
 
 void gc_helper_collect_regs_and_stack(void) {
     collect_spilled(0);
+}
+
+// Native code's home in the instruction RAM (esp32s3_sim.h): a bump allocator over the linker
+// script's .exec area; nothing is freed (about 8 KB per test module on the runtime suite).
+extern uint8_t _exec_start[], _exec_end[];
+static uint8_t *exec_next = _exec_start;
+
+void *esp32s3_sim_commit_exec(void *buf, size_t len, void *reloc) {
+    len = (len + 3) & ~3;
+    if (len > (size_t)(_exec_end - exec_next)) {
+        m_malloc_fail(len);
+    }
+    void *p = exec_next;
+    exec_next += len;
+    if (reloc) {
+        mp_native_relocate(reloc, buf, (uintptr_t)p);
+    }
+    memcpy(p, buf, len);
+    return p;
 }
 
 extern uint32_t _sbss, _ebss;

@@ -8,6 +8,7 @@
 #define PS_UM       0x20        // user vector mode
 #define PS_OWB_SHIFT 8
 #define PS_OWB_BITS 4
+#define EXCCAUSE_SYSCALL 1
 #define EXCCAUSE_ALLOCA 5
 
     .section .vectors, "ax"
@@ -119,14 +120,17 @@ _WindowUnderflow12:
     rsr     a0, exccause
     bnei    a0, EXCCAUSE_ALLOCA, 1f
     j       _alloca_exception
-1:  j       _fatal
+1:  bnei    a0, EXCCAUSE_SYSCALL, 2f
+    j       _syscall_exception
+2:  j       _fatal
 
     .org 0x3c0                  // double exception vector: fatal
     movi    a0, 0x101
     j       _fatal
 
     .org 0x400
-    .text
+    // the handlers: first in .text (esp32s3_sim.ld), within J's reach of the vectors
+    .section .text.vectors_handlers, "ax"
     .align  4
 
 // MOVSP found the caller's frame spilled: move its base save area under the new stack pointer
@@ -149,6 +153,42 @@ _alloca_exception:
     j       _WindowUnderflow8
 2:  rotw    -1
     j       _WindowUnderflow12
+
+// SYSCALL with a2 = 0 (SYS_nop): "spill the register windows", which newlib's setjmp asks for
+// before it copies its caller's save areas (MicroPython's NLR is setjmp/longjmp). Done in user
+// mode: RFE to _spill_windows, which makes a chain of CALL4s 64 registers deep (the overflow
+// handlers spill every older frame) and jumps back after the SYSCALL. It runs in the caller's
+// window: its a2..a3 (the syscall's number and result) and a4..a7 (CALL4's) are not kept but
+// a4, which it saves: what newlib's setjmp keeps across the SYSCALL.
+_syscall_exception:
+    bnez    a2, _fatal              // only SYS_nop
+    movi    a2, _spill_state
+    rsr     a0, epc1
+    addi    a0, a0, 3               // past the SYSCALL
+    s32i    a0, a2, 4
+    movi    a0, _spill_windows
+    wsr     a0, epc1
+    rsr     a0, excsave1
+    rfe
+
+_spill_windows:
+    movi    a2, _spill_state
+    s32i    a4, a2, 0
+    movi    a6, 20                  // 20 CALL4 frames: over the 64 physical registers
+    call4   _spill_chain
+    movi    a2, _spill_state
+    l32i    a4, a2, 0
+    l32i    a3, a2, 4
+    movi    a2, 0                   // the syscall's result
+    jx      a3
+
+    .align  4
+_spill_chain:
+    entry   a1, 16
+    beqz    a2, 1f
+    addi    a6, a2, -1
+    call4   _spill_chain
+1:  retw
 
 // a0: 0x100 + vector for interrupts/kernel/double exceptions, the EXCCAUSE for user ones.
 // Drop the live frames (the stack may be what broke), switch to the fatal stack, call C.
@@ -192,3 +232,8 @@ _start:
     rsync
     call4   xtensa_start
 1:  j       1b
+
+    .section .bss
+    .align  4
+_spill_state:                       // a4 of the frame that made the SYSCALL, its return address
+    .space  8
