@@ -60,7 +60,6 @@ def boards(build_dir):
     found = [
         ("qemu MPS2_AN385", "MPS2_AN385", os.path.join(build_dir, "qemu-MPS2_AN385", "firmware.elf")),
         ("qemu MICROBIT", "MICROBIT", os.path.join(build_dir, "qemu-MICROBIT", "firmware.elf")),
-        ("qemu ESP32S3 (Xtensa)", "ESP32S3", os.path.join(build_dir, "qemu-ESP32S3", "firmware.elf")),
         ("rp2040js Pico", "rp2", os.path.join(build_dir, "rp2", "firmware.uf2")),
     ]
     env_qemu = os.environ.get("MICROPY_QEMU_FIRMWARE")

@@ -87,8 +87,21 @@ build_newlib() {
     rm -rf "$WORK/b-newlib" && mkdir "$WORK/b-newlib" && cd "$WORK/b-newlib"
     ../newlib-esp32/configure --target=$TARGET --prefix="$PREFIX" --enable-target-optspace \
         --enable-newlib-io-long-long --disable-newlib-supplied-syscalls --disable-nls
-    make -j"$JOBS"
-    make install
+    # newlib only: newlib-esp32's libgloss (libnosys) wants ESP-IDF's headers (<dirent.h>)
+    if ! make -j"$JOBS" all-target-newlib; then
+        # With a Makefile.in made by automake 1.16 the math objects libc.a takes from libm.a
+        # are named a-*.o, where the Makefile's MATHOBJS_IN_LIBC still says libm_a-*.o.
+        d="$WORK/b-newlib/$TARGET/newlib"
+        m=$(make -C "$d" -pn 2>/dev/null | sed -n 's/^MATHOBJS_IN_LIBC = //p' | head -1 | sed 's/libm_a-/a-/g')
+        rm -f "$d/stamp-libc-math-objects"
+        make -C "$d" MATHOBJS_IN_LIBC="$m" stamp-libc-math-objects libc.a
+        make -j"$JOBS" -C "$d" MATHOBJS_IN_LIBC="$m"
+    fi
+    if [ -n "${m:-}" ]; then
+        make -C "$WORK/b-newlib/$TARGET/newlib" install MATHOBJS_IN_LIBC="$m"
+    else
+        make -C "$WORK/b-newlib/$TARGET/newlib" install
+    fi
     # newlib-esp32's xtensa/config/core-isa.h, outside newlib's own build, #include_next's the
     # one an OS port provides (ESP-IDF's): for bare metal, the core's, here
     # (boards/qemu/ESP32S3 compiles with -idirafter this directory)
