@@ -224,7 +224,8 @@ def parser():
     s.add_argument("--rename", action="append", metavar="OLD=NEW", help="replace name prefix OLD by NEW")
     s.add_argument("--meta", action="append", metavar="KEY=VALUE", help="add a metadata entry")
     s.add_argument("--calibrate", metavar="INPUTS.npy", help="representative inputs for --quantize int8 "
-                   "(.npy or .npz, shape (N, *input shape)): the int8 pipeline's activation scales")
+                   "(.npy or .npz, shape (N, *input shape); several inputs: a .npz of one array per input, "
+                   "named as the inputs): the int8 pipeline's activation scales")
     s.add_argument("--weights-only", action="store_true", help="pack the tensors of weight files (merged) "
                    "with no graph, for a model declared in code")
     s.add_argument("--graph", metavar="FILE", help="a graph description (docs/FORMAT.md) for the packed "

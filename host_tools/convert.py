@@ -69,7 +69,7 @@ def _int8(path, g, calibrate, quiet, verbose=False):
     if not quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=len(samples) * (2 if verbose else 1), desc="calibrating", unit="sample",
+        bar = tqdm(total=len(samples[0]) * (2 if verbose else 1), desc="calibrating", unit="sample",
                    file=sys.stderr, leave=False)
     try:
         if source is None:
@@ -80,7 +80,7 @@ def _int8(path, g, calibrate, quiet, verbose=False):
             out = int8.quantize(g, ranges)
         except PackError:
             if verbose:  # the ranges the refusal comes from, before it (scales as quantize would choose)
-                g.calibration = {"samples": len(samples), "ranges": ranges, "saturated": None}
+                g.calibration = {"samples": len(samples[0]), "ranges": ranges, "saturated": None}
                 grouped = int8._groups(g, ranges)
                 for line in calibration_summary(g, {v: int8.qparams(*r) for v, r in grouped.items()}):
                     print(line)
@@ -91,7 +91,7 @@ def _int8(path, g, calibrate, quiet, verbose=False):
                     yield vals
                     if bar is not None:
                         bar.update(1)
-            out.calibration = {"samples": len(samples), "ranges": ranges,
+            out.calibration = {"samples": len(samples[0]), "ranges": ranges,
                                "saturated": int8.saturation(counted(), out.q)}
     finally:
         if bar is not None:

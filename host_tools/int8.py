@@ -37,23 +37,44 @@ def _shape(shape):
 
 
 def load_samples(path, graph):
-    """Representative inputs from a .npy (N, *input shape) or a .npz (its one array), in the
-    model's own input layout (N, C, H, W for an ONNX image model; N, H, W, C for a .tflite),
-    checked: the order (samples in the other order are named as such), the batch dimension,
-    finite values, at least MIN_SAMPLES of them. PackError with one line otherwise."""
+    """Representative inputs, one (N, *input shape) array per model input: a .npy (or a .npz of
+    one array) for a model of one input, a .npz of one array per input, named as the inputs,
+    for several; each in the model's own input layout (N, C, H, W for an ONNX image model;
+    N, H, W, C for a .tflite), checked: the order (samples in the other order are named as
+    such), the batch dimension, finite values, at least MIN_SAMPLES of them, as many of each
+    input. PackError with one line otherwise."""
     from .readers import load_arrays
 
     data = load_arrays(path, "--calibrate")
-    name = graph.inputs[0][0]
-    if hasattr(data, "files"):
+    names = [i[0] for i in graph.inputs]
+    npz = hasattr(data, "files")
+    if len(names) == 1 and npz:
         if len(data.files) != 1:
             raise PackError("--calibrate %s: a .npz of %d arrays%s: give one, the samples of the model's input %r"
-                            % (path, len(data.files), " (%s)" % ", ".join(data.files) if data.files else "", name))
-        data = data[data.files[0]]
+                            % (path, len(data.files), " (%s)" % ", ".join(data.files) if data.files else "", names[0]))
+        arrays = [data[data.files[0]]]
+    elif len(names) == 1:
+        arrays = [data]
+    elif not npz or sorted(data.files) != sorted(names):
+        raise PackError("--calibrate %s: %s; the model has %d inputs (%s): give a .npz of one array of samples per "
+                        "input, named as the inputs (numpy.savez(\"samples.npz\", **{name: samples, ...}))"
+                        % (path, "a .npz of %s" % (", ".join(data.files) or "no arrays") if npz else "one array",
+                           len(names), ", ".join(names)))
+    else:
+        arrays = [data[n] for n in names]
+    xs = [_checked(path, a, inp) for a, inp in zip(arrays, graph.inputs)]
+    if len({len(x) for x in xs}) > 1:
+        raise PackError("--calibrate %s: %s samples of the inputs %s: give as many of each (one example each)"
+                        % (path, ", ".join(str(len(x)) for x in xs), ", ".join(names)))
+    return xs
+
+
+def _checked(path, data, inp):
+    """The samples `data` of the model's input `inp` (name, shape, layout), checked, as float32."""
     if data.dtype.kind not in "biuf":
         raise PackError("--calibrate %s: values of dtype %s (numbers expected)" % (path, data.dtype))
     data = np.asarray(data, dtype=np.float32)
-    name, shape, layout = graph.inputs[0]
+    name, shape, layout = inp
     shape = tuple(int(d) for d in shape)
     if layout == "chw":
         want, order, other, fix = (shape[2], shape[0], shape[1]), "N, C, H, W (torch's order)", shape, \
@@ -114,19 +135,23 @@ def _onnx_values(onnx_model, graph, samples):
     except Exception as e:
         raise PackError("calibration: onnxruntime cannot load the model: %s" % str(e).splitlines()[0])
     names = [o.name for o in sess.get_outputs()]
-    inp = sess.get_inputs()[0]
-    # batch 1 in the input's own ONNX shape (a time-major sequence is (T, 1, F))
-    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+    ins = [i[0] for i in graph.inputs]
+    # each ONNX input's samples (the graph's input of its name, else of its place), in batch 1
+    # of its own ONNX shape (a time-major sequence is (T, 1, F))
+    feeds = [(inp.name, samples[ins.index(inp.name) if inp.name in ins else k],
+              [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape])
+             for k, inp in enumerate(sess.get_inputs())]
     # values onnxruntime does not name (made by the importer): copies of their input where the
     # importer only reshaped; else (an unrolled GRU) the host reference on the float graph
-    unnamed = [n for n in graph.nodes if n.y not in known and n.y != graph.inputs[0][0]]
+    unnamed = [n for n in graph.nodes if n.y not in known and n.y not in ins]
     ref = None
     if any(n.op != "reshape" for n in unnamed):
         ref = _graph_values(graph, samples)
-    for i in range(len(samples)):
-        outs = sess.run(names, {inp.name: samples[i: i + 1].reshape(shape)})
+    for i in range(len(samples[0])):
+        outs = sess.run(names, {name: x[i: i + 1].reshape(shape) for name, x, shape in feeds})
         vals = {k: v for k, v in zip(names, outs) if k in wanted}
-        vals[graph.inputs[0][0]] = samples[i]
+        for name, x in zip(ins, samples):
+            vals[name] = x[i]
         if ref is not None:
             rv = next(ref)
             for n in unnamed:
@@ -152,13 +177,14 @@ def _graph_values(graph, samples):
     g.out_layouts = {}  # every value in its stored (H, W, C) order: a range does not care
     text = g.text()
     tensors = {k: np.asarray(v, np.float32) for k, v in graph.tensors.items()}
-    for i in range(len(samples)):
+    for i in range(len(samples[0])):
         try:
-            outs = reference.run(text, tensors, samples[i])
+            outs = reference.run(text, tensors, *[x[i] for x in samples])
         except (KeyError, ValueError) as e:
             raise PackError("calibration: the reference interpreter cannot run the float graph: %s" % e)
         vals = dict(zip(g.outputs, outs))
-        vals[graph.inputs[0][0]] = samples[i]
+        for inp, x in zip(graph.inputs, samples):
+            vals[inp[0]] = x[i]
         yield _with_cells(graph, vals)
 
 

@@ -310,9 +310,12 @@ def mean(ins, kv, qin, tensors):
 def reduce(ins, kv, qin, tensors):
     """TFLM's reductions: float32 sums in x's order (each partial rounded to float32), max from
     -FLT_MAX, min from FLT_MAX; integer sums in int64 less ZX x count, requantized; max/min of the
-    codes from the type's extreme; argmax/argmin the first index of the extreme (int32)."""
+    codes from the type's extreme; argmax/argmin the first index of the extreme (int32); all:
+    bool values (0 or 1), 1 where every one is."""
     x, fn = ins[0], kv["fn"]
     axes = tuple(kv.get("axes", ()))
+    if fn == "all":
+        return np.all(x != 0, axis=axes, keepdims=True).astype(np.int64)
     if fn in ("argmax", "argmin"):
         return (np.argmax if fn == "argmax" else np.argmin)(x, axis=axes[0], keepdims=True).astype(np.int64)
     if "q" not in kv:

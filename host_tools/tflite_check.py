@@ -27,6 +27,7 @@ ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
 BOOL_OPS = COMPARISONS + ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT_V2")
 BROADCASTING = BOOL_OPS + ("SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
+BOOL_IN = BOOL_OPS + ("REDUCE_ALL",)  # (REDUCE_ALL: bool in, bool out)
 
 # op -> its options table (None: it has none), and whether the op needs it present
 OPTIONS = {
@@ -65,6 +66,7 @@ OPTIONS = {
     "SUM": ("ReducerOptions", False), "REDUCE_MAX": ("ReducerOptions", False),
     "REDUCE_MIN": ("ReducerOptions", False), "ARG_MAX": ("ArgMaxOptions", False),
     "ARG_MIN": ("ArgMinOptions", False),
+    "REDUCE_ALL": ("ReducerOptions", False),
     "CUMSUM": ("CumsumOptions", False), "BATCH_MATMUL": ("BatchMatMulOptions", False),
     "LOG_SOFTMAX": ("LogSoftmaxOptions", False), "L2_NORMALIZATION": ("L2NormOptions", False),
     "L2_POOL_2D": ("Pool2DOptions", True),
@@ -105,7 +107,8 @@ ARITY = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 
          "EQUAL": (2, 2), "NOT_EQUAL": (2, 2), "LESS": (2, 2), "LESS_EQUAL": (2, 2), "GREATER": (2, 2),
          "GREATER_EQUAL": (2, 2), "LOGICAL_AND": (2, 2), "LOGICAL_OR": (2, 2), "LOGICAL_NOT": (1, 1),
          "SELECT_V2": (3, 3), "ZEROS_LIKE": (1, 1), "FILL": (2, 2),
-         "SQUARED_DIFFERENCE": (2, 2), "FLOOR_DIV": (2, 2), "FLOOR_MOD": (2, 2), "ADD_N": (2, 10000)}
+         "SQUARED_DIFFERENCE": (2, 2), "FLOOR_DIV": (2, 2), "FLOOR_MOD": (2, 2), "ADD_N": (2, 10000),
+         "REDUCE_ALL": (2, 2)}
 # ops with no output (TFLM's ASSIGN_VARIABLE and CALL_ONCE), and the resource variables' ops, whose
 # tensors host_tools/ops/variable.py checks (a RESOURCE handle, values of the variable's type)
 NO_OUTPUT = ("ASSIGN_VARIABLE", "CALL_ONCE")
@@ -132,18 +135,21 @@ CONSTANT = {"PAD": ((1,), ("INT32", "INT64")), "MEAN": ((1,), ("INT32",)),
             "SUM": ((1,), ("INT32",)), "REDUCE_MAX": ((1,), ("INT32",)), "REDUCE_MIN": ((1,), ("INT32",)),
             "ARG_MAX": ((1,), ("INT32",)), "ARG_MIN": ((1,), ("INT32",)),
             "CUMSUM": ((1,), ("INT32",)),
-            "FILL": ((0,), ("INT32", "INT64"))}
+            "FILL": ((0,), ("INT32", "INT64")),
+            "REDUCE_ALL": ((1,), ("INT32",))}
 # op -> the inputs that may be state (is_variable) tensors
 STATE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "SVDF": (4,)}
 # ops whose input 0 and output 0 are N, H, W, C images
 IMAGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "TRANSPOSE_CONV", "L2_POOL_2D")
 # the reductions: their output shape follows from their constant axes (and keep_dims)
-REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN")
+REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN",
+            "REDUCE_ALL")
 # ops whose output may have another rank than their input
 RANK_CHANGING = ("RESHAPE", "MEAN", "FULLY_CONNECTED", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM",
                  "TRANSPOSE_CONV", "STRIDED_SLICE", "SQUEEZE", "EXPAND_DIMS", "UNPACK", "PACK", "SPLIT",
                  "SHAPE", "GATHER", "BROADCAST_TO", "GATHER_ND", "EMBEDDING_LOOKUP", "SUM", "REDUCE_MAX",
-                 "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "FILL")
+                 "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "FILL",
+                 "REDUCE_ALL")
 # elementwise ops with two inputs (numpy broadcasting in TFLM)
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM")
 # the type pairs TFLM's QUANTIZE evaluates (quantize_common.cc), and DEQUANTIZE's inputs
@@ -370,8 +376,8 @@ def _uses(r, name, op, ins, outs, where, fail):
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
-    if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_OPS:
-        fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_OPS))
+    if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_IN:
+        fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_IN))
     if name in BROADCASTING:  # numpy's broadcasting, to the output's shape
         try:
             full = list(np.broadcast_shapes(*[tuple(shape(i)) for i in ins]))

@@ -55,6 +55,7 @@ ROOMS = {
     "SELECT_V2": "compare", "ZEROS_LIKE": "const", "FILL": "const",
     "SQUARED_DIFFERENCE": "arith", "FLOOR_DIV": "arith", "FLOOR_MOD": "arith", "ADD_N": "arith",
     "IF": "control", "WHILE": "control",
+    "REDUCE_ALL": "reduce",
 }
 ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library (custom ops)
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",

@@ -30,7 +30,7 @@ _KINDS = {
 }
 _KINDS["axis"] = "i"
 _KINDS["rev"] = "i"
-_KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin"
+_KINDS["fn"] = "e:sum|mean|max|min|argmax|argmin|all"
 _KINDS["axes"] = "is"
 _KINDS["exclusive"] = "i"
 _KINDS["reverse"] = "i"

@@ -1,4 +1,4 @@
-"""The host's half of reduce: TFLite's SUM, REDUCE_MAX, REDUCE_MIN, ARG_MAX, ARG_MIN, and MEAN
+"""The host's half of reduce: TFLite's SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_ALL, ARG_MAX, ARG_MIN, and MEAN
 over other axes than an image's height and width (host_tools/ops/mean.py) (docs/OPS.md):
 converted from the model into the graph description, with TFLite Micro's Prepare parameters,
 for the runtime's room mpy_lazy/ops/reduce.py. op_<BUILTIN>(r): r the reader
@@ -11,13 +11,16 @@ from ..ir import Node
 # the tensor types mpy-lazy takes for each builtin (TFLM's kernels; tests/host/test_tflite_reduce.py):
 # the input's (ARG_MAX and ARG_MIN write int32 indices)
 TYPES = {"SUM": "int8 int16 float32", "REDUCE_MAX": "int8 float32", "REDUCE_MIN": "int8 float32",
-         "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32"}
+         "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32",
+         "REDUCE_ALL": "bool"}
 
 
 def reduce(r, fn):
     """One reduce op over the operator's constant axes (TFLite's, batch included); a reshape
     after it when the output drops the reduced dimensions."""
     x = r.value(r.ins[0])
+    if fn == "all" and r.tensor(r.ins[0])[2] != "BOOL":  # (bool into the others: tflite_check refuses it)
+        raise r.err("a %s input: TFLM's REDUCE_ALL takes bool" % r.tensor(r.ins[0])[2])
     if fn in ("argmax", "argmin") and r.tensor(r.outs[0])[2] != "INT32":
         raise r.err("an output of type %s: TFLM's %s writes int32 indices" % (r.tensor(r.outs[0])[2], r.opname.upper()))
     shape = r.tensor(r.ins[0])[1]
@@ -67,3 +70,7 @@ def op_ARG_MAX(r):
 
 def op_ARG_MIN(r):
     reduce(r, "argmin")
+
+
+def op_REDUCE_ALL(r):
+    reduce(r, "all")

@@ -8,13 +8,14 @@
 # the count and requantize with m=M,S (s_x / s_y; mean: TFLM's 1/count folded in at pack
 # time, host_tools.tflm.mean_params) to the output's q; max and min compare the stored codes
 # (the output has x's q), starting from the type's extreme value as TFLM does; argmax/argmin
-# keep the first index of the strictly largest/smallest element.
+# keep the first index of the strictly largest/smallest element. fn=all (TFLite's REDUCE_ALL):
+# bool values (bytes 0 or 1), true where every element is: the min record over those bytes.
 from .._arith import ACTS, head, rec, requant
 from ..kinds import FREDUCE, INT32_MAX, REDUCE
 from . import Op as Base
 
-FNS = ("sum", "mean", "max", "min", "argmax", "argmin")
-_INT_FN = {"sum": 0, "mean": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4}
+FNS = ("sum", "mean", "max", "min", "argmax", "argmin", "all")
+_INT_FN = {"sum": 0, "mean": 0, "max": 1, "min": 2, "argmax": 3, "argmin": 4, "all": 2}
 FLT_MAX = ACTS[3][1]
 
 
@@ -39,6 +40,13 @@ class Op(Base):
         for a in axes:
             count *= x.shape[a]
         self.count = count
+        if (fn == "all") != (x.dtype == "bool"):
+            raise self.fail("all takes bool values, the others numbers (x is %s)" % x.dtype, "x")
+        if fn == "all":
+            if "q" in kv or "m" in kv:
+                raise self.fail("all has no q= or m= (bool values)", "q")
+            self.out = (shape, "bool", None)
+            return
         arg = fn in ("argmax", "argmin")
         if x.dtype == "f32" or arg:
             if "m" in kv:

@@ -369,3 +369,38 @@ def test_pack_prints_the_graph_summary(cli, onnx_files, tmp_path):
         assert (arena, scratch) == (planned["arena"], planned["scratch"])
         assert "wrote %s" % out in printed
     assert cli.ok("pack", onnx_files["cnn"], "-o", tmp_path / "quiet.mpyl", "-q") == ""
+
+
+def test_an_onnx_model_of_two_inputs_calibrates_on_a_npz_of_each(cli, tmp_path):
+    """--quantize int8 --calibrate on an ONNX (x + y) @ w of two inputs (it died with an
+    IndexError): a .npz of one array per input, named as the inputs; each value's calibrated
+    range is onnxruntime's over the samples, and the int8 model's outputs are the float ones
+    within a few of their codes."""
+    from host_tools import convert
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("MatMul", ["s", "w"], ["z"])],
+                          "g", [vi("x", TensorProto.FLOAT, [1, 8]), vi("y", TensorProto.FLOAT, [1, 8])],
+                          [vi("z", TensorProto.FLOAT, [1, 4])], [onnx.numpy_helper.from_array(w, "w")])
+    path = str(tmp_path / "two.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x, y = rng.standard_normal((20, 8)).astype(np.float32), (3 * rng.standard_normal((20, 8))).astype(np.float32)
+    np.savez(tmp_path / "s.npz", y=y, x=x)
+    q = convert.graph_of(path, "int8", str(tmp_path / "s.npz"), quiet=True, verbose=True)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    z = np.concatenate([sess.run(None, {"x": x[i:i + 1], "y": y[i:i + 1]})[0] for i in range(20)])
+    ranges = q.calibration["ranges"]
+    assert ranges["x"] == (x.min(), x.max()) and ranges["y"] == (y.min(), y.max())
+    assert ranges["z"] == (z.min(), z.max()), (ranges, z.min(), z.max())
+    out = tmp_path / "q.mpyl"
+    cli.ok("pack", path, "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "s.npz", "-q")
+    m = mmodel.from_container(mpy_lazy.open(out.read_bytes()))
+    (sx, zx), (sy, zy), (sz, zz) = m.inputs[0].q, m.inputs[1].q, m.outputs[0].q
+    for i in range(20):
+        m(np.clip(np.round(x[i] / sx) + zx, -128, 127).astype(int).tolist(),
+          np.clip(np.round(y[i] / sy) + zy, -128, 127).astype(int).tolist())
+        got = (np.array(m.tolist()) - zz) * sz
+        assert np.abs(got - z[i]).max() <= 4 * sz, (got, z[i])

@@ -123,3 +123,44 @@ def test_samples_in_torchs_order_for_a_tflite_are_named(cli, tmp_path):
     np.save(tmp_path / "nchw.npy", np.load(SAMPLES).transpose(0, 3, 1, 2))
     line = cli.fails("pack", FLOAT, "-o", tmp_path / "m.mpyl", "--quantize", "int8", "--calibrate", tmp_path / "nchw.npy")
     assert "other order" in line and "N, H, W, C" in line and "transpose(0, 2, 3, 1)" in line, line
+
+
+def test_a_model_of_two_inputs_calibrates_on_a_npz_of_each(cli, tmp_path):
+    """--calibrate on a float ADD of two inputs (it died with an IndexError): a .npz of one
+    array per input, named as the inputs, gives each input its own range (TFLite's asymmetric
+    int8 of its samples' min and max); the int8 model runs as TFLM runs that int8 ADD; one
+    array, or arrays of other names or counts, are refused in one line naming the fix."""
+    from test_tflite_elem import model
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S
+
+    v = ((1, 4, 6), "f32", None, None)
+    (tmp_path / "add.tflite").write_bytes(model(S.BuiltinOperator.ADD, [v, v, v], [0, 1], [2], [0, 1]))
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((20, 4, 6)).astype(np.float32), (3 * rng.standard_normal((20, 4, 6)) + 2).astype(np.float32)
+    np.savez(tmp_path / "two.npz", t1=b, t0=a)
+    out = tmp_path / "m.mpyl"
+    cli.ok("pack", tmp_path / "add.tflite", "-o", out, "--quantize", "int8", "--calibrate", tmp_path / "two.npz", "-q")
+    m = mmodel.from_container(_container(out))
+    qs = []
+    for inp, x in zip(m.inputs, (a, b)):
+        lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+        s, z = inp.q
+        assert abs(s - (hi - lo) / 255) <= 2 * ULP * s and z == round(-128 - lo / s), (inp.q, lo, hi)
+        qs.append((s, z))
+    assert qs[1][0] > 2 * qs[0][0]  # (each its own)
+    codes = [np.clip(np.round(x / s) + z, -128, 127).astype(np.int8) for x, (s, z) in zip((a[:5], b[:5]), qs)]
+    t = [((1, 4, 6), "i8", q, None) for q in qs + [m.outputs[0].q]]
+    (tmp_path / "int8.tflite").write_bytes(model(S.BuiltinOperator.ADD, t, [0, 1], [2], [0, 1]))
+    for k in range(5):
+        m(codes[0][k].reshape(-1).tolist(), codes[1][k].reshape(-1).tolist())
+        want = tflm_ref.run(str(tmp_path / "int8.tflite"), [(codes[0][k][None], codes[1][k][None])])[0]
+        assert m.tolist() == np.asarray(want).reshape(-1).tolist() and len(set(m.tolist())) > 5
+    np.save(tmp_path / "one.npy", a)
+    np.savez(tmp_path / "names.npz", x=a, y=b)
+    np.savez(tmp_path / "counts.npz", t0=a, t1=b[:12])
+    for fname, words in (("one.npy", "one array; the model has 2 inputs (t0, t1): give a .npz of one array of samples "
+                                     "per input, named as the inputs"),
+                         ("names.npz", "a .npz of x, y; the model has 2 inputs (t0, t1)"),
+                         ("counts.npz", "20, 12 samples of the inputs t0, t1: give as many of each")):
+        line = cli.fails("pack", tmp_path / "add.tflite", "-o", out, "--quantize", "int8", "--calibrate", tmp_path / fname)
+        assert words in line and "\n" not in line.strip(), line

@@ -1,6 +1,6 @@
 """The reductions and the ops of issue 29 beside them against TensorFlow Lite Micro itself:
 MEAN over any axes (not only an image's height and width) and SUM on int8, int16 and float32,
-REDUCE_MAX and REDUCE_MIN on int8 and float32, with keep_dims both ways, on 2-, 3- and 4-D
+REDUCE_MAX and REDUCE_MIN on int8 and float32, REDUCE_ALL on bool, with keep_dims both ways, on 2-, 3- and 4-D
 tensors; ARG_MAX and ARG_MIN (int32 indices, ties included) on int8 and float32; CUMSUM on int8
 and float32 along every axis, exclusive and reverse, its int8 accumulator wrapping as TFLM's;
 BATCH_MATMUL on int8, int16 (int64 sums) and float32 with adj_x / adj_y, batches, a shared
@@ -31,12 +31,15 @@ from host_util import tensors_of  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
+TYPES.setdefault("bool", (S.TensorType.BOOL, np.bool_))
 OP = S.BuiltinOperator
-QX = {"i8": (0.05, -7), "i16": (0.001, 0), "f32": None}
+QX = {"i8": (0.05, -7), "i16": (0.001, 0), "f32": None, "bool": None}
 
 
 def _x(dt, shape, seed, narrow=False):
     rng = np.random.default_rng(seed)
+    if dt == "bool":  # (all_cases: true often enough that a reduction is true half the time)
+        return rng.random(shape) < 0.5 ** (1 / max(1, narrow))
     if dt == "f32":
         return (rng.standard_normal(shape) * (1 if not narrow else 3)).round(1 if narrow else 7).astype(np.float32)
     info = np.iinfo(TYPES[dt][1])
@@ -183,10 +186,26 @@ def cases_of(dt):
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
 
 
+def all_cases():
+    """REDUCE_ALL (TFLM's takes bool only) over the forms of the other reductions."""
+    out = {}
+    for form, shape, axes, keep in (("hw_keep", (1, 4, 5, 6), [1, 2], True), ("c", (1, 4, 5, 6), [3], False),
+                                    ("h", (1, 4, 5, 6), [-3], True), ("wc", (1, 4, 3, 2), [2, 3], False),
+                                    ("every", (1, 3, 4, 5), [0, 1, 2, 3], True), ("batch", (1, 3, 4, 5), [0], False),
+                                    ("3d", (1, 7, 6), [1], False), ("2d_rows", (4, 9), [0], False),
+                                    ("2d_dup", (4, 3), [1, -1], True)):
+        data, _ = reducer(OP.REDUCE_ALL, "bool", shape, axes, keep)
+        count = int(np.prod([shape[a] for a in {a % len(shape) for a in axes}]))
+        x = _x("bool", shape, 43 + len(out), narrow=count)
+        out["all_%s_bool" % form] = (data, [x[0] if shape[0] == 1 and len(shape) > 1 else x])
+    return out
+
+
 def models():
     out = {}
     for dt in ("i8", "i16", "f32"):
         out.update(cases_of(dt))
+    out.update(all_cases())
     return out
 
 
@@ -263,6 +282,9 @@ def test_the_cases_reach_ties_and_saturation(cases):
             assert len(set(c.want[0].tolist())) > 2, name
     wraps = cases[0]["cumsum_wraps_i8"].want[0].tolist()  # (TFLM's int32 accumulator wraps)
     assert 0 < wraps[29] < 127 and wraps[30] < 0, wraps
+    for name, c in cases[0].items():  # (REDUCE_ALL: true and false, but over every element)
+        if name.startswith("all_") and "every" not in name:
+            assert set(c.want[0].astype(int).tolist()) == {0, 1}, name
 
 
 def test_general_mean_takes_the_reduce_kind(cases):
@@ -315,6 +337,8 @@ def test_refusals(cli, tmp_path):
         "bmm_const_lhs": (_const_lhs(), "constant left-hand side"),
         "bmm_i16_zero_point": (_with_q(batch_matmul("i16", (1, 4, 6), (1, 6, 5))[0], 1, 5), "zero points"),
         "cumsum_i16": (cumsum("i16", (1, 4, 6), 1, False, False, QX["i16"])[0], "int16"),
+        "all_i8": (reducer(OP.REDUCE_ALL, "i8", (1, 4, 6), [1], False)[0], "takes bool"),
+        "sum_bool": (reducer(OP.SUM, "bool", (1, 4, 6), [1], False)[0], "bool tensors"),
     }
     for name, (data, words) in bad.items():
         p = tmp_path / (name + ".tflite")
@@ -371,3 +395,19 @@ def test_a_bad_record_field_is_refused_at_load(cases, case, field, value, words)
     with kernel_path("pure"), pytest.raises(ContainerError) as e:
         mmodel.from_container(mpy_lazy.open(bytes(buf)))
     assert e.value.field == "program" and words in str(e.value) and str(e.value).startswith("graph line "), str(e.value)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("reduce x=a y=y fn=all axes=0", "all takes bool values, the others numbers (x is i8)"),
+    ("reduce x=b y=y fn=min axes=0 q=0.1,0", "all takes bool values, the others numbers (x is bool)"),
+    ("reduce x=b y=y fn=all axes=0 q=0.1,0", "all has no q= or m="),
+])
+def test_reduce_all_description_refused(line, words):
+    """fn=all on numbers, the others on bool values, a q= on bool: refused in one line."""
+    from mpy_lazy import ContainerError
+    from mpy_lazy.model import Model
+
+    text = "input y=a shape=4 dtype=i8 q=0.1,0\ninput y=b shape=4 dtype=bool\n%s\noutput x=y" % line
+    with pytest.raises(ContainerError) as e:
+        Model(text)
+    assert words in str(e.value), str(e.value)
