@@ -97,7 +97,7 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog", "delay"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker"):
         return "i16"
     return x_dtype
 
@@ -740,6 +740,8 @@ def cast(ins, kv, qin, tensors):
     if kv["x_dtype"] == "f32":
         with np.errstate(invalid="ignore"):
             return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), lo, hi)).astype(np.int64)
+    if dt == "bool":  # (the runtime keeps the low byte: a flag's 0 or 1)
+        return x & 255
     bits = {"i8": 8, "i16": 16, "i32": 32}[dt]
     return (x + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
 
@@ -1360,7 +1362,24 @@ def _addn(ins, kv, qin, tensors):
     return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay")
+def stacker(ins, kv, qin, tensors, state):
+    """Frames stacked left + right + 1 at a time, advanced by step: the stack then its valid flag
+    (TFLM's circular buffer: the first frame counts left + 1 times; the frames held are state).
+    Not valid: the stack is the last one given (TFLM leaves its output as it was)."""
+    left, right, step = kv["opts"]
+    x = ins[0].reshape(1, -1)
+    held, out = state.get(kv["y"], (None, np.zeros((left + right + 1) * x.size + 1, np.int64)))
+    held = np.repeat(x, left + 1, axis=0) if held is None else np.concatenate([held, x])
+    out = out.copy()
+    out[-1] = len(held) == left + right + 1
+    if out[-1]:
+        out[:-1] = held.reshape(-1)
+        held = held[step:]
+    state[kv["y"]] = (held, out)
+    return out
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker")
 def delay(ins, kv, qin, tensors, state):
     """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
     x = ins[0]
@@ -1406,4 +1425,5 @@ _OPS = {
     "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
     "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
     "delay": delay,
+    "stacker": stacker,
 }

@@ -17,6 +17,7 @@ TYPES = {
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
+    "CUSTOM SignalStacker": "int16 bool",
 }
 MAX_FFT = 1 << 15
 
@@ -63,12 +64,14 @@ def _const(r, j, n=None):
     return v
 
 
-def _node(r, op, xs, i, shape, **attrs):
-    """A graph op writing tensor i, an int32/uint32 value of `shape` (a scalar: one value)."""
-    y = "t%d" % i
+def _node(r, op, xs, i, shape, dt="i32", **attrs):
+    """A graph op writing tensor i, an int32/uint32 value of `shape` (a scalar: one value), or
+    of `dt`."""
+    y = "t%d" % i if isinstance(i, int) else i
     r.ir.shapes[y] = tuple(shape)
-    r.ir.q[y] = (1.0, 0)
-    r.ir.dtypes[y] = "i32"
+    if dt != "bool":
+        r.ir.q[y] = (1.0, 0)
+    r.ir.dtypes[y] = dt
     r.ir.nodes.append(Node(op, xs, y, r.what, **attrs))
     return y
 
@@ -207,3 +210,20 @@ def op_SignalDelay(r):
         raise r.err("output of shape %s for input %s, delay_length %d (0..65535)"
                     % (list(r.tensor(r.outs[0])[1]), list(r.tensor(r.ins[0])[1]), d))
     r.emit("delay", [r.value(r.ins[0])], opts=(d,))
+
+
+def op_SignalStacker(r):
+    _types(r, ("INT16",), ("INT16", "BOOL"))
+    c, left, right, step = options(r, "num_channels", "stacker_left_context", "stacker_right_context",
+                                   "stacker_step")
+    x, y, valid = (r.tensor(i)[1] for i in (r.ins[0], r.outs[0], r.outs[1]))
+    frames = left + right + 1
+    if (list(x) != [c] or list(y) != [c * frames] or list(valid) or min(c, left, right) < 0
+            or not 1 <= step <= frames):
+        raise r.err("input %s, outputs %s and %s for num_channels %d, left %d, right %d, step %d "
+                    "(1..left + right + 1)" % (list(x), list(y), list(valid), c, left, right, step))
+    both = "t%d.both" % r.outs[0]  # the stack, then the valid flag
+    _node(r, "stacker", [r.value(r.ins[0])], both, (c * frames + 1,), "i16", opts=(left, right, step))
+    _node(r, "slice", [both], r.outs[0], (c * frames,), "i16", begin=(0,), end=(c * frames,))
+    _node(r, "slice", [both], both + ".valid", (1,), "i16", begin=(c * frames,), end=(c * frames + 1,))
+    _node(r, "cast", [both + ".valid"], r.outs[1], (1,), "bool", dtype="bool")

@@ -16,20 +16,24 @@
 #   fblog      y = min(Log32(x << c, scale), 32767) (int16; 0 where x << c <= 1)
 #   delay      each row (x's last axis) delayed by D samples: the state holds each row's last D
 #              samples (zeros at the start and on reset()), as TFLM's circular buffers
+#   stacker    frames of C samples (x: one frame per call) stacked left+right+1 at a time, then
+#              advanced by step frames; y = the stack then the valid flag (0: not yet full). The
+#              first frame counts left+1 times; the frames held are state (reset() clears them)
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
-# fblog correction_bits,output_scale; delay delay_length.
+# fblog correction_bits,output_scale; delay delay_length; stacker left,right,step.
 from .._arith import micropython
-from ..kinds import (SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
+from ..kinds import (SDELAY, SSTACKER, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
                      SSPECSUB, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
-         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1}
+         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
+         "stacker": 3}
 
 
 class Op(Base):
@@ -48,7 +52,7 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay") else "i32"
+        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -112,6 +116,13 @@ class Op(Base):
                 raise self.fail("delay_length %d: 0..65535" % o[0], "opts")
             dt = "i16"
             self.persist = max(4, (2 * o[0] * (x.size // x.shape[-1]) + 3) // 4 * 4)  # (0: a place all the same)
+        elif name == "stacker":
+            frames = o[0] + o[1] + 1
+            if len(x.shape) != 1 or not 1 <= o[2] <= frames or frames * x.size > 1 << 24:
+                raise self.fail("left %d, right %d, step %d over frames of %s: a frame (one axis) and "
+                                "1 <= step <= left + right + 1" % (o + (x.shape,)), "opts")
+            shape, dt = (frames * x.size + 1,), "i16"
+            self.persist = (2 * (frames * x.size + 2) + 3) // 4 * 4
         self.out = (shape, dt, (1.0, 0))
 
     def records(self, c):
@@ -137,6 +148,8 @@ class Op(Base):
             return [c.record(SPCAN, [xo, c.off(self.x[1]), yo, x.size, o[0], self.lut] + c.ref(self.table))]
         if name == "delay":
             return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
+        if name == "stacker":
+            return [c.record(SSTACKER, [xo, yo, x.size] + list(o) + [c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
 
 
@@ -145,7 +158,8 @@ class Op(Base):
 FAST = "_viper_signal"  # (rfft and energy there; the other kinds run their native reference kernels)
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
            SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
-           SDELAY: "delay"}
+           SDELAY: "delay",
+           SSTACKER: "stacker"}
 
 
 def check(r, E):
@@ -226,6 +240,15 @@ def check(r, E):
         r.region(2, "x", 2 * f * rows, 2)
         r.region(3, "y", 2 * f * rows, 2)
         r.region(7, "state", 2 * d * rows, 2)
+    elif kind == SSTACKER:
+        c, left, right = r.range(4, "x", 1, 1 << 24), r.range(5, "left", 0, 1 << 24), r.range(6, "right", 0, 1 << 24)
+        frames = left + right + 1
+        r.range(7, "step", 1, frames)
+        if frames * c > 1 << 24:
+            r.fail("x", "%d frames of %d samples: too large" % (frames, c))
+        r.region(2, "x", 2 * c, 2)
+        r.region(3, "y", 2 * (frames * c + 1), 2)
+        r.region(8, "state", 2 * (frames * c + 2), 2)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -241,6 +264,8 @@ def state(P, k):
         return ((P[k + 5], P[k + 4], 0, 4),)
     if P[k] & 255 == SDELAY:
         return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
+    if P[k] & 255 == SSTACKER:
+        return ((P[k + 8], P[k + 4] * (P[k + 5] + P[k + 6] + 1) + 2, 0, 2),)
     return ()
 
 
@@ -664,3 +689,42 @@ def delay(E, P, k):
             a[y0 + i] = a[s0 + i] if i < d else a[x0 + i - d]
         for j in range(d):  # (reads at or past j: the state shifts in place)
             a[s0 + j] = a[s0 + f + j] if f + j < d else a[x0 + f + j - d]
+
+
+# stacker record: 2 XO (i16 [C]) 3 YO (i16 [B + 1], B = C * FRAMES, FRAMES = LEFT + RIGHT + 1) 4 C
+# 5 LEFT 6 RIGHT 7 STEP (1..FRAMES) 8 STATE (i16 [B + 2]: the frames held, oldest first, then
+# their count and 1 once the first frame came). TFLM's circular buffer of B samples, unrolled:
+# x in; the first frame again LEFT times; when FRAMES are held, y = them and 1, and the oldest
+# STEP leave; else y[B] = 0 (y[:B] untouched, as TFLM's output).
+
+@micropython.native
+def stacker(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    c = P[k + 4]
+    left = P[k + 5]
+    frames = left + P[k + 6] + 1
+    step = P[k + 7]
+    so = P[k + 8] // 2
+    b = c * frames
+    n = a[so + b]
+    at = so + n * c
+    for i in range(c):
+        a[at + i] = a[xo + i]
+    n += 1
+    if a[so + b + 1] == 0:
+        a[so + b + 1] = 1
+        for i in range(left * c):
+            a[at + c + i] = a[at + i % c]
+        n += left
+    if n < frames:
+        a[yo + b] = 0
+    else:
+        for i in range(b):
+            a[yo + i] = a[so + i]
+        a[yo + b] = 1
+        n -= step
+        for i in range(n * c):
+            a[so + i] = a[so + step * c + i]
+    a[so + b] = n
