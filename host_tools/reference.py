@@ -97,7 +97,7 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer"):
         return "i16"
     return x_dtype
 
@@ -1379,7 +1379,31 @@ def stacker(ins, kv, qin, tensors, state):
     return out
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker")
+def framer(ins, kv, qin, tensors, state):
+    """Each row (the last axis) cut into frames of size samples advancing by step, then the valid
+    flag (TFLM's circular buffer per row: the samples not yet framed are state; prefill: size -
+    step zeros first). A frame not yet full is the last one given (TFLM leaves it)."""
+    size, step, prefill = kv["opts"]
+    rows = ins[0].reshape(-1, ins[0].shape[-1])
+    n = rows.shape[1] // step
+    held, out = state.get(kv["y"], ([np.zeros(size - step if prefill else 0, np.int64)] * len(rows),
+                                    np.zeros(len(rows) * n * size + 1, np.int64)))
+    out, held, valid = out.copy(), list(held), 1
+    for i, row in enumerate(rows):
+        for f in range(n):
+            held[i] = np.concatenate([held[i], row[f * step:(f + 1) * step]])
+            if len(held[i]) < size:
+                valid = 0
+            else:
+                at = (i * n + f) * size
+                out[at:at + size] = held[i][:size]
+                held[i] = held[i][step:]
+    out[-1] = valid
+    state[kv["y"]] = (held, out)
+    return out
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker", "framer")
 def delay(ins, kv, qin, tensors, state):
     """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
     x = ins[0]
@@ -1426,4 +1450,5 @@ _OPS = {
     "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
     "delay": delay,
     "stacker": stacker,
+    "framer": framer,
 }

@@ -60,7 +60,8 @@ ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library 
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
     "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction", "SignalPCAN", "SignalFilterBankLog",
     "SignalDelay",
-    "SignalStacker")})
+    "SignalStacker",
+    "SignalFramer")})
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;

@@ -123,6 +123,7 @@ OPS = {
     "addn": (("x", "y"), ("q", "m", "clamp")),
     "delay": (("x", "y", "opts"), ("q",)),
     "stacker": (("x", "y", "opts"), ("q",)),
+    "framer": (("x", "y", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -124,7 +124,8 @@ _OPS = {
 _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
              "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
              "delay": "signal",
-             "stacker": "signal"})
+             "stacker": "signal",
+             "framer": "signal"})
 
 
 def _room(name):

@@ -73,6 +73,7 @@ SIGNAL = {
     "CUSTOM SignalFilterBankSpectralSubtraction": "uint32", "CUSTOM SignalPCAN": "uint32 int16",
     "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
     "CUSTOM SignalStacker": "int16 bool",
+    "CUSTOM SignalFramer": "int16 bool",
 }
 
 

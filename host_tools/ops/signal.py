@@ -17,7 +17,7 @@ TYPES = {
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
-    "CUSTOM SignalStacker": "int16 bool",
+    "CUSTOM SignalStacker": "int16 bool", "CUSTOM SignalFramer": "int16 bool",
 }
 MAX_FFT = 1 << 15
 
@@ -64,11 +64,11 @@ def _const(r, j, n=None):
     return v
 
 
-def _node(r, op, xs, i, shape, dt="i32", **attrs):
-    """A graph op writing tensor i, an int32/uint32 value of `shape` (a scalar: one value), or
+def _node(r, op, xs, i, yshape, dt="i32", **attrs):
+    """A graph op writing tensor i, an int32/uint32 value of `yshape` (a scalar: one value), or
     of `dt`."""
     y = "t%d" % i if isinstance(i, int) else i
-    r.ir.shapes[y] = tuple(shape)
+    r.ir.shapes[y] = tuple(yshape)
     if dt != "bool":
         r.ir.q[y] = (1.0, 0)
     r.ir.dtypes[y] = dt
@@ -222,8 +222,31 @@ def op_SignalStacker(r):
             or not 1 <= step <= frames):
         raise r.err("input %s, outputs %s and %s for num_channels %d, left %d, right %d, step %d "
                     "(1..left + right + 1)" % (list(x), list(y), list(valid), c, left, right, step))
-    both = "t%d.both" % r.outs[0]  # the stack, then the valid flag
-    _node(r, "stacker", [r.value(r.ins[0])], both, (c * frames + 1,), "i16", opts=(left, right, step))
-    _node(r, "slice", [both], r.outs[0], (c * frames,), "i16", begin=(0,), end=(c * frames,))
-    _node(r, "slice", [both], both + ".valid", (1,), "i16", begin=(c * frames,), end=(c * frames + 1,))
+    _flagged(r, "stacker", (c * frames,), opts=(left, right, step))
+
+
+def _flagged(r, op, shape, **attrs):
+    """An op of two outputs, int16 values of `shape` and a bool valid flag (TFLM's stacker and
+    framer): a graph op writing both (the flag last), two slices and a cast to bool."""
+    n = int(np.prod(shape))
+    both = "t%d.both" % r.outs[0]
+    _node(r, op, [r.value(r.ins[0])], both, (n + 1,), "i16", **attrs)
+    flat = both + ".y" if len(shape) > 1 else r.outs[0]
+    _node(r, "slice", [both], flat, (n,), "i16", begin=(0,), end=(n,))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], shape, "i16", shape=tuple(shape))
+    _node(r, "slice", [both], both + ".valid", (1,), "i16", begin=(n,), end=(n + 1,))
     _node(r, "cast", [both + ".valid"], r.outs[1], (1,), "bool", dtype="bool")
+
+
+def op_SignalFramer(r):
+    _types(r, ("INT16",), ("INT16", "BOOL"))
+    size, step, prefill = options(r, "frame_size", "frame_step", "prefill")
+    x, y, valid = (list(r.tensor(i)[1]) for i in (r.ins[0], r.outs[0], r.outs[1]))
+    row = x[-1] if x else 0
+    if (not 1 <= step <= row or row % step or y != x[:-1] + [row // step, size] or valid or size < 1
+            or size + step > 32767 or prefill and size < step):
+        raise r.err("input %s, outputs %s and %s for frame_size %d, frame_step %d, prefill %d (steps "
+                    "dividing the last axis, size + step <= 32767, a prefill: step <= size)"
+                    % (x, y, valid, size, step, prefill))
+    _flagged(r, "framer", tuple(y), opts=(size, step, prefill))

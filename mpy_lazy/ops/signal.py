@@ -19,21 +19,26 @@
 #   stacker    frames of C samples (x: one frame per call) stacked left+right+1 at a time, then
 #              advanced by step frames; y = the stack then the valid flag (0: not yet full). The
 #              first frame counts left+1 times; the frames held are state (reset() clears them)
+#   framer     each row (x's last axis, N x step samples) cut into N frames of size samples,
+#              advancing by step; y = the frames then the valid flag (0: some frame not yet
+#              full, left as it was). Each row's samples not yet framed are state (prefill:
+#              size - step zeros at the start and on reset())
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
-# fblog correction_bits,output_scale; delay delay_length; stacker left,right,step.
+# fblog correction_bits,output_scale; delay delay_length; stacker left,right,step;
+# framer size,step,prefill.
 from .._arith import micropython
-from ..kinds import (SDELAY, SSTACKER, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
+from ..kinds import (SDELAY, SFRAMER, SSTACKER, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
                      SSPECSUB, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
          "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
-         "stacker": 3}
+         "stacker": 3, "framer": 3}
 
 
 class Op(Base):
@@ -52,7 +57,7 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker") else "i32"
+        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -123,6 +128,16 @@ class Op(Base):
                                 "1 <= step <= left + right + 1" % (o + (x.shape,)), "opts")
             shape, dt = (frames * x.size + 1,), "i16"
             self.persist = (2 * (frames * x.size + 2) + 3) // 4 * 4
+        elif name == "framer":
+            size, step, prefill = o
+            row = x.shape[-1]
+            if not 1 <= step <= row or row % step or size < 1 or size + step > 32767 or prefill > 1 or \
+                    prefill and size < step:
+                raise self.fail("frame_size %d, frame_step %d, prefill %d over rows of %d: steps dividing "
+                                "the row, size + step <= 32767 (a prefill: step <= size)" % (size, step, prefill, row), "opts")
+            rows = x.size // row
+            shape, dt = (rows * (row // step) * size + 1,), "i16"
+            self.persist = (2 * rows * (size + step + 1) + 3) // 4 * 4
         self.out = (shape, dt, (1.0, 0))
 
     def records(self, c):
@@ -150,6 +165,8 @@ class Op(Base):
             return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
         if name == "stacker":
             return [c.record(SSTACKER, [xo, yo, x.size] + list(o) + [c.state])]
+        if name == "framer":
+            return [c.record(SFRAMER, [xo, yo, x.size // x.shape[-1], x.shape[-1] // o[1]] + list(o) + [c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
 
 
@@ -159,7 +176,8 @@ FAST = "_viper_signal"  # (rfft and energy there; the other kinds run their nati
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
            SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
            SDELAY: "delay",
-           SSTACKER: "stacker"}
+           SSTACKER: "stacker",
+           SFRAMER: "framer"}
 
 
 def check(r, E):
@@ -249,6 +267,18 @@ def check(r, E):
         r.region(2, "x", 2 * c, 2)
         r.region(3, "y", 2 * (frames * c + 1), 2)
         r.region(8, "state", 2 * (frames * c + 2), 2)
+    elif kind == SFRAMER:
+        rows, frames = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+        size, step = r.range(6, "frame_size", 1, 32766), r.range(7, "frame_step", 1, 32766)
+        if size + step > 32767:
+            r.fail("frame_size", "frames of %d advancing by %d: size + step up to 32767" % (size, step))
+        if r.range(8, "prefill", 0, 1) and size < step:
+            r.fail("prefill", "frames of %d advancing by %d" % (size, step))
+        if rows * frames * (size + step) > 1 << 24:
+            r.fail("x", "%d rows of %d frames of %d: too large" % (rows, frames, size))
+        r.region(2, "x", 2 * rows * frames * step, 2)
+        r.region(3, "y", 2 * (rows * frames * size + 1), 2)
+        r.region(9, "state", 2 * rows * (size + step + 1), 2)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -266,6 +296,8 @@ def state(P, k):
         return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
     if P[k] & 255 == SSTACKER:
         return ((P[k + 8], P[k + 4] * (P[k + 5] + P[k + 6] + 1) + 2, 0, 2),)
+    if P[k] & 255 == SFRAMER:
+        return ((P[k + 9], P[k + 4] * (P[k + 6] + P[k + 7] + 1), 0, 2),)
     return ()
 
 
@@ -728,3 +760,42 @@ def stacker(E, P, k):
         for i in range(n * c):
             a[so + i] = a[so + step * c + i]
     a[so + b] = n
+
+
+# framer record: 2 XO (i16 ROWS x N x STEP) 3 YO (i16 [B + 1], B = ROWS x N x SIZE) 4 ROWS 5 N
+# 6 SIZE 7 STEP 8 PREFILL (0, 1) 9 STATE (i16 per row [SIZE + STEP + 1]: the samples held, then
+# their count less the prefill, SIZE - STEP zeros or none). TFLM's circular buffer per row,
+# unrolled: STEP samples in; SIZE held: a frame out and the oldest STEP leave; else y[B] = 0.
+
+@micropython.native
+def framer(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    pre = size - step if P[k + 8] else 0
+    so = P[k + 9] // 2
+    stride = size + step + 1
+    b = rows * frames * size
+    a[yo + b] = 1
+    for r in range(rows):
+        s = so + r * stride
+        for f in range(frames):
+            held = a[s + size + step] + pre
+            x0 = xo + (r * frames + f) * step
+            for i in range(step):
+                a[s + held + i] = a[x0 + i]
+            held += step
+            if held < size:
+                a[yo + b] = 0
+            else:
+                y0 = yo + (r * frames + f) * size
+                for i in range(size):
+                    a[y0 + i] = a[s + i]
+                held -= step
+                for i in range(held):
+                    a[s + i] = a[s + step + i]
+            a[s + size + step] = held - pre

@@ -61,11 +61,11 @@ def _outputs(m):
 
 
 def _seen(name, got, want):
-    """The outputs compared: energy's bins 3..59 (TFLM writes those only); a stacker's stack only
-    where valid (TFLM leaves it as it was otherwise)."""
+    """The outputs compared: energy's bins 3..59 (TFLM writes those only); a stacker's or framer's
+    frames only where valid (TFLM leaves them as they were otherwise)."""
     if name == "energy":
         return [got[0][3:60]], [want[0][3:60]]
-    if name.startswith("stacker") and not want[1][0]:
+    if name.startswith(("stacker", "framer")) and not want[1][0]:
         return [got[1]], [want[1]]
     return got, want
 
@@ -283,6 +283,14 @@ def one_op_models():
             "stacker_step": step}, [((c,), "i16", None, None), ((b,), "i16", None, None),
                                     ((), "bool", None, None)], [0], [1, 2], [0]), \
             [[rng.integers(I16.min, I16.max, c, endpoint=True).astype(np.int16)] for _ in range(9)]
+    for shape, size, step, prefill in (((32,), 48, 16, 0), ((2, 20), 30, 10, 1), ((12,), 5, 4, 0),
+                                       ((3, 8), 8, 8, 1), ((16,), 40, 8, 1)):
+        n = shape[-1] // step
+        out["framer%s_%d_%d_%d" % ("x".join(map(str, shape)), size, step, prefill)] = _custom("SignalFramer", {
+            "frame_size": size, "frame_step": step, "prefill": bool(prefill)}, [
+            (shape, "i16", None, None), (shape[:-1] + (n, size), "i16", None, None), ((), "bool", None, None)],
+            [0], [1, 2], [0]), [[rng.integers(I16.min, I16.max, shape, endpoint=True).astype(np.int16)]
+                                for _ in range(7)]
     return out
 
 
@@ -401,6 +409,9 @@ def _refusals():
             "num_channels": 4, "stacker_left_context": 1, "stacker_right_context": 0, "stacker_step": 3}, [
             ((4,), "i16", None, None), ((8,), "i16", None, None), ((), "bool", None, None)], [0], [1, 2], [0]),
             ("SignalStacker", "step 3")),
+        "framer_step_not_dividing": (_custom("SignalFramer", {"frame_size": 8, "frame_step": 5, "prefill": False}, [
+            ((12,), "i16", None, None), ((2, 8), "i16", None, None), ((), "bool", None, None)], [0], [1, 2], [0]),
+            ("SignalFramer", "frame_step 5")),
         "uint32_into_add": (model(S.BuiltinOperator.ADD, [((40,), "u32", None, None)] * 3, [0, 1], [2], [0, 1]),
                             ("(ADD)", "uint32")),
         "uint32_to_float": (model(S.BuiltinOperator.CAST, [((40,), "u32", None, None), ((40,), "f32", None, None)],
@@ -432,6 +443,20 @@ def test_delay_reset_starts_again(one_ops):
     """SignalDelay's samples carry from call to call (TFLM's answers above); reset() zeroes them:
     the first call's answer again."""
     c = one_ops[0]["delay20_50"]
+    assert c.want[0] != c.want[3]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        for x in c.xs[:4]:
+            m(*x)
+        m.reset()
+        m(*c.xs[0])
+        assert _outputs(m) == c.want[0]
+
+
+def test_framer_reset_prefills_again(one_ops):
+    """SignalFramer's samples carry from call to call; reset() puts back the prefill zeros: the
+    first call's frames again."""
+    c = one_ops[0]["framer2x20_30_10_1"]
     assert c.want[0] != c.want[3]
     with kernel_path("pure"):
         m = mmodel.from_container(mpy_lazy.open(c.data))
