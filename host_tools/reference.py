@@ -1403,7 +1403,26 @@ def framer(ins, kv, qin, tensors, state):
     return out
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker", "framer")
+def overlap(ins, kv, qin, tensors, state):
+    """Each row of frames (the last two axes) added up overlapping by step (int16: saturated;
+    float32: float32 sums); the sums not yet given out are state."""
+    x = ins[0]
+    step, n, size = kv["opts"]
+    f32 = kv["x_dtype"] == "f32"
+    frames = x.reshape(-1, n, size).astype(np.float32 if f32 else np.int64)
+    acc = state.get(kv["y"], np.zeros((len(frames), size), frames.dtype)).copy()
+    out = np.zeros((len(frames), n * step), frames.dtype)
+    for f in range(n):
+        acc = acc + frames[:, f]
+        if not f32:
+            acc = np.clip(acc, -32768, 32767)
+        out[:, f * step:(f + 1) * step] = acc[:, :step]
+        acc = np.concatenate([acc[:, step:], np.zeros((len(frames), step), acc.dtype)], axis=1)
+    state[kv["y"]] = acc
+    return out.reshape(-1).astype(np.float64 if f32 else np.int64)
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker", "framer", "overlap")
 def delay(ins, kv, qin, tensors, state):
     """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
     x = ins[0]
@@ -1451,4 +1470,5 @@ _OPS = {
     "delay": delay,
     "stacker": stacker,
     "framer": framer,
+    "overlap": overlap,
 }

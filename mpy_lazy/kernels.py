@@ -125,7 +125,8 @@ _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rff
              "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
              "delay": "signal",
              "stacker": "signal",
-             "framer": "signal"})
+             "framer": "signal",
+             "overlap": "signal"})
 
 
 def _room(name):

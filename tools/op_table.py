@@ -74,6 +74,7 @@ SIGNAL = {
     "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
     "CUSTOM SignalStacker": "int16 bool",
     "CUSTOM SignalFramer": "int16 bool",
+    "CUSTOM SignalOverlapAdd": "int16 float32",
 }
 
 

@@ -18,6 +18,7 @@ TYPES = {
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
     "CUSTOM SignalStacker": "int16 bool", "CUSTOM SignalFramer": "int16 bool",
+    "CUSTOM SignalOverlapAdd": "int16 float32",
 }
 MAX_FFT = 1 << 15
 
@@ -69,7 +70,7 @@ def _node(r, op, xs, i, yshape, dt="i32", **attrs):
     of `dt`."""
     y = "t%d" % i if isinstance(i, int) else i
     r.ir.shapes[y] = tuple(yshape)
-    if dt != "bool":
+    if dt not in ("bool", "f32"):
         r.ir.q[y] = (1.0, 0)
     r.ir.dtypes[y] = dt
     r.ir.nodes.append(Node(op, xs, y, r.what, **attrs))
@@ -250,3 +251,20 @@ def op_SignalFramer(r):
                     "dividing the last axis, size + step <= 32767, a prefill: step <= size)"
                     % (x, y, valid, size, step, prefill))
     _flagged(r, "framer", tuple(y), opts=(size, step, prefill))
+
+
+def op_SignalOverlapAdd(r):
+    typ = r.tensor(r.ins[0])[2]
+    _types(r, (typ,), (typ,))
+    if typ not in ("INT16", "FLOAT32"):
+        raise r.err("input of type %s: int16 or float32" % typ)
+    step, = options(r, "frame_step")
+    x, y = (list(r.tensor(i)[1]) for i in (r.ins[0], r.outs[0]))
+    if len(x) < 2 or not 1 <= step <= x[-1] or y != x[:-2] + [x[-2] * step]:
+        raise r.err("input %s, output %s for frame_step %d (frames: the last two axes; 1 <= step <= "
+                    "frame size)" % (x, y, step))
+    dt = "f32" if typ == "FLOAT32" else "i16"
+    flat = "t%d.flat" % r.outs[0] if len(y) > 1 else r.outs[0]
+    _node(r, "overlap", [r.value(r.ins[0])], flat, (int(np.prod(y)),), dt, opts=(step, x[-2], x[-1]))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], tuple(y), dt, shape=tuple(y))

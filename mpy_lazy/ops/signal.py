@@ -23,22 +23,26 @@
 #              advancing by step; y = the frames then the valid flag (0: some frame not yet
 #              full, left as it was). Each row's samples not yet framed are state (prefill:
 #              size - step zeros at the start and on reset())
+#   overlap    each row of frames (x's last two axes, N x size, i16 or f32) added up overlapping
+#              by step: y (flat) = the N x step samples done per row; the rest of the sums are state (zero at
+#              the start and on reset()); i16 sums saturate
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
 # fblog correction_bits,output_scale; delay delay_length; stacker left,right,step;
-# framer size,step,prefill.
+# framer size,step,prefill; overlap step,frames (a row),size.
 from .._arith import micropython
-from ..kinds import (SDELAY, SFRAMER, SSTACKER, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
-                     SSPECSUB, SWINDOW)
+from ..kinds import (FOVERLAP, SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
+                     SOVERLAP, SPCAN, SRFFT, SSPECSUB, SSTACKER, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
          "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
-         "stacker": 3, "framer": 3}
+         "stacker": 3, "framer": 3,
+         "overlap": 3}
 
 
 class Op(Base):
@@ -57,7 +61,8 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer") else "i32"
+        xdt = "f32" if name == "overlap" and x.dtype == "f32" else "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer",
+                                                   "overlap") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -138,7 +143,14 @@ class Op(Base):
             rows = x.size // row
             shape, dt = (rows * (row // step) * size + 1,), "i16"
             self.persist = (2 * rows * (size + step + 1) + 3) // 4 * 4
-        self.out = (shape, dt, (1.0, 0))
+        elif name == "overlap":
+            step, frames, size = o
+            if not 1 <= step <= size or frames < 1 or x.size % (frames * size):
+                raise self.fail("%d values in frames of %d, %d a row, frame_step %d: 1 <= step <= frame "
+                                "size" % (x.size, size, frames, step), "opts")
+            shape, dt = (x.size // size * step,), xdt
+            self.persist = ((4 if dt == "f32" else 2) * x.size // frames + 3) // 4 * 4
+        self.out = (shape, dt, None if dt == "f32" else (1.0, 0))
 
     def records(self, c):
         x, y, o, name = self.x[0], self.y, self.o, self.name
@@ -165,6 +177,9 @@ class Op(Base):
             return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
         if name == "stacker":
             return [c.record(SSTACKER, [xo, yo, x.size] + list(o) + [c.state])]
+        if name == "overlap":
+            return [c.record(SOVERLAP if x.dtype == "i16" else FOVERLAP,
+                             [xo, yo, x.size // (o[1] * o[2]), o[1], o[2], o[0], c.state])]
         if name == "framer":
             return [c.record(SFRAMER, [xo, yo, x.size // x.shape[-1], x.shape[-1] // o[1]] + list(o) + [c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
@@ -177,7 +192,8 @@ KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT:
            SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
            SDELAY: "delay",
            SSTACKER: "stacker",
-           SFRAMER: "framer"}
+           SFRAMER: "framer",
+           SOVERLAP: "overlap", FOVERLAP: "foverlap"}
 
 
 def check(r, E):
@@ -279,6 +295,16 @@ def check(r, E):
         r.region(2, "x", 2 * rows * frames * step, 2)
         r.region(3, "y", 2 * (rows * frames * size + 1), 2)
         r.region(9, "state", 2 * rows * (size + step + 1), 2)
+    elif kind in (SOVERLAP, FOVERLAP):
+        es = 2 if kind == SOVERLAP else 4
+        rows, frames = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+        size = r.range(6, "x", 1, 1 << 24)
+        step = r.range(7, "frame_step", 1, size)
+        if rows * frames * size > 1 << 24:
+            r.fail("x", "%d rows of %d frames of %d: too large" % (rows, frames, size))
+        r.region(2, "x", es * rows * frames * size, es)
+        r.region(3, "y", es * rows * frames * step, es)
+        r.region(8, "state", es * rows * size, es)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -296,6 +322,8 @@ def state(P, k):
         return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
     if P[k] & 255 == SSTACKER:
         return ((P[k + 8], P[k + 4] * (P[k + 5] + P[k + 6] + 1) + 2, 0, 2),)
+    if P[k] & 255 in (SOVERLAP, FOVERLAP):
+        return ((P[k + 8], P[k + 4] * P[k + 6], 0, 2 if P[k] & 255 == SOVERLAP else 4),)
     if P[k] & 255 == SFRAMER:
         return ((P[k + 9], P[k + 4] * (P[k + 6] + P[k + 7] + 1), 0, 2),)
     return ()
@@ -799,3 +827,57 @@ def framer(E, P, k):
                 for i in range(held):
                     a[s + i] = a[s + step + i]
             a[s + size + step] = held - pre
+
+
+# overlap records (SOVERLAP i16, FOVERLAP f32): 2 XO (ROWS x N x SIZE) 3 YO (ROWS x N x STEP) 4 ROWS
+# 5 N 6 SIZE 7 STEP (1..SIZE) 8 STATE (per row [SIZE]: the sums so far). Each frame: state += x
+# (i16: saturated; f32: rounded to f32 by the store), y = state[:STEP], state shifts by STEP.
+
+@micropython.native
+def overlap(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    so = P[k + 8] // 2
+    for r in range(rows):
+        s = so + r * size
+        for f in range(frames):
+            x0 = xo + (r * frames + f) * size
+            for i in range(size):
+                v = a[s + i] + a[x0 + i]
+                a[s + i] = -32768 if v < -32768 else 32767 if v > 32767 else v
+            y0 = yo + (r * frames + f) * step
+            for i in range(step):
+                a[y0 + i] = a[s + i]
+            for i in range(size - step):
+                a[s + i] = a[s + step + i]
+            for i in range(size - step, size):
+                a[s + i] = 0
+
+
+def foverlap(E, P, k):
+    a = E.af
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    so = P[k + 8] // 4
+    for r in range(rows):
+        s = so + r * size
+        for f in range(frames):
+            x0 = xo + (r * frames + f) * size
+            for i in range(size):
+                a[s + i] += a[x0 + i]
+            y0 = yo + (r * frames + f) * step
+            for i in range(step):
+                a[y0 + i] = a[s + i]
+            for i in range(size - step):
+                a[s + i] = a[s + step + i]
+            for i in range(size - step, size):
+                a[s + i] = 0.0
