@@ -97,7 +97,7 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer", "irfft"):
         return "i16"
     return x_dtype
 
@@ -1078,15 +1078,16 @@ def _fixdiv(a, k):
     return _i16((a * (32767 // k) + 16384) >> 15)
 
 
-def _kiss(f, tw, stride):
+def _kiss(f, tw, stride, inv=False):
     """kiss_fft (FIXED_POINT 16) of the complex int16 rows f [n, 2]: radix 4 while n is a multiple
-    of 4, then radix 2; twiddles tw [N, 2] of the full size, taken every `stride`."""
+    of 4, then radix 2; twiddles tw [N, 2] of the full size, taken every `stride`; inv: the
+    inverse FFT's radix-4 turn (tw then the inverse twiddles)."""
     n = len(f)
     p = 4 if n % 4 == 0 else 2
     m = n // p
     parts = [f[j::p] if m > 1 else f[j:j + 1] for j in range(p)]
     if m > 1:
-        parts = [_kiss(q, tw, stride * p) for q in parts]
+        parts = [_kiss(q, tw, stride * p, inv) for q in parts]
     fo = [_fixdiv(q, p) for q in parts]
     j = np.arange(m)
     if p == 2:
@@ -1097,6 +1098,8 @@ def _kiss(f, tw, stride):
     s3, s4 = _i16(s0 + s2), _i16(s0 - s2)
     y1 = np.stack([_i16(s5[:, 0] + s4[:, 1]), _i16(s5[:, 1] - s4[:, 0])], axis=-1)
     y3 = np.stack([_i16(s5[:, 0] - s4[:, 1]), _i16(s5[:, 1] + s4[:, 0])], axis=-1)
+    if inv:
+        y1, y3 = y3, y1
     return np.concatenate([_i16(f0 + s3), y1, _i16(f0 - s3), y3])
 
 
@@ -1124,6 +1127,27 @@ def rfft(ins, kv, qin, tensors):
             y[k] = [_i16((f1k[0] + tw_[0]) >> 1), _i16((f1k[1] + tw_[1]) >> 1)]
             y[n - k] = [_i16((f1k[0] - tw_[0]) >> 1), _i16((tw_[1] - f1k[1]) >> 1)]
         out.append(y.reshape(-1))
+    return np.concatenate(out)
+
+
+def irfft(ins, kv, qin, tensors):
+    """kiss_fftri (FIXED_POINT 16) of each frame of nfft/2 + 1 complex int16: nfft int16."""
+    nfft = kv["opts"][0]
+    n = nfft // 2
+    t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)
+    tw, sup = t[:n], t[n:]
+    out = []
+    for fr in ins[0].reshape(-1, n + 1, 2).astype(np.int64):
+        z = np.zeros((n, 2), np.int64)
+        z[0] = _fixdiv(np.array([_i16(fr[0, 0] + fr[n, 0]), _i16(fr[0, 0] - fr[n, 0])]), 2)
+        for k in range(1, n // 2 + 1):
+            fk = _fixdiv(fr[k], 2)
+            fnkc = _fixdiv(np.array([fr[n - k, 0], _i16(-fr[n - k, 1])]), 2)
+            fek, tmp = _i16(fk + fnkc), _i16(fk - fnkc)
+            fok = _twiddle_mul(tmp, sup[k - 1])
+            z[k] = _i16(fek + fok)
+            z[n - k] = [_i16(fek[0] - fok[0]), _i16(-_i16(fek[1] - fok[1]))]
+        out.append(_kiss(z, tw, 1, inv=True).reshape(-1))
     return np.concatenate(out)
 
 
@@ -1471,4 +1495,5 @@ _OPS = {
     "stacker": stacker,
     "framer": framer,
     "overlap": overlap,
+    "irfft": irfft,
 }

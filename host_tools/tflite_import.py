@@ -62,7 +62,8 @@ ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library 
     "SignalDelay",
     "SignalStacker",
     "SignalFramer",
-    "SignalOverlapAdd")})
+    "SignalOverlapAdd",
+    "SignalIrfft")})
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;

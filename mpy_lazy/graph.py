@@ -125,6 +125,7 @@ OPS = {
     "stacker": (("x", "y", "opts"), ("q",)),
     "framer": (("x", "y", "opts"), ("q",)),
     "overlap": (("x", "y", "opts"), ("q",)),
+    "irfft": (("x", "y", "t", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

@@ -126,7 +126,8 @@ _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rff
              "delay": "signal",
              "stacker": "signal",
              "framer": "signal",
-             "overlap": "signal"})
+             "overlap": "signal",
+             "irfft": "signal"})
 
 
 def _room(name):

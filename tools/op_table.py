@@ -75,6 +75,7 @@ SIGNAL = {
     "CUSTOM SignalStacker": "int16 bool",
     "CUSTOM SignalFramer": "int16 bool",
     "CUSTOM SignalOverlapAdd": "int16 float32",
+    "CUSTOM SignalIrfft": "int16 int32 float32",
 }
 
 

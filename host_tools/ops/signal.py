@@ -18,7 +18,7 @@ TYPES = {
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
     "CUSTOM SignalStacker": "int16 bool", "CUSTOM SignalFramer": "int16 bool",
-    "CUSTOM SignalOverlapAdd": "int16 float32",
+    "CUSTOM SignalOverlapAdd": "int16 float32", "CUSTOM SignalIrfft": "int16",
 }
 MAX_FFT = 1 << 15
 
@@ -101,17 +101,19 @@ def op_SignalFftAutoScale(r):
     r.emit("fftscale", [x, bits])
 
 
-def twiddles(nfft):
+def twiddles(nfft, inverse=False):
     """kiss_fft's int16 tables for an nfft-point real FFT: the nfft/2-point complex FFT's twiddles
     (kiss_fft_alloc), then kiss_fftr's nfft/4 super twiddles (kiss_fftr_alloc), as re, im pairs:
-    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ)."""
+    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ);
+    inverse: the phases negated (the inverse FFT's)."""
     n = nfft // 2
+    sign = -1 if inverse else 1
     out = []
     for i in range(n):
-        phase = -2 * math.pi * i / n
+        phase = sign * -2 * math.pi * i / n
         out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
     for i in range(n // 2):
-        phase = -3.14159265358979323846264338327 * ((i + 1) / n + .5)
+        phase = sign * -3.14159265358979323846264338327 * ((i + 1) / n + .5)
         out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
     return np.array(out, np.int16)
 
@@ -268,3 +270,20 @@ def op_SignalOverlapAdd(r):
     _node(r, "overlap", [r.value(r.ins[0])], flat, (int(np.prod(y)),), dt, opts=(step, x[-2], x[-1]))
     if flat != r.outs[0]:
         _node(r, "reshape", [flat], r.outs[0], tuple(y), dt, shape=tuple(y))
+
+
+def op_SignalIrfft(r):
+    nfft, typ = options(r, "fft_length", "T")
+    if typ != 7:  # TensorType INT16
+        raise r.err("SignalIrfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
+    _types(r, ("INT16",), ("INT16",))
+    xs, ys = list(r.tensor(r.ins[0])[1]), list(r.tensor(r.outs[0])[1])
+    if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+        raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
+    if not xs or xs[:-1] != ys[:-1] or xs[-1] != nfft + 2 or ys[-1] != nfft:
+        raise r.err("input %s, output %s: frames of %d in, %d out" % (xs, ys, nfft + 2, nfft))
+    flat = "t%d.flat" % r.outs[0] if len(ys) > 1 else r.outs[0]
+    _node(r, "irfft", [r.value(r.ins[0])], flat, (int(np.prod(ys)),), "i16", opts=(nfft,))
+    r.ir.nodes[-1].t["t"] = r.add("twiddles", twiddles(nfft, inverse=True))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], tuple(ys), "i16", shape=tuple(ys))

@@ -26,15 +26,16 @@
 #   overlap    each row of frames (x's last two axes, N x size, i16 or f32) added up overlapping
 #              by step: y (flat) = the N x step samples done per row; the rest of the sums are state (zero at
 #              the start and on reset()); i16 sums saturate
+#   irfft      kiss_fftri (int16) of each frame of NFFT/2 + 1 complex values: NFFT reals
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
 # fblog correction_bits,output_scale; delay delay_length; stacker left,right,step;
-# framer size,step,prefill; overlap step,frames (a row),size.
+# framer size,step,prefill; overlap step,frames (a row),size; irfft fft_length.
 from .._arith import micropython
-from ..kinds import (FOVERLAP, SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
+from ..kinds import (FOVERLAP, SDELAY, SIRFFT, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
                      SOVERLAP, SPCAN, SRFFT, SSPECSUB, SSTACKER, SWINDOW)
 from . import Op as Base
 
@@ -42,7 +43,7 @@ MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
          "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
          "stacker": 3, "framer": 3,
-         "overlap": 3}
+         "overlap": 3, "irfft": 1}
 
 
 class Op(Base):
@@ -62,7 +63,7 @@ class Op(Base):
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
         xdt = "f32" if name == "overlap" and x.dtype == "f32" else "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer",
-                                                   "overlap") else "i32"
+                                                   "overlap", "irfft") else "i32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -143,6 +144,15 @@ class Op(Base):
             rows = x.size // row
             shape, dt = (rows * (row // step) * size + 1,), "i16"
             self.persist = (2 * rows * (size + step + 1) + 3) // 4 * 4
+        elif name == "irfft":
+            nfft = o[0]
+            if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1) or x.size % (nfft + 2):
+                raise self.fail("fft_length %d over %d values: a power of two 4..%d, frames of fft_length + 2"
+                                % (nfft, x.size, MAX_FFT), "opts")
+            self.frames = x.size // (nfft + 2)
+            shape, dt = (self.frames * nfft,), "i16"
+            self.param("table", "t", (3 * nfft // 2,), "i16", init)
+            self.scratch = 5 * nfft // 4
         elif name == "overlap":
             step, frames, size = o
             if not 1 <= step <= size or frames < 1 or x.size % (frames * size):
@@ -177,6 +187,8 @@ class Op(Base):
             return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
         if name == "stacker":
             return [c.record(SSTACKER, [xo, yo, x.size] + list(o) + [c.state])]
+        if name == "irfft":
+            return [c.record(SIRFFT, [xo, yo, o[0], self.frames, c.scratch] + c.ref(self.table))]
         if name == "overlap":
             return [c.record(SOVERLAP if x.dtype == "i16" else FOVERLAP,
                              [xo, yo, x.size // (o[1] * o[2]), o[1], o[2], o[0], c.state])]
@@ -193,7 +205,8 @@ KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT:
            SDELAY: "delay",
            SSTACKER: "stacker",
            SFRAMER: "framer",
-           SOVERLAP: "overlap", FOVERLAP: "foverlap"}
+           SOVERLAP: "overlap", FOVERLAP: "foverlap",
+           SIRFFT: "irfft"}
 
 
 def check(r, E):
@@ -295,6 +308,15 @@ def check(r, E):
         r.region(2, "x", 2 * rows * frames * step, 2)
         r.region(3, "y", 2 * (rows * frames * size + 1), 2)
         r.region(9, "state", 2 * rows * (size + step + 1), 2)
+    elif kind == SIRFFT:
+        nfft = r.range(4, "fft_length", 4, MAX_FFT)
+        if nfft & (nfft - 1):
+            r.fail("fft_length", "%d: a power of two" % nfft)
+        frames = r.range(5, "x", 1, (1 << 24) // nfft)
+        r.region(2, "x", 2 * (nfft + 2) * frames, 2)
+        r.region(3, "y", 2 * nfft * frames, 2)
+        r.region(6, "scratch", 5 * nfft, 4)
+        r.tensor(7, "table", ("i16",), 3 * nfft)
     elif kind in (SOVERLAP, FOVERLAP):
         es = 2 if kind == SOVERLAP else 4
         rows, frames = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
@@ -437,7 +459,7 @@ def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
     """kiss_fftr (FIXED_POINT 16) of nfft int16 reals x[x0:] into nfft/2 + 1 complex y[y0:],
     with the nfft/2-point complex FFT in w[w0:] (kiss_fft's tmpbuf): every store an int16."""
     n = nfft // 2
-    _work(w, w0, x, x0, 1, n, t, t0)
+    _work(w, w0, x, x0, 1, n, t, t0, 0)
     s0 = t0 + 2 * n  # the super twiddles
     tr, ti = _div(w[w0], 16383), _div(w[w0 + 1], 16383)
     y[y0], y[y0 + 1] = _w16(tr + ti), 0
@@ -463,10 +485,11 @@ def _div(v, m):
 
 
 @micropython.native
-def _work(o, o0, f, f0, stride, n, t, t0):
+def _work(o, o0, f, f0, stride, n, t, t0, inv):
     """kiss_fft's kf_work: the n-point complex FFT of f[f0::stride] (int16 pairs) into o[o0:],
     radix 4 while n is a multiple of 4, then radix 2 (kf_factor's order for a power of two);
-    twiddles t[t0 + 2 * j * stride] of the full-size FFT."""
+    twiddles t[t0 + 2 * j * stride] of the full-size FFT; inv: the inverse FFT's radix-4 turn
+    (its twiddles are the inverse ones)."""
     p = 4 if n % 4 == 0 else 2
     m = n // p
     if m == 1:
@@ -474,7 +497,7 @@ def _work(o, o0, f, f0, stride, n, t, t0):
             o[o0 + 2 * j], o[o0 + 2 * j + 1] = f[f0 + 2 * j * stride], f[f0 + 2 * j * stride + 1]
     else:
         for j in range(p):
-            _work(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0)
+            _work(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0, inv)
     if p == 2:
         for j in range(m):
             a, b = o0 + 2 * j, o0 + 2 * (j + m)
@@ -510,8 +533,12 @@ def _work(o, o0, f, f0, stride, n, t, t0):
         s4r, s4i = _w16(s0r - s2r), _w16(s0i - s2i)
         o[i2], o[i2 + 1] = _w16(f0r - s3r), _w16(f0i - s3i)
         o[i0], o[i0 + 1] = _w16(f0r + s3r), _w16(f0i + s3i)
-        o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
-        o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+        if inv:
+            o[i1], o[i1 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+            o[i3], o[i3 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
+        else:
+            o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
+            o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
 
 
 # energy record: 2 XO (complex int16) 3 YO (uint32) 4 START 5 END 6 N
@@ -881,3 +908,38 @@ def foverlap(E, P, k):
                 a[s + i] = a[s + step + i]
             for i in range(size - step, size):
                 a[s + i] = 0.0
+
+
+# irfft record: 2 XO (NFFT/2 + 1 complex i16 per frame) 3 YO (NFFT i16 per frame) 4 NFFT 5 FRAMES
+# 6 SCRATCH (5 NFFT / 4 int32: kiss_fftri's buffer of NFFT/2 complex, the table's copy) 7 8 t
+# [3 NFFT / 2] i16: rfft's tables with the inverse phases (kiss_fftr_alloc(nfft, inverse=1)).
+
+@micropython.native
+def irfft(E, P, k):
+    a, t = E.view(2), E.s8[P[k + 7]]
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    nfft = P[k + 4]
+    frames = P[k + 5]
+    buf = P[k + 6] // 2
+    tw = buf + nfft
+    t0 = P[k + 8]
+    for i in range(3 * nfft // 2):
+        a[tw + i] = t[t0 + 2 * i] & 255 | t[t0 + 2 * i + 1] << 8
+    n = nfft // 2
+    s0 = tw + 2 * n  # the super twiddles
+    for f in range(frames):
+        x0 = xo + f * (nfft + 2)
+        a[buf] = _div(_w16(a[x0] + a[x0 + nfft]), 16383)
+        a[buf + 1] = _div(_w16(a[x0] - a[x0 + nfft]), 16383)
+        for j in range(1, n // 2 + 1):
+            fr, fi = _div(a[x0 + 2 * j], 16383), _div(a[x0 + 2 * j + 1], 16383)
+            cr, ci = _div(a[x0 + 2 * (n - j)], 16383), _div(_w16(-a[x0 + 2 * (n - j) + 1]), 16383)
+            er, ei = _w16(fr + cr), _w16(fi + ci)
+            dr, di = _w16(fr - cr), _w16(fi - ci)
+            wr, wi = a[s0 + 2 * (j - 1)], a[s0 + 2 * (j - 1) + 1]
+            or_ = _w16((dr * wr - di * wi + 16384) >> 15)
+            oi = _w16((dr * wi + di * wr + 16384) >> 15)
+            a[buf + 2 * j], a[buf + 2 * j + 1] = _w16(er + or_), _w16(ei + oi)
+            a[buf + 2 * (n - j)], a[buf + 2 * (n - j) + 1] = _w16(er - or_), _w16(-_w16(ei - oi))
+        _work(a, yo + f * nfft, a, buf, 1, n, a, tw, 1)

@@ -291,6 +291,12 @@ def one_op_models():
             (shape, "i16", None, None), (shape[:-1] + (n, size), "i16", None, None), ((), "bool", None, None)],
             [0], [1, 2], [0]), [[rng.integers(I16.min, I16.max, shape, endpoint=True).astype(np.int16)]
                                 for _ in range(7)]
+    for nfft, frames in ((4, 1), (16, 2), (64, 3), (512, 1), (32, 4)):
+        shape = (frames, nfft + 2) if frames > 1 else (nfft + 2,)
+        loud = [_edges16(rng, shape), (rng.normal(0, 300, shape)).astype(np.int16),
+                rng.integers(-40, 40, shape).astype(np.int16)]
+        out["irfft%d_%d" % (nfft, frames)] = _custom("SignalIrfft", {"T": int(S.TensorType.INT16), "fft_length": nfft}, [
+            (shape, "i16", None, None), (shape[:-1] + (nfft,), "i16", None, None)], [0], [1], [0]), [[x] for x in loud]
     for shape, step in (((3, 16), 8), ((2, 4, 10), 3), ((1, 6), 6)):
         n, size = shape[-2:]
         y = shape[:-2] + (n * step,)
@@ -425,6 +431,11 @@ def _refusals():
         "overlap_step_past_frame": (_custom("SignalOverlapAdd", {"T": int(S.TensorType.INT16), "frame_step": 9}, [
             ((2, 8), "i16", None, None), ((18,), "i16", None, None)], [0], [1], [0]),
             ("SignalOverlapAdd", "frame_step 9")),
+        "irfft_int32": (_custom("SignalIrfft", {"T": int(S.TensorType.INT32), "fft_length": 16}, [
+            ((18,), "i32", None, None), ((16,), "i32", None, None)], [0], [1], [0]), ("SignalIrfft", "int16")),
+        "irfft_not_power_of_two": (_custom("SignalIrfft", {"T": int(S.TensorType.INT16), "fft_length": 12}, [
+            ((14,), "i16", None, None), ((12,), "i16", None, None)], [0], [1], [0]),
+            ("SignalIrfft", "fft_length 12", "powers of two")),
         "overlap_int32": (_custom("SignalOverlapAdd", {"T": int(S.TensorType.INT32), "frame_step": 4}, [
             ((2, 8), "i32", None, None), ((8,), "i32", None, None)], [0], [1], [0]),
             ("SignalOverlapAdd", "INT32")),
