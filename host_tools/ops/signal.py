@@ -222,9 +222,9 @@ def op_SignalStacker(r):
     x, y, valid = (r.tensor(i)[1] for i in (r.ins[0], r.outs[0], r.outs[1]))
     frames = left + right + 1
     if (list(x) != [c] or list(y) != [c * frames] or list(valid) or min(c, left, right) < 0
-            or not 1 <= step <= frames):
+            or not 1 <= step <= frames or frames > 32767):
         raise r.err("input %s, outputs %s and %s for num_channels %d, left %d, right %d, step %d "
-                    "(1..left + right + 1)" % (list(x), list(y), list(valid), c, left, right, step))
+                    "(1..left + right + 1; left + right + 1 <= 32767)" % (list(x), list(y), list(valid), c, left, right, step))
     _flagged(r, "stacker", (c * frames,), opts=(left, right, step))
 
 

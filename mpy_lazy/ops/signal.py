@@ -129,9 +129,9 @@ class Op(Base):
             self.persist = max(4, (2 * o[0] * (x.size // x.shape[-1]) + 3) // 4 * 4)  # (0: a place all the same)
         elif name == "stacker":
             frames = o[0] + o[1] + 1
-            if len(x.shape) != 1 or not 1 <= o[2] <= frames or frames * x.size > 1 << 24:
-                raise self.fail("left %d, right %d, step %d over frames of %s: a frame (one axis) and "
-                                "1 <= step <= left + right + 1" % (o + (x.shape,)), "opts")
+            if len(x.shape) != 1 or not 1 <= o[2] <= frames or frames > 32767 or frames * x.size > 1 << 24:
+                raise self.fail("left %d, right %d, step %d over frames of %s: a frame (one axis), "
+                                "1 <= step <= left + right + 1 <= 32767" % (o + (x.shape,)), "opts")
             shape, dt = (frames * x.size + 1,), "i16"
             self.persist = (2 * (frames * x.size + 2) + 3) // 4 * 4
         elif name == "framer":
@@ -288,10 +288,10 @@ def check(r, E):
         r.region(3, "y", 2 * f * rows, 2)
         r.region(7, "state", 2 * d * rows, 2)
     elif kind == SSTACKER:
-        c, left, right = r.range(4, "x", 1, 1 << 24), r.range(5, "left", 0, 1 << 24), r.range(6, "right", 0, 1 << 24)
+        c, left, right = r.range(4, "x", 1, 1 << 24), r.range(5, "left", 0, 32766), r.range(6, "right", 0, 32766)
         frames = left + right + 1
         r.range(7, "step", 1, frames)
-        if frames * c > 1 << 24:
+        if frames * c > 1 << 24 or frames > 32767:  # (the count of frames held is an i16)
             r.fail("x", "%d frames of %d samples: too large" % (frames, c))
         r.region(2, "x", 2 * c, 2)
         r.region(3, "y", 2 * (frames * c + 1), 2)
