@@ -224,7 +224,8 @@ def op_SignalStacker(r):
     if (list(x) != [c] or list(y) != [c * frames] or list(valid) or min(c, left, right) < 0
             or not 1 <= step <= frames or frames > 32767):
         raise r.err("input %s, outputs %s and %s for num_channels %d, left %d, right %d, step %d "
-                    "(1..left + right + 1; left + right + 1 <= 32767)" % (list(x), list(y), list(valid), c, left, right, step))
+                    "(1..left + right + 1; left + right + 1 <= 32767)"
+                    % (list(x), list(y), list(valid), c, left, right, step))
     _flagged(r, "stacker", (c * frames,), opts=(left, right, step))
 
 

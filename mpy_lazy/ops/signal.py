@@ -44,6 +44,7 @@ _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filt
          "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
          "stacker": 3, "framer": 3,
          "overlap": 3, "irfft": 1}
+_I16_IN = ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer", "overlap", "irfft")
 
 
 class Op(Base):
@@ -62,8 +63,9 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "f32" if name == "overlap" and x.dtype == "f32" else "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer",
-                                                   "overlap", "irfft") else "i32"
+        xdt = "i16" if name in _I16_IN else "i32"
+        if name == "overlap" and x.dtype == "f32":
+            xdt = "f32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -139,8 +141,9 @@ class Op(Base):
             row = x.shape[-1]
             if not 1 <= step <= row or row % step or size < 1 or size + step > 32767 or prefill > 1 or \
                     prefill and size < step:
-                raise self.fail("frame_size %d, frame_step %d, prefill %d over rows of %d: steps dividing "
-                                "the row, size + step <= 32767 (a prefill: step <= size)" % (size, step, prefill, row), "opts")
+                raise self.fail("frame_size %d, frame_step %d, prefill %d over rows of %d: steps dividing the "
+                                "row, size + step <= 32767 (a prefill: step <= size)" % (size, step, prefill, row),
+                                "opts")
             rows = x.size // row
             shape, dt = (rows * (row // step) * size + 1,), "i16"
             self.persist = (2 * rows * (size + step + 1) + 3) // 4 * 4
