@@ -97,7 +97,7 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
-    if op in ("window", "fftscale", "rfft", "fblog", "delay"):
+    if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer", "irfft"):
         return "i16"
     return x_dtype
 
@@ -743,6 +743,8 @@ def cast(ins, kv, qin, tensors):
     if kv["x_dtype"] == "f32":
         with np.errstate(invalid="ignore"):
             return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), lo, hi)).astype(np.int64)
+    if dt == "bool":  # (the runtime keeps the low byte: a flag's 0 or 1)
+        return x & 255
     bits = {"i8": 8, "i16": 16, "i32": 32}[dt]
     return (x + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
 
@@ -1079,15 +1081,16 @@ def _fixdiv(a, k):
     return _i16((a * (32767 // k) + 16384) >> 15)
 
 
-def _kiss(f, tw, stride):
+def _kiss(f, tw, stride, inv=False):
     """kiss_fft (FIXED_POINT 16) of the complex int16 rows f [n, 2]: radix 4 while n is a multiple
-    of 4, then radix 2; twiddles tw [N, 2] of the full size, taken every `stride`."""
+    of 4, then radix 2; twiddles tw [N, 2] of the full size, taken every `stride`; inv: the
+    inverse FFT's radix-4 turn (tw then the inverse twiddles)."""
     n = len(f)
     p = 4 if n % 4 == 0 else 2
     m = n // p
     parts = [f[j::p] if m > 1 else f[j:j + 1] for j in range(p)]
     if m > 1:
-        parts = [_kiss(q, tw, stride * p) for q in parts]
+        parts = [_kiss(q, tw, stride * p, inv) for q in parts]
     fo = [_fixdiv(q, p) for q in parts]
     j = np.arange(m)
     if p == 2:
@@ -1098,6 +1101,8 @@ def _kiss(f, tw, stride):
     s3, s4 = _i16(s0 + s2), _i16(s0 - s2)
     y1 = np.stack([_i16(s5[:, 0] + s4[:, 1]), _i16(s5[:, 1] - s4[:, 0])], axis=-1)
     y3 = np.stack([_i16(s5[:, 0] - s4[:, 1]), _i16(s5[:, 1] + s4[:, 0])], axis=-1)
+    if inv:
+        y1, y3 = y3, y1
     return np.concatenate([_i16(f0 + s3), y1, _i16(f0 - s3), y3])
 
 
@@ -1125,6 +1130,27 @@ def rfft(ins, kv, qin, tensors):
             y[k] = [_i16((f1k[0] + tw_[0]) >> 1), _i16((f1k[1] + tw_[1]) >> 1)]
             y[n - k] = [_i16((f1k[0] - tw_[0]) >> 1), _i16((tw_[1] - f1k[1]) >> 1)]
         out.append(y.reshape(-1))
+    return np.concatenate(out)
+
+
+def irfft(ins, kv, qin, tensors):
+    """kiss_fftri (FIXED_POINT 16) of each frame of nfft/2 + 1 complex int16: nfft int16."""
+    nfft = kv["opts"][0]
+    n = nfft // 2
+    t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)
+    tw, sup = t[:n], t[n:]
+    out = []
+    for fr in ins[0].reshape(-1, n + 1, 2).astype(np.int64):
+        z = np.zeros((n, 2), np.int64)
+        z[0] = _fixdiv(np.array([_i16(fr[0, 0] + fr[n, 0]), _i16(fr[0, 0] - fr[n, 0])]), 2)
+        for k in range(1, n // 2 + 1):
+            fk = _fixdiv(fr[k], 2)
+            fnkc = _fixdiv(np.array([fr[n - k, 0], _i16(-fr[n - k, 1])]), 2)
+            fek, tmp = _i16(fk + fnkc), _i16(fk - fnkc)
+            fok = _twiddle_mul(tmp, sup[k - 1])
+            z[k] = _i16(fek + fok)
+            z[n - k] = [_i16(fek[0] - fok[0]), _i16(-_i16(fek[1] - fok[1]))]
+        out.append(_kiss(z, tw, 1, inv=True).reshape(-1))
     return np.concatenate(out)
 
 
@@ -1363,7 +1389,67 @@ def _addn(ins, kv, qin, tensors):
     return np.clip(rdbpot_np(srdhm_np(acc, m), -s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
 
 
-_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay")
+def stacker(ins, kv, qin, tensors, state):
+    """Frames stacked left + right + 1 at a time, advanced by step: the stack then its valid flag
+    (TFLM's circular buffer: the first frame counts left + 1 times; the frames held are state).
+    Not valid: the stack is the last one given (TFLM leaves its output as it was)."""
+    left, right, step = kv["opts"]
+    x = ins[0].reshape(1, -1)
+    held, out = state.get(kv["y"], (None, np.zeros((left + right + 1) * x.size + 1, np.int64)))
+    held = np.repeat(x, left + 1, axis=0) if held is None else np.concatenate([held, x])
+    out = out.copy()
+    out[-1] = len(held) == left + right + 1
+    if out[-1]:
+        out[:-1] = held.reshape(-1)
+        held = held[step:]
+    state[kv["y"]] = (held, out)
+    return out
+
+
+def framer(ins, kv, qin, tensors, state):
+    """Each row (the last axis) cut into frames of size samples advancing by step, then the valid
+    flag (TFLM's circular buffer per row: the samples not yet framed are state; prefill: size -
+    step zeros first). A frame not yet full is the last one given (TFLM leaves it)."""
+    size, step, prefill = kv["opts"]
+    rows = ins[0].reshape(-1, ins[0].shape[-1])
+    n = rows.shape[1] // step
+    held, out = state.get(kv["y"], ([np.zeros(size - step if prefill else 0, np.int64)] * len(rows),
+                                    np.zeros(len(rows) * n * size + 1, np.int64)))
+    out, held, valid = out.copy(), list(held), 1
+    for i, row in enumerate(rows):
+        for f in range(n):
+            held[i] = np.concatenate([held[i], row[f * step:(f + 1) * step]])
+            if len(held[i]) < size:
+                valid = 0
+            else:
+                at = (i * n + f) * size
+                out[at:at + size] = held[i][:size]
+                held[i] = held[i][step:]
+    out[-1] = valid
+    state[kv["y"]] = (held, out)
+    return out
+
+
+def overlap(ins, kv, qin, tensors, state):
+    """Each row of frames (the last two axes) added up overlapping by step (int16: saturated;
+    float32: float32 sums); the sums not yet given out are state."""
+    x = ins[0]
+    step, n, size = kv["opts"]
+    f32 = kv["x_dtype"] == "f32"
+    frames = x.reshape(-1, n, size).astype(np.float32 if f32 else np.int64)
+    acc = state.get(kv["y"], np.zeros((len(frames), size), frames.dtype)).copy()
+    out = np.zeros((len(frames), n * step), frames.dtype)
+    for f in range(n):
+        acc = acc + frames[:, f]
+        if not f32:
+            acc = np.clip(acc, -32768, 32767)
+        out[:, f * step:(f + 1) * step] = acc[:, :step]
+        acc = np.concatenate([acc[:, step:], np.zeros((len(frames), step), acc.dtype)], axis=1)
+    state[kv["y"]] = acc
+    return out.reshape(-1).astype(np.float64 if f32 else np.int64)
+
+
+_STATEFUL = ("lstm", "gru", "svdf", "read", "assign", "specsub", "delay", "stacker", "framer", "overlap")
 def delay(ins, kv, qin, tensors, state):
     """Each row (the last axis) delayed by D samples, its last D kept (state) for the next run."""
     x = ins[0]
@@ -1409,4 +1495,8 @@ _OPS = {
     "greaterequal": _compare, "and": _logical, "or": _logical, "not": _logical, "select": _select,
     "sqdiff": _sqdiff, "floordiv": _floordiv, "floormod": _floormod, "addn": _addn,
     "delay": delay,
+    "stacker": stacker,
+    "framer": framer,
+    "overlap": overlap,
+    "irfft": irfft,
 }

@@ -60,7 +60,11 @@ ROOMS = {
 ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library (custom ops)
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
     "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction", "SignalPCAN", "SignalFilterBankLog",
-    "SignalDelay")})
+    "SignalDelay",
+    "SignalStacker",
+    "SignalFramer",
+    "SignalOverlapAdd",
+    "SignalIrfft")})
 SUPPORTED = tuple(ROOMS)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;

@@ -122,6 +122,10 @@ OPS = {
     "sqdiff": (("x", "y"), ("q", "m", "clamp")), "floordiv": (("x", "y"), ()), "floormod": (("x", "y"), ()),
     "addn": (("x", "y"), ("q", "m", "clamp")),
     "delay": (("x", "y", "opts"), ("q",)),
+    "stacker": (("x", "y", "opts"), ("q",)),
+    "framer": (("x", "y", "opts"), ("q",)),
+    "overlap": (("x", "y", "opts"), ("q",)),
+    "irfft": (("x", "y", "t", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;

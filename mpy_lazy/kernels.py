@@ -123,7 +123,11 @@ _OPS = {
 }
 _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
              "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
-             "delay": "signal"})
+             "delay": "signal",
+             "stacker": "signal",
+             "framer": "signal",
+             "overlap": "signal",
+             "irfft": "signal"})
 
 
 def _room(name):

@@ -49,7 +49,11 @@ FARITH, SQDIFF, ADDN = 69, 70, 71  # squared difference, floor division and modu
 ACT16 = 56  # int16 sigmoid and tanh (TFLM's LOGISTIC and TANH on int16)
 NORM, FNORM = 78, 79  # int8 logsoftmax, l2norm; float logsoftmax, l2norm, l2pool
 SDELAY = 99  # the signal library's delay (ops/signal.py)
-KINDS = 100  # kinds are 1..KINDS-1
+SSTACKER = 100  # the signal library's stacker (ops/signal.py)
+SFRAMER = 101  # the signal library's framer (ops/signal.py)
+SOVERLAP, FOVERLAP = 102, 103  # the signal library's overlap-add, int16 and float32 (ops/signal.py)
+SIRFFT = 104  # the signal library's inverse real FFT, int16 (ops/signal.py)
+KINDS = 105  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -68,7 +72,8 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("gathernd", "update", "", "") \
     + ("var", "", "", "") \
     + ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan",
-     "fblog", "iarith", "delay")
+     "fblog", "iarith", "delay") \
+    + ("stacker", "framer", "overlap", "overlap", "irfft")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
      18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
@@ -78,7 +83,8 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (18, 9, 16, 8, 22, 14, 18, 18) \
     + (18, 15, 0, 0) \
     + (8, 0, 0, 0) \
-    + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8)
+    + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8) \
+    + (9, 10, 9, 9, 9)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
      "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
      "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
@@ -93,8 +99,10 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("index", "index", "", "") \
     + ("variable", "", "", "") \
     + ("signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",
-     "signal", "elementwise", "signal")
+     "signal", "elementwise", "signal") \
+    + ("signal", "signal", "signal", "signal", "signal")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
           FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,
-          FCUMSUM, FBMM, FNORM, FUNARY, FCOMPARE, FARITH)
+          FCUMSUM, FBMM, FNORM, FUNARY, FCOMPARE, FARITH,
+          FOVERLAP)

@@ -72,6 +72,10 @@ SIGNAL = {
     "CUSTOM SignalFilterBank": "uint32 int16 uint64", "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32",
     "CUSTOM SignalFilterBankSpectralSubtraction": "uint32", "CUSTOM SignalPCAN": "uint32 int16",
     "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
+    "CUSTOM SignalStacker": "int16 bool",
+    "CUSTOM SignalFramer": "int16 bool",
+    "CUSTOM SignalOverlapAdd": "int16 float32",
+    "CUSTOM SignalIrfft": "int16 int32 float32",
 }
 
 

@@ -17,6 +17,8 @@ TYPES = {
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
+    "CUSTOM SignalStacker": "int16 bool", "CUSTOM SignalFramer": "int16 bool",
+    "CUSTOM SignalOverlapAdd": "int16 float32", "CUSTOM SignalIrfft": "int16",
 }
 MAX_FFT = 1 << 15
 
@@ -63,12 +65,14 @@ def _const(r, j, n=None):
     return v
 
 
-def _node(r, op, xs, i, shape, **attrs):
-    """A graph op writing tensor i, an int32/uint32 value of `shape` (a scalar: one value)."""
-    y = "t%d" % i
-    r.ir.shapes[y] = tuple(shape)
-    r.ir.q[y] = (1.0, 0)
-    r.ir.dtypes[y] = "i32"
+def _node(r, op, xs, i, yshape, dt="i32", **attrs):
+    """A graph op writing tensor i, an int32/uint32 value of `yshape` (a scalar: one value), or
+    of `dt`."""
+    y = "t%d" % i if isinstance(i, int) else i
+    r.ir.shapes[y] = tuple(yshape)
+    if dt not in ("bool", "f32"):
+        r.ir.q[y] = (1.0, 0)
+    r.ir.dtypes[y] = dt
     r.ir.nodes.append(Node(op, xs, y, r.what, **attrs))
     return y
 
@@ -97,17 +101,19 @@ def op_SignalFftAutoScale(r):
     r.emit("fftscale", [x, bits])
 
 
-def twiddles(nfft):
+def twiddles(nfft, inverse=False):
     """kiss_fft's int16 tables for an nfft-point real FFT: the nfft/2-point complex FFT's twiddles
     (kiss_fft_alloc), then kiss_fftr's nfft/4 super twiddles (kiss_fftr_alloc), as re, im pairs:
-    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ)."""
+    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ);
+    inverse: the phases negated (the inverse FFT's)."""
     n = nfft // 2
+    sign = -1 if inverse else 1
     out = []
     for i in range(n):
-        phase = -2 * math.pi * i / n
+        phase = sign * -2 * math.pi * i / n
         out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
     for i in range(n // 2):
-        phase = -3.14159265358979323846264338327 * ((i + 1) / n + .5)
+        phase = sign * -3.14159265358979323846264338327 * ((i + 1) / n + .5)
         out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
     return np.array(out, np.int16)
 
@@ -207,3 +213,78 @@ def op_SignalDelay(r):
         raise r.err("output of shape %s for input %s, delay_length %d (0..65535)"
                     % (list(r.tensor(r.outs[0])[1]), list(r.tensor(r.ins[0])[1]), d))
     r.emit("delay", [r.value(r.ins[0])], opts=(d,))
+
+
+def op_SignalStacker(r):
+    _types(r, ("INT16",), ("INT16", "BOOL"))
+    c, left, right, step = options(r, "num_channels", "stacker_left_context", "stacker_right_context",
+                                   "stacker_step")
+    x, y, valid = (r.tensor(i)[1] for i in (r.ins[0], r.outs[0], r.outs[1]))
+    frames = left + right + 1
+    if (list(x) != [c] or list(y) != [c * frames] or list(valid) or min(c, left, right) < 0
+            or not 1 <= step <= frames or frames > 32767):
+        raise r.err("input %s, outputs %s and %s for num_channels %d, left %d, right %d, step %d "
+                    "(1..left + right + 1; left + right + 1 <= 32767)"
+                    % (list(x), list(y), list(valid), c, left, right, step))
+    _flagged(r, "stacker", (c * frames,), opts=(left, right, step))
+
+
+def _flagged(r, op, shape, **attrs):
+    """An op of two outputs, int16 values of `shape` and a bool valid flag (TFLM's stacker and
+    framer): a graph op writing both (the flag last), two slices and a cast to bool."""
+    n = int(np.prod(shape))
+    both = "t%d.both" % r.outs[0]
+    _node(r, op, [r.value(r.ins[0])], both, (n + 1,), "i16", **attrs)
+    flat = both + ".y" if len(shape) > 1 else r.outs[0]
+    _node(r, "slice", [both], flat, (n,), "i16", begin=(0,), end=(n,))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], shape, "i16", shape=tuple(shape))
+    _node(r, "slice", [both], both + ".valid", (1,), "i16", begin=(n,), end=(n + 1,))
+    _node(r, "cast", [both + ".valid"], r.outs[1], (1,), "bool", dtype="bool")
+
+
+def op_SignalFramer(r):
+    _types(r, ("INT16",), ("INT16", "BOOL"))
+    size, step, prefill = options(r, "frame_size", "frame_step", "prefill")
+    x, y, valid = (list(r.tensor(i)[1]) for i in (r.ins[0], r.outs[0], r.outs[1]))
+    row = x[-1] if x else 0
+    if (not 1 <= step <= row or row % step or y != x[:-1] + [row // step, size] or valid or size < 1
+            or size + step > 32767 or prefill and size < step):
+        raise r.err("input %s, outputs %s and %s for frame_size %d, frame_step %d, prefill %d (steps "
+                    "dividing the last axis, size + step <= 32767, a prefill: step <= size)"
+                    % (x, y, valid, size, step, prefill))
+    _flagged(r, "framer", tuple(y), opts=(size, step, prefill))
+
+
+def op_SignalOverlapAdd(r):
+    typ = r.tensor(r.ins[0])[2]
+    _types(r, (typ,), (typ,))
+    if typ not in ("INT16", "FLOAT32"):
+        raise r.err("input of type %s: int16 or float32" % typ)
+    step, = options(r, "frame_step")
+    x, y = (list(r.tensor(i)[1]) for i in (r.ins[0], r.outs[0]))
+    if len(x) < 2 or not 1 <= step <= x[-1] or y != x[:-2] + [x[-2] * step]:
+        raise r.err("input %s, output %s for frame_step %d (frames: the last two axes; 1 <= step <= "
+                    "frame size)" % (x, y, step))
+    dt = "f32" if typ == "FLOAT32" else "i16"
+    flat = "t%d.flat" % r.outs[0] if len(y) > 1 else r.outs[0]
+    _node(r, "overlap", [r.value(r.ins[0])], flat, (int(np.prod(y)),), dt, opts=(step, x[-2], x[-1]))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], tuple(y), dt, shape=tuple(y))
+
+
+def op_SignalIrfft(r):
+    nfft, typ = options(r, "fft_length", "T")
+    if typ != 7:  # TensorType INT16
+        raise r.err("SignalIrfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
+    _types(r, ("INT16",), ("INT16",))
+    xs, ys = list(r.tensor(r.ins[0])[1]), list(r.tensor(r.outs[0])[1])
+    if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
+        raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
+    if not xs or xs[:-1] != ys[:-1] or xs[-1] != nfft + 2 or ys[-1] != nfft:
+        raise r.err("input %s, output %s: frames of %d in, %d out" % (xs, ys, nfft + 2, nfft))
+    flat = "t%d.flat" % r.outs[0] if len(ys) > 1 else r.outs[0]
+    _node(r, "irfft", [r.value(r.ins[0])], flat, (int(np.prod(ys)),), "i16", opts=(nfft,))
+    r.ir.nodes[-1].t["t"] = r.add("twiddles", twiddles(nfft, inverse=True))
+    if flat != r.outs[0]:
+        _node(r, "reshape", [flat], r.outs[0], tuple(ys), "i16", shape=tuple(ys))

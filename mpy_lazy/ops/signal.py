@@ -16,20 +16,35 @@
 #   fblog      y = min(Log32(x << c, scale), 32767) (int16; 0 where x << c <= 1)
 #   delay      each row (x's last axis) delayed by D samples: the state holds each row's last D
 #              samples (zeros at the start and on reset()), as TFLM's circular buffers
+#   stacker    frames of C samples (x: one frame per call) stacked left+right+1 at a time, then
+#              advanced by step frames; y = the stack then the valid flag (0: not yet full). The
+#              first frame counts left+1 times; the frames held are state (reset() clears them)
+#   framer     each row (x's last axis, N x step samples) cut into N frames of size samples,
+#              advancing by step; y = the frames then the valid flag (0: some frame not yet
+#              full, left as it was). Each row's samples not yet framed are state (prefill:
+#              size - step zeros at the start and on reset())
+#   overlap    each row of frames (x's last two axes, N x size, i16 or f32) added up overlapping
+#              by step: y (flat) = the N x step samples done per row; the rest of the sums are state (zero at
+#              the start and on reset()); i16 sums saturate
+#   irfft      kiss_fftri (int16) of each frame of NFFT/2 + 1 complex values: NFFT reals
 #
 # uint32 values live in i32 values of the graph (the same bits). Options (opts=) per op, in
 # this order: window shift; rfft fft_length; energy start,end; filterbank channels,weights;
 # specsub smoothing,one_minus_smoothing,alternate_smoothing,alternate_one_minus_smoothing,
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
-# fblog correction_bits,output_scale; delay delay_length.
+# fblog correction_bits,output_scale; delay delay_length; stacker left,right,step;
+# framer size,step,prefill; overlap step,frames (a row),size; irfft fft_length.
 from .._arith import micropython
-from ..kinds import (SDELAY, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SPCAN, SRFFT,
-                     SSPECSUB, SWINDOW)
+from ..kinds import (FOVERLAP, SDELAY, SIRFFT, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
+                     SOVERLAP, SPCAN, SRFFT, SSPECSUB, SSTACKER, SWINDOW)
 from . import Op as Base
 
 MAX_FFT = 1 << 15
 _OPTS = {"window": 1, "fftbits": 0, "fftscale": 0, "rfft": 1, "energy": 2, "filterbank": 2, "fbsqrt": 0,
-         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1}
+         "specsub": 8, "pcan": 1, "fblog": 2, "delay": 1,
+         "stacker": 3, "framer": 3,
+         "overlap": 3, "irfft": 1}
+_I16_IN = ("window", "fftbits", "fftscale", "rfft", "energy", "delay", "stacker", "framer", "overlap", "irfft")
 
 
 class Op(Base):
@@ -48,7 +63,9 @@ class Op(Base):
         if len(ins) != want:
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
-        xdt = "i16" if name in ("window", "fftbits", "fftscale", "rfft", "energy", "delay") else "i32"
+        xdt = "i16" if name in _I16_IN else "i32"
+        if name == "overlap" and x.dtype == "f32":
+            xdt = "f32"
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -112,7 +129,41 @@ class Op(Base):
                 raise self.fail("delay_length %d: 0..65535" % o[0], "opts")
             dt = "i16"
             self.persist = max(4, (2 * o[0] * (x.size // x.shape[-1]) + 3) // 4 * 4)  # (0: a place all the same)
-        self.out = (shape, dt, (1.0, 0))
+        elif name == "stacker":
+            frames = o[0] + o[1] + 1
+            if len(x.shape) != 1 or not 1 <= o[2] <= frames or frames > 32767 or frames * x.size > 1 << 24:
+                raise self.fail("left %d, right %d, step %d over frames of %s: a frame (one axis), "
+                                "1 <= step <= left + right + 1 <= 32767" % (o + (x.shape,)), "opts")
+            shape, dt = (frames * x.size + 1,), "i16"
+            self.persist = (2 * (frames * x.size + 2) + 3) // 4 * 4
+        elif name == "framer":
+            size, step, prefill = o
+            row = x.shape[-1]
+            if not 1 <= step <= row or row % step or size < 1 or size + step > 32767 or prefill > 1 or \
+                    prefill and size < step:
+                raise self.fail("frame_size %d, frame_step %d, prefill %d over rows of %d: steps dividing the "
+                                "row, size + step <= 32767 (a prefill: step <= size)" % (size, step, prefill, row),
+                                "opts")
+            rows = x.size // row
+            shape, dt = (rows * (row // step) * size + 1,), "i16"
+            self.persist = (2 * rows * (size + step + 1) + 3) // 4 * 4
+        elif name == "irfft":
+            nfft = o[0]
+            if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1) or x.size % (nfft + 2):
+                raise self.fail("fft_length %d over %d values: a power of two 4..%d, frames of fft_length + 2"
+                                % (nfft, x.size, MAX_FFT), "opts")
+            self.frames = x.size // (nfft + 2)
+            shape, dt = (self.frames * nfft,), "i16"
+            self.param("table", "t", (3 * nfft // 2,), "i16", init)
+            self.scratch = 5 * nfft // 4
+        elif name == "overlap":
+            step, frames, size = o
+            if not 1 <= step <= size or frames < 1 or x.size % (frames * size):
+                raise self.fail("%d values in frames of %d, %d a row, frame_step %d: 1 <= step <= frame "
+                                "size" % (x.size, size, frames, step), "opts")
+            shape, dt = (x.size // size * step,), xdt
+            self.persist = ((4 if dt == "f32" else 2) * x.size // frames + 3) // 4 * 4
+        self.out = (shape, dt, None if dt == "f32" else (1.0, 0))
 
     def records(self, c):
         x, y, o, name = self.x[0], self.y, self.o, self.name
@@ -137,6 +188,15 @@ class Op(Base):
             return [c.record(SPCAN, [xo, c.off(self.x[1]), yo, x.size, o[0], self.lut] + c.ref(self.table))]
         if name == "delay":
             return [c.record(SDELAY, [xo, yo, x.shape[-1], x.size // x.shape[-1], o[0], c.state])]
+        if name == "stacker":
+            return [c.record(SSTACKER, [xo, yo, x.size] + list(o) + [c.state])]
+        if name == "irfft":
+            return [c.record(SIRFFT, [xo, yo, o[0], self.frames, c.scratch] + c.ref(self.table))]
+        if name == "overlap":
+            return [c.record(SOVERLAP if x.dtype == "i16" else FOVERLAP,
+                             [xo, yo, x.size // (o[1] * o[2]), o[1], o[2], o[0], c.state])]
+        if name == "framer":
+            return [c.record(SFRAMER, [xo, yo, x.size // x.shape[-1], x.shape[-1] // o[1]] + list(o) + [c.state])]
         return [c.record(SFBLOG, [xo, yo, x.size, o[0], o[1]])]
 
 
@@ -145,7 +205,11 @@ class Op(Base):
 FAST = "_viper_signal"  # (rfft and energy there; the other kinds run their native reference kernels)
 KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT: "rfft", SENERGY: "energy",
            SFBANK: "filterbank", SFBSQRT: "fbsqrt", SSPECSUB: "specsub", SPCAN: "pcan", SFBLOG: "fblog",
-           SDELAY: "delay"}
+           SDELAY: "delay",
+           SSTACKER: "stacker",
+           SFRAMER: "framer",
+           SOVERLAP: "overlap", FOVERLAP: "foverlap",
+           SIRFFT: "irfft"}
 
 
 def check(r, E):
@@ -226,6 +290,46 @@ def check(r, E):
         r.region(2, "x", 2 * f * rows, 2)
         r.region(3, "y", 2 * f * rows, 2)
         r.region(7, "state", 2 * d * rows, 2)
+    elif kind == SSTACKER:
+        c, left, right = r.range(4, "x", 1, 1 << 24), r.range(5, "left", 0, 32766), r.range(6, "right", 0, 32766)
+        frames = left + right + 1
+        r.range(7, "step", 1, frames)
+        if frames * c > 1 << 24 or frames > 32767:  # (the count of frames held is an i16)
+            r.fail("x", "%d frames of %d samples: too large" % (frames, c))
+        r.region(2, "x", 2 * c, 2)
+        r.region(3, "y", 2 * (frames * c + 1), 2)
+        r.region(8, "state", 2 * (frames * c + 2), 2)
+    elif kind == SFRAMER:
+        rows, frames = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+        size, step = r.range(6, "frame_size", 1, 32766), r.range(7, "frame_step", 1, 32766)
+        if size + step > 32767:
+            r.fail("frame_size", "frames of %d advancing by %d: size + step up to 32767" % (size, step))
+        if r.range(8, "prefill", 0, 1) and size < step:
+            r.fail("prefill", "frames of %d advancing by %d" % (size, step))
+        if rows * frames * (size + step) > 1 << 24:
+            r.fail("x", "%d rows of %d frames of %d: too large" % (rows, frames, size))
+        r.region(2, "x", 2 * rows * frames * step, 2)
+        r.region(3, "y", 2 * (rows * frames * size + 1), 2)
+        r.region(9, "state", 2 * rows * (size + step + 1), 2)
+    elif kind == SIRFFT:
+        nfft = r.range(4, "fft_length", 4, MAX_FFT)
+        if nfft & (nfft - 1):
+            r.fail("fft_length", "%d: a power of two" % nfft)
+        frames = r.range(5, "x", 1, (1 << 24) // nfft)
+        r.region(2, "x", 2 * (nfft + 2) * frames, 2)
+        r.region(3, "y", 2 * nfft * frames, 2)
+        r.region(6, "scratch", 5 * nfft, 4)
+        r.tensor(7, "table", ("i16",), 3 * nfft)
+    elif kind in (SOVERLAP, FOVERLAP):
+        es = 2 if kind == SOVERLAP else 4
+        rows, frames = r.range(4, "x", 1, 1 << 24), r.range(5, "x", 1, 1 << 24)
+        size = r.range(6, "x", 1, 1 << 24)
+        step = r.range(7, "frame_step", 1, size)
+        if rows * frames * size > 1 << 24:
+            r.fail("x", "%d rows of %d frames of %d: too large" % (rows, frames, size))
+        r.region(2, "x", es * rows * frames * size, es)
+        r.region(3, "y", es * rows * frames * step, es)
+        r.region(8, "state", es * rows * size, es)
     elif kind == SFBLOG:
         n = r.range(4, "x", 1, 1 << 24)
         r.range(5, "correction_bits", 0, 31)
@@ -241,6 +345,12 @@ def state(P, k):
         return ((P[k + 5], P[k + 4], 0, 4),)
     if P[k] & 255 == SDELAY:
         return ((P[k + 7], P[k + 5] * P[k + 6], 0, 2),)
+    if P[k] & 255 == SSTACKER:
+        return ((P[k + 8], P[k + 4] * (P[k + 5] + P[k + 6] + 1) + 2, 0, 2),)
+    if P[k] & 255 in (SOVERLAP, FOVERLAP):
+        return ((P[k + 8], P[k + 4] * P[k + 6], 0, 2 if P[k] & 255 == SOVERLAP else 4),)
+    if P[k] & 255 == SFRAMER:
+        return ((P[k + 9], P[k + 4] * (P[k + 6] + P[k + 7] + 1), 0, 2),)
     return ()
 
 
@@ -352,7 +462,7 @@ def kiss_fftr(x, x0, w, w0, y, y0, t, t0, nfft):
     """kiss_fftr (FIXED_POINT 16) of nfft int16 reals x[x0:] into nfft/2 + 1 complex y[y0:],
     with the nfft/2-point complex FFT in w[w0:] (kiss_fft's tmpbuf): every store an int16."""
     n = nfft // 2
-    _work(w, w0, x, x0, 1, n, t, t0)
+    _work(w, w0, x, x0, 1, n, t, t0, 0)
     s0 = t0 + 2 * n  # the super twiddles
     tr, ti = _div(w[w0], 16383), _div(w[w0 + 1], 16383)
     y[y0], y[y0 + 1] = _w16(tr + ti), 0
@@ -378,10 +488,11 @@ def _div(v, m):
 
 
 @micropython.native
-def _work(o, o0, f, f0, stride, n, t, t0):
+def _work(o, o0, f, f0, stride, n, t, t0, inv):
     """kiss_fft's kf_work: the n-point complex FFT of f[f0::stride] (int16 pairs) into o[o0:],
     radix 4 while n is a multiple of 4, then radix 2 (kf_factor's order for a power of two);
-    twiddles t[t0 + 2 * j * stride] of the full-size FFT."""
+    twiddles t[t0 + 2 * j * stride] of the full-size FFT; inv: the inverse FFT's radix-4 turn
+    (its twiddles are the inverse ones)."""
     p = 4 if n % 4 == 0 else 2
     m = n // p
     if m == 1:
@@ -389,7 +500,7 @@ def _work(o, o0, f, f0, stride, n, t, t0):
             o[o0 + 2 * j], o[o0 + 2 * j + 1] = f[f0 + 2 * j * stride], f[f0 + 2 * j * stride + 1]
     else:
         for j in range(p):
-            _work(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0)
+            _work(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0, inv)
     if p == 2:
         for j in range(m):
             a, b = o0 + 2 * j, o0 + 2 * (j + m)
@@ -425,8 +536,12 @@ def _work(o, o0, f, f0, stride, n, t, t0):
         s4r, s4i = _w16(s0r - s2r), _w16(s0i - s2i)
         o[i2], o[i2 + 1] = _w16(f0r - s3r), _w16(f0i - s3i)
         o[i0], o[i0 + 1] = _w16(f0r + s3r), _w16(f0i + s3i)
-        o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
-        o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+        if inv:
+            o[i1], o[i1 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+            o[i3], o[i3 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
+        else:
+            o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
+            o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
 
 
 # energy record: 2 XO (complex int16) 3 YO (uint32) 4 START 5 END 6 N
@@ -664,3 +779,170 @@ def delay(E, P, k):
             a[y0 + i] = a[s0 + i] if i < d else a[x0 + i - d]
         for j in range(d):  # (reads at or past j: the state shifts in place)
             a[s0 + j] = a[s0 + f + j] if f + j < d else a[x0 + f + j - d]
+
+
+# stacker record: 2 XO (i16 [C]) 3 YO (i16 [B + 1], B = C * FRAMES, FRAMES = LEFT + RIGHT + 1) 4 C
+# 5 LEFT 6 RIGHT 7 STEP (1..FRAMES) 8 STATE (i16 [B + 2]: the frames held, oldest first, then
+# their count and 1 once the first frame came). TFLM's circular buffer of B samples, unrolled:
+# x in; the first frame again LEFT times; when FRAMES are held, y = them and 1, and the oldest
+# STEP leave; else y[B] = 0 (y[:B] untouched, as TFLM's output).
+
+@micropython.native
+def stacker(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    c = P[k + 4]
+    left = P[k + 5]
+    frames = left + P[k + 6] + 1
+    step = P[k + 7]
+    so = P[k + 8] // 2
+    b = c * frames
+    n = a[so + b]
+    at = so + n * c
+    for i in range(c):
+        a[at + i] = a[xo + i]
+    n += 1
+    if a[so + b + 1] == 0:
+        a[so + b + 1] = 1
+        for i in range(left * c):
+            a[at + c + i] = a[at + i % c]
+        n += left
+    if n < frames:
+        a[yo + b] = 0
+    else:
+        for i in range(b):
+            a[yo + i] = a[so + i]
+        a[yo + b] = 1
+        n -= step
+        for i in range(n * c):
+            a[so + i] = a[so + step * c + i]
+    a[so + b] = n
+
+
+# framer record: 2 XO (i16 ROWS x N x STEP) 3 YO (i16 [B + 1], B = ROWS x N x SIZE) 4 ROWS 5 N
+# 6 SIZE 7 STEP 8 PREFILL (0, 1) 9 STATE (i16 per row [SIZE + STEP + 1]: the samples held, then
+# their count less the prefill, SIZE - STEP zeros or none). TFLM's circular buffer per row,
+# unrolled: STEP samples in; SIZE held: a frame out and the oldest STEP leave; else y[B] = 0.
+
+@micropython.native
+def framer(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    pre = size - step if P[k + 8] else 0
+    so = P[k + 9] // 2
+    stride = size + step + 1
+    b = rows * frames * size
+    a[yo + b] = 1
+    for r in range(rows):
+        s = so + r * stride
+        for f in range(frames):
+            held = a[s + size + step] + pre
+            x0 = xo + (r * frames + f) * step
+            for i in range(step):
+                a[s + held + i] = a[x0 + i]
+            held += step
+            if held < size:
+                a[yo + b] = 0
+            else:
+                y0 = yo + (r * frames + f) * size
+                for i in range(size):
+                    a[y0 + i] = a[s + i]
+                held -= step
+                for i in range(held):
+                    a[s + i] = a[s + step + i]
+            a[s + size + step] = held - pre
+
+
+# overlap records (SOVERLAP i16, FOVERLAP f32): 2 XO (ROWS x N x SIZE) 3 YO (ROWS x N x STEP) 4 ROWS
+# 5 N 6 SIZE 7 STEP (1..SIZE) 8 STATE (per row [SIZE]: the sums so far). Each frame: state += x
+# (i16: saturated; f32: rounded to f32 by the store), y = state[:STEP], state shifts by STEP.
+
+@micropython.native
+def overlap(E, P, k):
+    a = E.view(2)
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    so = P[k + 8] // 2
+    for r in range(rows):
+        s = so + r * size
+        for f in range(frames):
+            x0 = xo + (r * frames + f) * size
+            for i in range(size):
+                v = a[s + i] + a[x0 + i]
+                a[s + i] = -32768 if v < -32768 else 32767 if v > 32767 else v
+            y0 = yo + (r * frames + f) * step
+            for i in range(step):
+                a[y0 + i] = a[s + i]
+            for i in range(size - step):
+                a[s + i] = a[s + step + i]
+            for i in range(size - step, size):
+                a[s + i] = 0
+
+
+def foverlap(E, P, k):
+    a = E.af
+    xo = P[k + 2] // 4
+    yo = P[k + 3] // 4
+    rows = P[k + 4]
+    frames = P[k + 5]
+    size = P[k + 6]
+    step = P[k + 7]
+    so = P[k + 8] // 4
+    for r in range(rows):
+        s = so + r * size
+        for f in range(frames):
+            x0 = xo + (r * frames + f) * size
+            for i in range(size):
+                a[s + i] += a[x0 + i]
+            y0 = yo + (r * frames + f) * step
+            for i in range(step):
+                a[y0 + i] = a[s + i]
+            for i in range(size - step):
+                a[s + i] = a[s + step + i]
+            for i in range(size - step, size):
+                a[s + i] = 0.0
+
+
+# irfft record: 2 XO (NFFT/2 + 1 complex i16 per frame) 3 YO (NFFT i16 per frame) 4 NFFT 5 FRAMES
+# 6 SCRATCH (5 NFFT / 4 int32: kiss_fftri's buffer of NFFT/2 complex, the table's copy) 7 8 t
+# [3 NFFT / 2] i16: rfft's tables with the inverse phases (kiss_fftr_alloc(nfft, inverse=1)).
+
+@micropython.native
+def irfft(E, P, k):
+    a, t = E.view(2), E.s8[P[k + 7]]
+    xo = P[k + 2] // 2
+    yo = P[k + 3] // 2
+    nfft = P[k + 4]
+    frames = P[k + 5]
+    buf = P[k + 6] // 2
+    tw = buf + nfft
+    t0 = P[k + 8]
+    for i in range(3 * nfft // 2):
+        a[tw + i] = t[t0 + 2 * i] & 255 | t[t0 + 2 * i + 1] << 8
+    n = nfft // 2
+    s0 = tw + 2 * n  # the super twiddles
+    for f in range(frames):
+        x0 = xo + f * (nfft + 2)
+        a[buf] = _div(_w16(a[x0] + a[x0 + nfft]), 16383)
+        a[buf + 1] = _div(_w16(a[x0] - a[x0 + nfft]), 16383)
+        for j in range(1, n // 2 + 1):
+            fr, fi = _div(a[x0 + 2 * j], 16383), _div(a[x0 + 2 * j + 1], 16383)
+            cr, ci = _div(a[x0 + 2 * (n - j)], 16383), _div(_w16(-a[x0 + 2 * (n - j) + 1]), 16383)
+            er, ei = _w16(fr + cr), _w16(fi + ci)
+            dr, di = _w16(fr - cr), _w16(fi - ci)
+            wr, wi = a[s0 + 2 * (j - 1)], a[s0 + 2 * (j - 1) + 1]
+            or_ = _w16((dr * wr - di * wi + 16384) >> 15)
+            oi = _w16((dr * wi + di * wr + 16384) >> 15)
+            a[buf + 2 * j], a[buf + 2 * j + 1] = _w16(er + or_), _w16(ei + oi)
+            a[buf + 2 * (n - j)], a[buf + 2 * (n - j) + 1] = _w16(er - or_), _w16(-_w16(ei - oi))
+        _work(a, yo + f * nfft, a, buf, 1, n, a, tw, 1)
