@@ -39,7 +39,6 @@ VAR = 84  # a resource variable's state (its initial bytes; reads and assigns ar
 REDUCE, FREDUCE = 72, 73  # sum, mean, max, min, argmax, argmin over any axes (72..79: reduce's)
 CUMSUM, FCUMSUM = 74, 75
 BMM, FBMM = 76, 77  # batch matmul
-NORM, FNORM = 78, 79  # int8 l2norm; float logsoftmax, l2norm, l2pool
 # the signal library (micro_speech's audio front end: ops/signal.py), kinds 88..97
 SWINDOW, SFFTBITS, SFFTSCALE, SRFFT, SENERGY, SFBANK, SFBSQRT, SSPECSUB, SPCAN, SFBLOG = range(88, 98)
 IARITH = 98  # int32 add, sub, mul, div (TFLM's unquantized int32 ADD, MUL, DIV: micro_speech's front end)

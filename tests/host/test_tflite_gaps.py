@@ -26,7 +26,6 @@ element equal (float32: within float32's rounding).
   interpolated), power-of-two input scales and others;
 - GATHER of constant indices (float32, int8: TFLM's types) along any axis, with batch_dims, a
   scalar index, repeated and out-of-order indices: NXP's ShuffleNet (a channel shuffle)."""
-import os
 
 import numpy as np
 import pytest
@@ -35,13 +34,10 @@ tflm_ref = pytest.importorskip("tflm_ref")
 flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
-from host_tools import reference  # noqa: E402
-from host_util import kernel_path, tensors_of  # noqa: E402
 from test_tflite_elem import _opts, model  # noqa: E402
-from test_tflite_moves import _x, on_board, one  # noqa: E402
+from test_tflite_moves import _x, on_board, one, tflm_tests  # noqa: E402
 from test_thirdparty import same  # noqa: E402
 
-from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
 OP = S.BuiltinOperator
@@ -227,27 +223,5 @@ def cases(tmp_path_factory):
         board.stop()
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cpython_matches_tflm(cases, name):
-    c = cases[0][name]
-    with kernel_path("pure"):
-        m = mmodel.from_container(c.c)
-        m(*c.inputs)
-        expect(c, [m.tolist(i) for i in range(len(c.want))])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_micropython_matches_tflm(cases, name):
-    c = cases[0][name]
-    r = cases[1].get(os.path.basename(c.pack))
-    assert r["path"] == "viper"
-    expect(c, r["ys"][0])
-    if "f32" not in name:
-        assert r["alloc"] == [0], r["alloc"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_host_reference_matches_tflm(cases, name):
-    c = cases[0][name]
-    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
-    expect(c, got)
+test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
+    tflm_tests(NAMES, expect)

@@ -185,30 +185,39 @@ def expect(case, got):
             assert g.tolist() == w.astype(np.int64).tolist(), case.name
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cpython_matches_tflm(cases, name):
-    c = cases[0][name]
-    with kernel_path("pure"):
-        m = mmodel.from_container(c.c)
-        m(*c.inputs)
-        expect(c, [m.tolist(i) for i in range(len(c.want))])
+def tflm_tests(names, expect):
+    """The three comparisons of a module's one-op models with TFLM's outputs (`expect(case, got)`):
+    CPython's pure kernels, the unix port's viper path (0 B per integer inference) and the host
+    reference; the module's `cases` fixture gives (its Cases, the Board that ran them)."""
+
+    @pytest.mark.parametrize("name", names)
+    def test_cpython_matches_tflm(cases, name):
+        c = cases[0][name]
+        with kernel_path("pure"):
+            m = mmodel.from_container(c.c)
+            m(*c.inputs)
+            expect(c, [m.tolist(i) for i in range(len(c.want))])
+
+    @pytest.mark.parametrize("name", names)
+    def test_micropython_matches_tflm(cases, name):
+        c = cases[0][name]
+        r = cases[1].get(os.path.basename(c.pack))
+        assert r["path"] == "viper"
+        expect(c, r["ys"][0])
+        if "f32" not in name:
+            assert r["alloc"] == [0], r["alloc"]
+
+    @pytest.mark.parametrize("name", names)
+    def test_host_reference_matches_tflm(cases, name):
+        c = cases[0][name]
+        got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
+        expect(c, got)
+
+    return test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_micropython_matches_tflm(cases, name):
-    c = cases[0][name]
-    r = cases[1].get(os.path.basename(c.pack))
-    assert r["path"] == "viper"
-    expect(c, r["ys"][0])
-    if "f32" not in name:
-        assert r["alloc"] == [0], r["alloc"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_host_reference_matches_tflm(cases, name):
-    c = cases[0][name]
-    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
-    expect(c, got)
+test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
+    tflm_tests(NAMES, expect)
 
 
 def _bad_q_split():

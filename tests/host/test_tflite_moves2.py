@@ -18,7 +18,7 @@ pytest.importorskip("tflite")
 from host_tools import reference  # noqa: E402
 from host_util import cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import TYPES, _opts, model  # noqa: E402
-from test_tflite_moves import OP, Q, _ints, _save, _x, expect, on_board, one  # noqa: E402
+from test_tflite_moves import OP, Q, _ints, _save, _x, expect, on_board, one, tflm_tests  # noqa: E402
 
 import mpy_lazy  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
@@ -211,30 +211,8 @@ def cases(tmp_path_factory):
 NAMES = list(models())
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cpython_matches_tflm(cases, name):
-    c = cases[0][name]
-    with kernel_path("pure"):
-        m = mmodel.from_container(c.c)
-        m(*c.inputs)
-        expect(c, [m.tolist(i) for i in range(len(c.want))])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_micropython_matches_tflm(cases, name):
-    c = cases[0][name]
-    r = cases[1].get(os.path.basename(c.pack))
-    assert r["path"] == "viper"
-    expect(c, r["ys"][0])
-    if "f32" not in name:
-        assert r["alloc"] == [0], r["alloc"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_host_reference_matches_tflm(cases, name):
-    c = cases[0][name]
-    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
-    expect(c, got)
+test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
+    tflm_tests(NAMES, expect)
 
 
 # name -> (.tflite bytes, words of the one-line refusal)

@@ -23,11 +23,10 @@ pytest.importorskip("tflite")
 
 from host_util import Board, cli, kernel_path  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import TYPES, _opts, model  # noqa: E402
-from test_tflite_moves import Case, expect as expect_exact  # noqa: E402
+from test_tflite_moves import Case, expect as expect_exact, tflm_tests  # noqa: E402
 
 import mpy_lazy  # noqa: E402,F401
 from host_tools import reference  # noqa: E402
-from host_util import tensors_of  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
 
@@ -239,30 +238,8 @@ def expect(case, got):
     assert np.all(np.abs(g - w) <= 4 * np.spacing(np.float32(np.abs(w).max() + 1))), (case.name, g - w)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cpython_matches_tflm(cases, name):
-    c = cases[0][name]
-    with kernel_path("pure"):
-        m = mmodel.from_container(c.c)
-        m(*c.inputs)
-        expect(c, [m.tolist(i) for i in range(len(c.want))])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_micropython_matches_tflm(cases, name):
-    c = cases[0][name]
-    r = cases[1].get(os.path.basename(c.pack))
-    assert r["path"] == "viper"
-    expect(c, r["ys"][0])
-    if "f32" not in name:
-        assert r["alloc"] == [0], r["alloc"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_host_reference_matches_tflm(cases, name):
-    c = cases[0][name]
-    got = reference.run(c.c.meta["graph"], tensors_of(c.c), *[np.array(x) for x in c.inputs])
-    expect(c, got)
+test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
+    tflm_tests(NAMES, expect)
 
 
 def test_the_cases_reach_ties_and_saturation(cases):
