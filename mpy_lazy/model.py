@@ -19,9 +19,8 @@
 # lies in the arena too. On int8 models a forward pass allocates nothing.
 import array
 
-from . import graph, kernels, param
+from . import kernels, param
 from .container import ContainerError
-from .graph import Value, fail
 from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import program as _program
@@ -41,6 +40,7 @@ class Model(Module):
     _planned = None  # arena bytes, once planned
 
     def __init__(self, text, init=None):
+        from . import graph  # (here: a stored program runs without it)
         values = {}
         self.ops = []
         self.inputs = []
@@ -57,11 +57,11 @@ class Model(Module):
             elif op == "output":
                 v = values.get(kv["x"])
                 if v is None:
-                    raise fail(n, "output %r is no value defined above" % kv["x"], "x")
+                    raise graph.fail(n, "output %r is no value defined above" % kv["x"], "x")
                 if id(v) in states:
-                    raise fail(n, "output %r is a variable: output a read of it" % kv["x"], "x")
+                    raise graph.fail(n, "output %r is a variable: output a read of it" % kv["x"], "x")
                 if kv.get("layout", "hwc") == "chw" and len(v.shape) != 3:
-                    raise fail(n, "output: layout=chw needs an H,W,C value", "layout")
+                    raise graph.fail(n, "output: layout=chw needs an H,W,C value", "layout")
                 self.outputs.append(v)
                 self.out_layouts.append(kv.get("layout", "hwc"))
                 continue
@@ -71,16 +71,16 @@ class Model(Module):
                 ins = []
                 for name in names:
                     if name not in values:
-                        raise fail(n, "%s: input %r is no value defined above" % (op, name), "x")
+                        raise graph.fail(n, "%s: input %r is no value defined above" % (op, name), "x")
                     ins.append(values[name])
                 if states or op == "assign":
                     _versions(n, op, ins, states)
                 o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
                 if op != "lut" and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
-                    raise fail(n, "%s: u8 values (a model's uint8 input or output) are read and written by "
-                                  "lut only" % op, "x")
-                v = o.y = Value(kv["y"], shape, dtype, q)
+                    raise graph.fail(n, "%s: u8 values (a model's uint8 input or output) are read and written "
+                                     "by lut only" % op, "x")
+                v = o.y = graph.Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
                 if op == "var" or op == "assign":
                     cell = [v] if op == "var" else states[id(ins[0])]
@@ -89,7 +89,7 @@ class Model(Module):
                 _forget(o, ("out", "kv"))  # what the op needs it keeps as attributes
                 self.ops.append(_compact(o))
             if v.name in values:
-                raise fail(n, "value %r is defined twice" % v.name, "y")
+                raise graph.fail(n, "value %r is defined twice" % v.name, "y")
             values[v.name] = v
             order.append(v)
         if not self.inputs or not self.outputs:
@@ -98,15 +98,16 @@ class Model(Module):
         self._liveness()
 
     def _input(self, n, kv):
+        from . import graph  # (here: a stored program runs without it)
         shape = graph.check_shape(kv["shape"], n)
         dtype = kv.get("dtype", "f32")
         if (dtype not in ("f32", "bool")) != ("q" in kv):
-            raise fail(n, "input: an integer input needs q=scale,zero_point, an f32 or bool one has none", "q")
+            raise graph.fail(n, "input: an integer input needs q=scale,zero_point, an f32 or bool one has none", "q")
         if "q" in kv:
             graph.zero_point(kv["q"], dtype, n)
         if kv.get("layout") == "chw" and len(shape) != 3:
-            raise fail(n, "input: layout=chw needs an H,W,C shape", "layout")
-        return Value(kv["y"], shape, dtype, kv.get("q"))
+            raise graph.fail(n, "input: layout=chw needs an H,W,C shape", "layout")
+        return graph.Value(kv["y"], shape, dtype, kv.get("q"))
 
     def _liveness(self):
         """[first, last] op index of each value, in self._life by id(value) until the arena is
@@ -203,17 +204,18 @@ class Model(Module):
         which lies in the arena alive during its op only (TFLM's scratch buffers): it takes
         room only where no activation is. Returns the arena's size in bytes, bounded before
         anything is allocated."""
+        from . import graph  # (here: a stored program runs without it)
         if self._planned is not None:
             return self._planned
         life = dict(self._life)
         scratch, kept = [], []
         for i, op in enumerate(self.ops):
             if op.scratch:
-                v = Value("", (4 * op.scratch,), "i8")
+                v = graph.Value("", (4 * op.scratch,), "i8")
                 life[id(v)] = (i, i)
                 scratch.append((i, v))
             if op.persist:  # alive across calls: overlaps nothing, ever
-                v = Value("", (op.persist,), "i8")
+                v = graph.Value("", (op.persist,), "i8")
                 life[id(v)] = (0, len(self.ops))
                 kept.append((i, v))
         n = graph.plan(self.values + [v for i, v in scratch + kept], life, 4, self._pairs())
@@ -287,8 +289,9 @@ class Model(Module):
 
     def clone(self, arrays=False):
         """A copy with every Param cloned (Param.clone semantics) and its own arena."""
+        from . import graph  # (here: a stored program runs without it)
         c = Module.clone(self, arrays)
-        c.values = [Value(v.name, v.shape, v.dtype, v.q) for v in self.values]
+        c.values = [graph.Value(v.name, v.shape, v.dtype, v.q) for v in self.values]
         index = {}
         for a, b in zip(self.values, c.values):
             index[id(a)] = b
@@ -383,14 +386,15 @@ class _Compiler:
 def _versions(n, op, ins, states):
     """A variable's value is read and assigned only, in order: `read` and `assign` take its
     current value (the var's, then each assign's) as their first input, no other op takes one."""
+    from . import graph  # (here: a stored program runs without it)
     for i, x in enumerate(ins):
         cell = states.get(id(x))
         if cell is not None and (i or op not in ("read", "assign")):
-            raise fail(n, "%s: %r is a variable: read it first" % (op, x.name), "x")
+            raise graph.fail(n, "%s: %r is a variable: read it first" % (op, x.name), "x")
         if cell is not None and cell[0] is not x:
-            raise fail(n, "%s: %r is a variable's value before its assign (use %r)" % (op, x.name, cell[0].name), "x")
+            raise graph.fail(n, "%s: %r is a variable's value before its assign (use %r)" % (op, x.name, cell[0].name), "x")
     if op == "assign" and id(ins[0]) not in states:
-        raise fail(n, "assign: %r is no variable (a var line's value, or an assign's)" % ins[0].name, "x")
+        raise graph.fail(n, "assign: %r is no variable (a var line's value, or an assign's)" % ins[0].name, "x")
 
 
 def _ram(a, dtype):
