@@ -57,51 +57,52 @@ DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
 # room (module of mpy_lazy/ops) holding its check and reference kernel (the room's KERNELS
-# names the kernel of each of its kinds, there and in the fast paths)
-NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean", "lut", "softmax",
-     "move", "fill", "quantize", "dequantize", "", "conv2d", "depthwise", "linear", "add", "mul",
-     "maxpool", "avgpool", "mean", "act", "softmax", "rescale", "add", "sub", "sub", "conv2d",
-     "depthwise", "linear", "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax", "gru",
-     "gru", "maxpool", "avgpool") \
-    + ("minmax", "binary", "cast", "cast", "div", "resize", "resize", "prelu", "layernorm", "groupnorm") \
-    + ("tconv", "softmax", "act", "", "mul", "load") \
-    + ("", "", "", "") \
-    + ("unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn") \
-    + ("reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize") \
-    + ("gathernd", "update", "", "") \
-    + ("var", "", "", "") \
-    + ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan",
-     "fblog", "iarith", "delay") \
-    + ("stacker", "framer", "overlap", "overlap", "irfft")
-LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
-     18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
-    + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
-    + (26, 16, 10, 0, 17, 6) \
-    + (0, 0, 0, 0) \
-    + (6, 13, 9, 9, 11, 9, 21, 19) \
-    + (18, 9, 16, 8, 22, 14, 18, 18) \
-    + (18, 15, 0, 0) \
-    + (8, 0, 0, 0) \
-    + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8) \
-    + (9, 10, 9, 9, 9)
-ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
-     "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
-     "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
-     "linear", "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax", "gru", "gru", "pool",
-     "pool") \
-    + ("elementwise", "elementwise", "cast", "cast", "elementwise", "resize", "resize", "elementwise",
-     "layernorm", "groupnorm") \
-    + ("tconv", "softmax", "act", "", "binary", "binary") \
-    + ("", "", "", "") \
-    + ("unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith") \
-    + ("reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize") \
-    + ("index", "index", "", "") \
-    + ("variable", "", "", "") \
-    + ("signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",
-     "signal", "elementwise", "signal") \
-    + ("signal", "signal", "signal", "signal", "signal")
-# the kinds that compute on or move f32 values (a program with one gets the float views)
-FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
-          FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,
-          FCUMSUM, FBMM, FNORM, FUNARY, FCOMPARE, FARITH,
-          FOVERLAP)
+# names the kernel of each of its kinds, there and in the fast paths). Each table is one literal
+# (frozen into a firmware it stays in flash; built at import it would be heap): a new kind
+# appends its entry at the end of each, on the line of its number.
+NAMES = (
+    "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool",  # 0..
+    "mean", "lut", "softmax", "move", "fill", "quantize", "dequantize", "",  # 8..
+    "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean",  # 16..
+    "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise",  # 24..
+    "linear", "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax",  # 32..
+    "gru", "gru", "maxpool", "avgpool", "minmax", "binary", "cast", "cast",  # 40..
+    "div", "resize", "resize", "prelu", "layernorm", "groupnorm", "tconv", "softmax",  # 48..
+    "act", "", "mul", "load", "", "", "", "",  # 56..
+    "unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn",  # 64..
+    "reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize",  # 72..
+    "gathernd", "update", "", "", "var", "", "", "",  # 80..
+    "window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub",  # 88..
+    "pcan", "fblog", "iarith", "delay", "stacker", "framer", "overlap", "overlap",  # 96..
+    "irfft",  # 104..
+)
+LENGTH = (
+    0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
+    38, 38, 20, 11, 11, 21, 21, 14, 8, 7, 18, 22, 22, 22, 38, 38,  # 16..
+    21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21, 12, 12, 7, 7,  # 32..
+    17, 13, 13, 20, 14, 12, 26, 16, 10, 0, 17, 6, 0, 0, 0, 0,  # 48..
+    6, 13, 9, 9, 11, 9, 21, 19, 18, 9, 16, 8, 22, 14, 18, 18,  # 64..
+    18, 15, 0, 0, 8, 0, 0, 0, 9, 5, 6, 10, 7, 9, 6, 14,  # 80..
+    10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
+)
+ROOM = (
+    "", "conv", "conv", "linear", "binary", "binary", "pool", "pool",  # 0..
+    "mean", "act", "softmax", "move", "move", "quant", "quant", "",  # 8..
+    "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean",  # 16..
+    "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",  # 24..
+    "linear", "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax",  # 32..
+    "gru", "gru", "pool", "pool", "elementwise", "elementwise", "cast", "cast",  # 40..
+    "elementwise", "resize", "resize", "elementwise", "layernorm", "groupnorm", "tconv", "softmax",  # 48..
+    "act", "", "binary", "binary", "", "", "", "",  # 56..
+    "unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith",  # 64..
+    "reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize",  # 72..
+    "index", "index", "", "", "variable", "", "", "",  # 80..
+    "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",  # 88..
+    "signal", "signal", "elementwise", "signal", "signal", "signal", "signal", "signal",  # 96..
+    "signal",  # 104..
+)
+# the kinds that compute on or move f32 values (a program with one gets the float views):
+# QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB
+# FLSTM FGRU FBINARY FCAST FRESIZE FLAYERNORM FGROUPNORM FTCONV FREDUCE FCUMSUM FBMM FNORM FUNARY
+# FCOMPARE FARITH FOVERLAP
+FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103)
