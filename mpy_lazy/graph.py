@@ -128,6 +128,40 @@ OPS = {
     "irfft": (("x", "y", "t", "opts"), ("q",)),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
+# op name -> its room (the module of mpy_lazy/ops holding its class Op: kernels.op)
+ROOMS = {
+    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
+    "tconv": "tconv", "slice": "slice", "transpose": "slice",
+    "depth2space": "slice", "space2depth": "slice",
+    "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
+    "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
+    "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
+    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "gru": "gru", "svdf": "svdf",
+    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
+    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
+    "groupnorm": "groupnorm",
+    "abs": "act",
+    "broadcast": "slice",
+    "gathernd": "index", "update": "index",
+    "var": "variable", "read": "variable", "assign": "variable",
+    "reduce": "reduce",
+    "cumsum": "cumsum",
+    "batchmatmul": "matmul",
+    "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
+    "neg": "unary", "sqrt": "unary", "rsqrt": "unary", "square": "unary", "exp": "unary", "log": "unary",
+    "sin": "unary", "cos": "unary", "floor": "unary", "ceil": "unary", "round": "unary", "elu": "unary",
+    "const": "const",
+    "equal": "compare", "notequal": "compare", "less": "compare", "lessequal": "compare", "greater": "compare",
+    "greaterequal": "compare", "and": "compare", "or": "compare", "not": "compare", "select": "compare",
+    "sqdiff": "arith", "floordiv": "arith", "floormod": "arith", "addn": "arith",
+}
+ROOMS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
+              "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
+              "delay": "signal",
+              "stacker": "signal",
+              "framer": "signal",
+              "overlap": "signal",
+              "irfft": "signal"})
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",

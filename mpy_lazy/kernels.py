@@ -94,42 +94,6 @@ def viper():
     return _viper if path() != "pure" else None
 
 
-# op name of the graph description -> its room (the module of mpy_lazy/ops holding class Op)
-_OPS = {
-    "conv2d": "conv", "depthwise": "conv", "linear": "linear", "add": "binary", "sub": "binary", "mul": "binary",
-    "tconv": "tconv", "slice": "slice", "transpose": "slice",
-    "depth2space": "slice", "space2depth": "slice",
-    "maxpool": "pool", "avgpool": "pool", "mean": "mean", "relu": "act", "relu6": "act",
-    "clip": "act", "leakyrelu": "act", "sigmoid": "act", "tanh": "act", "lut": "act",
-    "reshape": "reshape", "concat": "concat", "pad": "pad", "softmax": "softmax",
-    "quantize": "quant", "dequantize": "quant", "lstm": "lstm", "gru": "gru", "svdf": "svdf",
-    "hardswish": "act", "hardsigmoid": "act", "gelu": "act", "minimum": "elementwise", "maximum": "elementwise",
-    "div": "elementwise", "prelu": "elementwise", "cast": "cast", "resize": "resize", "layernorm": "layernorm",
-    "groupnorm": "groupnorm",
-    "abs": "act",
-    "broadcast": "slice",
-    "gathernd": "index", "update": "index",
-    "var": "variable", "read": "variable", "assign": "variable",
-    "reduce": "reduce",
-    "cumsum": "cumsum",
-    "batchmatmul": "matmul",
-    "logsoftmax": "normalize", "l2norm": "normalize", "l2pool": "normalize",
-    "neg": "unary", "sqrt": "unary", "rsqrt": "unary", "square": "unary", "exp": "unary", "log": "unary",
-    "sin": "unary", "cos": "unary", "floor": "unary", "ceil": "unary", "round": "unary", "elu": "unary",
-    "const": "const",
-    "equal": "compare", "notequal": "compare", "less": "compare", "lessequal": "compare", "greater": "compare",
-    "greaterequal": "compare", "and": "compare", "or": "compare", "not": "compare", "select": "compare",
-    "sqdiff": "arith", "floordiv": "arith", "floormod": "arith", "addn": "arith",
-}
-_OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rfft": "signal", "energy": "signal",
-             "filterbank": "signal", "fbsqrt": "signal", "specsub": "signal", "pcan": "signal", "fblog": "signal",
-             "delay": "signal",
-             "stacker": "signal",
-             "framer": "signal",
-             "overlap": "signal",
-             "irfft": "signal"})
-
-
 def _room(name):
     return __import__("mpy_lazy.ops." + name, None, None, ("Op",))
 
@@ -143,7 +107,9 @@ def room(kind):
 def op(name):
     """The Op class of a graph description's op `name` (mpy_lazy/ops/<room>.py), imported on
     first use."""
-    return _room(_OPS[name]).Op
+    from .graph import ROOMS  # (here: a stored program runs without the graph module)
+
+    return _room(ROOMS[name]).Op
 
 
 def _fast(kind, name):
