@@ -157,7 +157,7 @@ def report(name, paths, reps):
         print('ROW', repr((name, path, m.macs(), whole, sum(out))))
         K = m._K  # (the program's own table: its kinds' modules only)
         for kind, k in check.records(m.P):  # one line each: VWW leaves the Pico's heap nearly full
-            print('OP', repr((name, path, check.NAMES[kind], kernels.record_macs(m.P, k),
+            print('OP', repr((name, path, check.word(check.NAMES, kind), kernels.record_macs(m.P, k),
                               cycles(lambda: K[kind](m, m.P, k), reps) - CALL)))
     del m
     gc.collect()

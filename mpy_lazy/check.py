@@ -15,7 +15,7 @@ from ._arith import bits_f32
 from .container import ContainerError
 from .kinds import (H_ARENA, H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H_VERSION, HEADER, INT32_MAX, IO,
                     IO_DIMS, IO_DTYPE, IO_LAYOUT, IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, KINDS, LENGTH,
-                    FLOATS, MAGIC, MAX_ARENA, MAX_DIM, MAX_RECORDS, NAMES, VERSION)
+                    FLOATS, MAGIC, MAX_ARENA, MAX_DIM, MAX_RECORDS, NAMES, VERSION, word)
 
 
 
@@ -41,7 +41,7 @@ class _Rec:
         return self.P[self.k + i]
 
     def fail(self, field, msg):
-        raise ContainerError("graph line %d: %s: %s: %s" % (self.line, NAMES[self.kind], field, msg),
+        raise ContainerError("graph line %d: %s: %s: %s" % (self.line, word(NAMES, self.kind), field, msg),
                              field, "program")
 
     def range(self, i, field, lo, hi):
@@ -294,7 +294,8 @@ def program(P, B, room, verify=None, total=None, sums=None):
         if not 0 < kind < KINDS or not LENGTH[kind]:
             bad("record at word %d: unknown kind %d" % (k, kind), "kind")
         if P[k + 1] != LENGTH[kind] or k + LENGTH[kind] > total:
-            bad("record at word %d (%s): %d words, expected %d" % (k, NAMES[kind], P[k + 1], LENGTH[kind]), "records")
+            bad("record at word %d (%s): %d words, expected %d" % (k, word(NAMES, kind), P[k + 1], LENGTH[kind]),
+                "records")
         r = _Rec(P, k, arena, B, verify)
         room(kind).check(r, E)
         r.overlaps()

@@ -18,7 +18,7 @@
 import sys
 
 from . import backend
-from .kinds import FLOATS, KINDS, LENGTH, ROOM
+from .kinds import FLOATS, KINDS, LENGTH, ROOM, word
 
 _viper = _thumb = None
 unavailable = {}  # kernel path -> why its module did not import, e.g. {"viper": "MemoryError: ..."}
@@ -101,7 +101,7 @@ def _room(name):
 def room(kind):
     """The module of mpy_lazy/ops owning record kind `kind` (a kind with a room: kinds.ROOM),
     imported on first use."""
-    return _room(ROOM[kind])
+    return _room(word(ROOM, kind))
 
 
 def op(name):

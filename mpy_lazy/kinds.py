@@ -58,23 +58,24 @@ DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
 # room (module of mpy_lazy/ops) holding its check and reference kernel (the room's KERNELS
 # names the kernel of each of its kinds, there and in the fast paths). Each table is one literal
-# (frozen into a firmware it stays in flash; built at import it would be heap): a new kind
-# appends its entry at the end of each, on the line of its number.
+# (frozen into a firmware it stays in flash; built at import it would be heap), the names one
+# string of words each (word() reads them: a tuple of strings loaded from a .mpy is one heap
+# object per string): a new kind appends its entry at the end of each ("-": none).
 NAMES = (
-    "", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool",  # 0..
-    "mean", "lut", "softmax", "move", "fill", "quantize", "dequantize", "",  # 8..
-    "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool", "mean",  # 16..
-    "act", "softmax", "rescale", "add", "sub", "sub", "conv2d", "depthwise",  # 24..
-    "linear", "tconv", "tconv", "sub", "lstm", "lstm", "svdf", "softmax",  # 32..
-    "gru", "gru", "maxpool", "avgpool", "minmax", "binary", "cast", "cast",  # 40..
-    "div", "resize", "resize", "prelu", "layernorm", "groupnorm", "tconv", "softmax",  # 48..
-    "act", "", "mul", "load", "", "", "", "",  # 56..
-    "unary", "compare", "compare", "logical", "select", "arith", "sqdiff", "addn",  # 64..
-    "reduce", "reduce", "cumsum", "cumsum", "batchmatmul", "batchmatmul", "normalize", "normalize",  # 72..
-    "gathernd", "update", "", "", "var", "", "", "",  # 80..
-    "window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub",  # 88..
-    "pcan", "fblog", "iarith", "delay", "stacker", "framer", "overlap", "overlap",  # 96..
-    "irfft",  # 104..
+    "- conv2d depthwise linear add mul maxpool avgpool "  # 0..
+    "mean lut softmax move fill quantize dequantize - "  # 8..
+    "conv2d depthwise linear add mul maxpool avgpool mean "  # 16..
+    "act softmax rescale add sub sub conv2d depthwise "  # 24..
+    "linear tconv tconv sub lstm lstm svdf softmax "  # 32..
+    "gru gru maxpool avgpool minmax binary cast cast "  # 40..
+    "div resize resize prelu layernorm groupnorm tconv softmax "  # 48..
+    "act - mul load - - - - "  # 56..
+    "unary compare compare logical select arith sqdiff addn "  # 64..
+    "reduce reduce cumsum cumsum batchmatmul batchmatmul normalize normalize "  # 72..
+    "gathernd update - - var - - - "  # 80..
+    "window fftbits fftscale rfft energy filterbank fbsqrt specsub "  # 88..
+    "pcan fblog iarith delay stacker framer overlap overlap "  # 96..
+    "irfft "  # 104..
 )
 LENGTH = (
     0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
@@ -86,23 +87,32 @@ LENGTH = (
     10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
 )
 ROOM = (
-    "", "conv", "conv", "linear", "binary", "binary", "pool", "pool",  # 0..
-    "mean", "act", "softmax", "move", "move", "quant", "quant", "",  # 8..
-    "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean",  # 16..
-    "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",  # 24..
-    "linear", "tconv", "tconv", "binary", "lstm", "lstm", "svdf", "softmax",  # 32..
-    "gru", "gru", "pool", "pool", "elementwise", "elementwise", "cast", "cast",  # 40..
-    "elementwise", "resize", "resize", "elementwise", "layernorm", "groupnorm", "tconv", "softmax",  # 48..
-    "act", "", "binary", "binary", "", "", "", "",  # 56..
-    "unary", "compare", "compare", "compare", "compare", "arith", "arith", "arith",  # 64..
-    "reduce", "reduce", "cumsum", "cumsum", "matmul", "matmul", "normalize", "normalize",  # 72..
-    "index", "index", "", "", "variable", "", "", "",  # 80..
-    "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",  # 88..
-    "signal", "signal", "elementwise", "signal", "signal", "signal", "signal", "signal",  # 96..
-    "signal",  # 104..
+    "- conv conv linear binary binary pool pool "  # 0..
+    "mean act softmax move move quant quant - "  # 8..
+    "conv conv linear binary binary pool pool mean "  # 16..
+    "act softmax quant binary binary binary conv conv "  # 24..
+    "linear tconv tconv binary lstm lstm svdf softmax "  # 32..
+    "gru gru pool pool elementwise elementwise cast cast "  # 40..
+    "elementwise resize resize elementwise layernorm groupnorm tconv softmax "  # 48..
+    "act - binary binary - - - - "  # 56..
+    "unary compare compare compare compare arith arith arith "  # 64..
+    "reduce reduce cumsum cumsum matmul matmul normalize normalize "  # 72..
+    "index index - - variable - - - "  # 80..
+    "signal signal signal signal signal signal signal signal "  # 88..
+    "signal signal elementwise signal signal signal signal signal "  # 96..
+    "signal "  # 104..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):
 # QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB
 # FLSTM FGRU FBINARY FCAST FRESIZE FLAYERNORM FGROUPNORM FTCONV FREDUCE FCUMSUM FBMM FNORM FUNARY
 # FCOMPARE FARITH FOVERLAP
 FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103)
+
+
+def word(table, kind):
+    """Entry `kind` of a table of words (NAMES, ROOM): "" for a kind without one."""
+    i = 0
+    for _ in range(kind):
+        i = table.find(" ", i) + 1
+    w = table[i:table.find(" ", i)]
+    return "" if w == "-" else w

@@ -55,7 +55,7 @@ class _Reference:
 
     def __getattr__(self, name):
         for kind in range(1, kinds.KINDS):
-            if kinds.ROOM[kind]:
+            if kinds.word(kinds.ROOM, kind):
                 room = kernels.room(kind)
                 if hasattr(room, name):
                     return getattr(room, name)
@@ -2650,4 +2650,4 @@ def test_index_check():
             e = raises(ContainerError, room.check, check._Rec(record(kind, f), 0, arena, (slot.b,), None),
                        check._Env((slot.b,)))
             assert (e.field, e.tensor) == ("program", field) and "\n" not in str(e) \
-                and str(e).startswith("graph line 0: %s: %s" % (kinds.NAMES[kind], field)), (kind, i, str(e))
+                and str(e).startswith("graph line 0: %s: %s" % (kinds.word(kinds.NAMES, kind), field)), (kind, i, str(e))

@@ -7,10 +7,12 @@ from mpy_lazy import graph, kernels, kinds
 
 
 def test_every_kind_has_a_name_a_length_and_a_room():
-    assert len(kinds.NAMES) == len(kinds.LENGTH) == len(kinds.ROOM) == kinds.KINDS
+    assert len(kinds.NAMES.split()) == len(kinds.LENGTH) == len(kinds.ROOM.split()) == kinds.KINDS
+    for table in (kinds.NAMES, kinds.ROOM):  # words one space apart, each followed by one (word() counts them)
+        assert table == " ".join(table.split()) + " "
     for kind in range(kinds.KINDS):
         used = kinds.LENGTH[kind] > 0
-        assert bool(kinds.NAMES[kind]) == used and bool(kinds.ROOM[kind]) == used, kind
+        assert bool(kinds.word(kinds.NAMES, kind)) == used and bool(kinds.word(kinds.ROOM, kind)) == used, kind
         assert not used or kinds.LENGTH[kind] >= 3, kind  # [kind | line, length, fields...]
     for kind in kinds.FLOATS:
         assert kinds.LENGTH[kind], kind
@@ -19,8 +21,8 @@ def test_every_kind_has_a_name_a_length_and_a_room():
 def test_every_room_owns_its_kinds_with_a_check_and_a_reference_kernel():
     rooms = {}
     for kind in range(1, kinds.KINDS):
-        if kinds.ROOM[kind]:
-            rooms.setdefault(kinds.ROOM[kind], []).append(kind)
+        if kinds.word(kinds.ROOM, kind):
+            rooms.setdefault(kinds.word(kinds.ROOM, kind), []).append(kind)
     assert len(rooms) >= 17
     for name, owned in rooms.items():
         room = kernels.room(owned[0])
