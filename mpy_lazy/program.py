@@ -295,23 +295,29 @@ class Program:
 
     def tolist(self, i=0):
         """Output i as a list of its stored values (ints for integer values, floats for f32),
-        in the order the caller gave the input (C, H, W for a model exported from torch)."""
-        out = self._out if self.P[H_OUTPUTS] == 1 else self._out[i]
-        v = self.outputs[i]
-        if self.out_layouts[i] == "chw":
-            c = v.shape[-1]
-            hw = v.size // c
-            return [out[(j % hw) * c + j // hw] for j in range(v.size)]
-        return [out[j] for j in range(v.size)]
+        in the order the caller gave the input (C, H, W for a model exported from torch). Read
+        from the header, as _set() reads it (self.outputs would import the graph module)."""
+        P = self.P
+        if not 0 <= i < P[H_OUTPUTS]:
+            raise IndexError("output %d: the model has %d" % (i, P[H_OUTPUTS]))
+        out = self._out if P[H_OUTPUTS] == 1 else self._out[i]
+        e = HEADER + IO * (P[H_INPUTS] + i)
+        n = P[e + IO_SIZE]
+        if P[e + IO_LAYOUT] == 1:  # chw
+            c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
+            hw = n // c
+            return [out[(j % hw) * c + j // hw] for j in range(n)]
+        return [out[j] for j in range(n)]
 
     def dequantize(self, i=0):
         """Output i as a list of floats (real values of an integer output), in the caller's
         order."""
-        v = self.outputs[i]
         vals = self.tolist(i)
-        if v.q is None:  # (f32, bool)
+        P = self.P
+        e = HEADER + IO * (P[H_INPUTS] + i)
+        if P[e + IO_DTYPE] in (1, 12):  # f32, bool: no q
             return vals
-        s, z = v.q
+        s, z = bits_f32(P[e + IO_SCALE]), P[e + IO_ZP]
         return [s * (q - z) for q in vals]
 
     def predict(self, x=None, *more):

@@ -41,8 +41,8 @@ try:  # (at the smallest heaps the bisection tries, the read itself is what fail
 except MemoryError:
     print('MemoryError')
 else:
-    o = m(x)
-    print('OUT', [o[i] for i in range(m.outputs[0].size)])
+    m(x)
+    print('OUT', m.tolist())
 """
 
 
