@@ -25,7 +25,30 @@ def run(text, tensors, *inputs, state=None):
     vals, q, dts, outs = {}, {}, {}, []
     state = {} if state is None else state
     k = 0
-    for _, op, kv in parse(text):
+    lines = list(parse(text))
+    ops = [i for i, (_, op, _) in enumerate(lines) if op not in ("input", "output")]
+    counts = {}
+    at = 0
+    root = {}  # an assign's value -> its variable: every version is the variable's one buffer, even
+    for _, op, kv in lines:  # an assign a branch skips (its value then read after the branch)
+        if op == "var":
+            root[kv["y"]] = kv["y"]
+        elif op == "assign" and kv["x"][0] in root:
+            v = root[kv["y"]] = root[kv["x"][0]]
+            vals[kv["y"]] = _Var(v)
+            line = _var_line(lines, v)
+            dts[kv["y"]] = line.get("dtype", "f32")
+            if "q" in line:
+                q[kv["y"]] = line["q"]
+    while at < len(lines):
+        _, op, kv = lines[at]
+        at += 1
+        if op in _CONTROL:  # IF and WHILE on the board: go on elsewhere (mpy_lazy/ops/control.py)
+            to = _CONTROL[op](kv, vals, counts)
+            if to is not None:
+                i = ops.index(at - 1) + to
+                at = ops[i] if i < len(ops) else ops[-1] + 1
+            continue
         if op == "input":
             shape = kv["shape"]
             x = np.asarray(inputs[k]).reshape(-1)
@@ -1005,6 +1028,31 @@ def svdf(ins, kv, qin, tensors, state):
     acc = _wrap32(acc.reshape(units, -1).sum(axis=1) + b)
     state[kv["y"]] = s.reshape(-1)
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
+
+
+def _var_line(lines, name):
+    for _, op, kv in lines:
+        if op == "var" and kv["y"] == name:
+            return kv
+
+
+def _branch(kv, vals, counts):
+    return None if vals[kv["x"]].reshape(-1)[0] else 1 + kv["skip"]
+
+
+def _loop(kv, vals, counts):
+    counts[kv["y"]] = 0
+    vals[kv["y"]] = kv["y"]
+
+
+def _next(kv, vals, counts):
+    counts[kv["x"]] += 1
+    if counts[kv["x"]] > kv["max"]:
+        raise RuntimeError("next: more than %d iterations (a WHILE that does not end?)" % kv["max"])
+    return -kv["back"]
+
+
+_CONTROL = {"branch": _branch, "jump": lambda kv, vals, counts: 1 + kv["skip"], "loop": _loop, "next": _next}
 
 
 class _Var(str):

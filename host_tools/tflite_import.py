@@ -480,7 +480,7 @@ def _hwc(shape, r):
     """A TFLite activation shape as the board's: [1, H, W, C] -> (H, W, C), [1, N] -> (N,);
     5-D and 6-D ones of leading 1s too: [1, 1, H, W, C] -> (H, W, C). None: more dimensions
     than 3 left, which only MOVERS take (_view)."""
-    s = list(shape)
+    s = list(shape) or [1]  # (a scalar: one element, a WHILE's counter)
     if s and s[0] == 1 and len(s) > 1:
         s = s[1:]
     elif len(s) == 4 and s[0] != 1 and r.opname not in MOVERS:

@@ -128,6 +128,7 @@ _OPS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rff
              "framer": "signal",
              "overlap": "signal",
              "irfft": "signal"})
+_OPS.update({"branch": "control", "jump": "control", "loop": "control", "next": "control"})
 
 
 def _room(name):
