@@ -120,6 +120,8 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
+    if op in ("rfft", "irfft") and x_dtype in ("i32", "f32"):
+        return x_dtype
     if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer", "irfft"):
         return "i16"
     return x_dtype
@@ -1154,8 +1156,33 @@ def _kiss(f, tw, stride, inv=False):
     return np.concatenate([_i16(f0 + s3), y1, _i16(f0 - s3), y3])
 
 
+def _fft(ins, kv, tensors, inverse):
+    """rfft and irfft of int32 and float32 values: the runtime's kiss_fft (mpy_lazy/ops/signal.py:
+    FIXED_POINT 32 and float, written once) over lists, frame by frame (float sums unrounded)."""
+    from mpy_lazy.ops import signal as room
+
+    nfft = kv["opts"][0]
+    n = nfft // 2
+    g = kv["x_dtype"] == "i32"
+    t = [int(v) if g else float(v) for v in np.asarray(tensors[kv["t"]]).reshape(-1)]
+    x = ins[0]
+    out = []
+    for fr in x.reshape(-1, nfft + 2 if inverse else x.shape[-1]):
+        fr = [int(v) if g else float(v) for v in fr]
+        w, y = [0] * nfft, [0] * (nfft if inverse else nfft + 2)
+        if inverse:
+            room._fftri(fr, 0, w, 0, y, 0, t, 0, nfft, g)
+        else:
+            room._work_g(w, 0, fr + [0] * (nfft - len(fr)), 0, 1, n, t, 0, 0, g)
+            room._fftr_post(w, 0, y, 0, t, 2 * n, n, g)
+        out += y
+    return np.array(out, np.int64 if g else np.float64)
+
+
 def rfft(ins, kv, qin, tensors):
     """kiss_fftr of each zero-padded frame: nfft/2 + 1 complex int16, as re, im pairs."""
+    if kv["x_dtype"] != "i16":
+        return _fft(ins, kv, tensors, False)
     nfft = kv["opts"][0]
     n = nfft // 2
     t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)
@@ -1183,6 +1210,8 @@ def rfft(ins, kv, qin, tensors):
 
 def irfft(ins, kv, qin, tensors):
     """kiss_fftri (FIXED_POINT 16) of each frame of nfft/2 + 1 complex int16: nfft int16."""
+    if kv["x_dtype"] != "i16":
+        return _fft(ins, kv, tensors, True)
     nfft = kv["opts"][0]
     n = nfft // 2
     t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)

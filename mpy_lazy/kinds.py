@@ -53,7 +53,8 @@ SFRAMER = 101  # the signal library's framer (ops/signal.py)
 SOVERLAP, FOVERLAP = 102, 103  # the signal library's overlap-add, int16 and float32 (ops/signal.py)
 SIRFFT = 104  # the signal library's inverse real FFT, int16 (ops/signal.py)
 BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on the board (ops/control.py)
-KINDS = 114  # kinds are 1..KINDS-1
+SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
+KINDS = 115  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -75,7 +76,8 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
      "fblog", "iarith", "delay") \
     + ("stacker", "framer", "overlap", "overlap", "irfft") \
     + ("", "", "", "", "") \
-    + ("branch", "jump", "loop", "next")
+    + ("branch", "jump", "loop", "next") \
+    + ("fft",)
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
      18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
@@ -88,7 +90,8 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8) \
     + (9, 10, 9, 9, 9) \
     + (0, 0, 0, 0, 0) \
-    + (4, 3, 3, 5)
+    + (4, 3, 3, 5) \
+    + (12,)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
      "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
      "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
@@ -106,9 +109,11 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
      "signal", "elementwise", "signal") \
     + ("signal", "signal", "signal", "signal", "signal") \
     + ("", "", "", "", "") \
-    + ("control", "control", "control", "control")
+    + ("control", "control", "control", "control") \
+    + ("signal",)
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
           FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,
           FCUMSUM, FBMM, FNORM, FUNARY, FCOMPARE, FARITH,
-          FOVERLAP)
+          FOVERLAP,
+          SFFT)  # (its int32 form too: one kind, the float views made for it)
