@@ -156,7 +156,7 @@ SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL"
                  "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE",
                  "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV", "RESIZE_NEAREST_NEIGHBOR",
                  "RESIZE_BILINEAR", "PRELU", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
-                 "CALL_ONCE", "WHILE")
+                 "CALL_ONCE", "WHILE", "IF")
 # Ops that must appear as operators of their own (not only as a fused activation) somewhere.
 STANDALONE = ("RELU", "RELU6", "TANH", "LOGISTIC")
 

@@ -112,8 +112,9 @@ def check(r, E):
     elif kind == JUMP:
         _target(r, 2, True)
     elif kind == LOOP:
-        r.range(2, "loop", 0, 4095)
-        for k in starts(r.P, r.total):  # one loop record per count
+        at = starts(r.P, r.total)
+        r.range(2, "loop", 0, sum(1 for k in at if r.P[k] & 255 == LOOP) - 1)  # (Program.C's index)
+        for k in at:  # one loop record per count
             if k < r.k and r.P[k] & 255 == LOOP and r.P[k + 2] == r[2]:
                 r.fail("loop", "count %d is another loop's (at word %d)" % (r[2], k))
     else:  # NEXT: back to the record after its own loop record; the loops nest

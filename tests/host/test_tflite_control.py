@@ -296,19 +296,38 @@ def test_the_loop_records_are_checked(cases):
     without its bound)."""
     from mpy_lazy import program
     from mpy_lazy.container import ContainerError
-    from mpy_lazy.kinds import BRANCH, NEXT
+    from mpy_lazy.kinds import BRANCH, LOOP, NEXT
 
     c = cases[0]["while_input"].c
     P0 = program.load(c).P
     words = list(P0[i] for i in range(len(P0)))
     at = {kind: k for kind, k in __import__("mpy_lazy.check", None, None, ("records",)).records(P0)}
     for kind, field, delta, words_of in ((NEXT, 2, -1, "next: to: "), (NEXT, 2, 1, "next: to: "),
-                                         (BRANCH, 3, 1, "branch: to: "), (NEXT, 4, -words[at[NEXT] + 4], "next: max: ")):
+                                         (BRANCH, 3, 1, "branch: to: "), (NEXT, 4, -words[at[NEXT] + 4], "next: max: "),
+                                         (LOOP, 2, 1, "loop: loop: 1 is outside 0..0"), (NEXT, 3, 1, "next: to: ")):
         bad = list(words)
         bad[at[kind] + field] += delta
         P = __import__("array").array("i", bad)
         with pytest.raises(ContainerError, match=words_of):
             program.Program(P, (c._mv,), verify=c._tensor_at, words=len(P))
+
+
+@pytest.mark.parametrize("lines, words", [
+    ("branch x=c y=b skip=3", "branch: goes to op 6 of 3"),
+    ("jump y=j skip=4096", "jump: goes to op 4099 of 3"),
+    ("branch x=x y=b skip=0", "branch: x= one bool value"),
+    ("loop y=l\nnext x=c y=n back=1 max=9", "next: x=c is no loop line's value"),
+    ("loop y=l\nnext x=l y=n back=3 max=9", "next: goes to op 0 of 4"),
+    ("loop y=l\nnext x=l y=n back=1 max=0", "next: max=0 outside 1..1073741824"),
+])
+def test_control_lines_are_checked(lines, words):
+    """A description's branch, jump, loop and next lines: targets inside it, a next on a loop
+    line's value, a bool condition, a bound: refused with one line naming the line."""
+    from mpy_lazy.container import ContainerError
+
+    text = "input y=x shape=4\ninput y=c shape=1 dtype=bool\nneg x=x y=a\n%s\nneg x=a y=z\noutput x=z" % lines
+    with pytest.raises(ContainerError, match=words):
+        mmodel.Model(text)
 
 
 def test_a_branch_that_calls_itself_is_refused(tmp_path):
