@@ -135,7 +135,10 @@ def _spec(r, i):
     if typ not in ("INT8", "INT16", "INT32", "FLOAT32"):
         raise r.err("tensor %d of type %s: the values an IF or WHILE computed on the board hands on are "
                     "int8, int16, int32 or float32" % (i, typ))
-    return _hwc(shape, r), dt, r.qof(i) if dt != "f32" else None
+    board = _hwc(shape, r)
+    if board is None:
+        raise r.err("tensor %d of shape %s: more dimensions than the board's values hold" % (i, list(shape)))
+    return board, dt, r.qof(i) if dt != "f32" else None
 
 
 def _declare(r, name, spec):
