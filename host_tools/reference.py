@@ -25,7 +25,30 @@ def run(text, tensors, *inputs, state=None):
     vals, q, dts, outs = {}, {}, {}, []
     state = {} if state is None else state
     k = 0
-    for _, op, kv in parse(text):
+    lines = list(parse(text))
+    ops = [i for i, (_, op, _) in enumerate(lines) if op not in ("input", "output")]
+    counts = {}
+    at = 0
+    root = {}  # an assign's value -> its variable: every version is the variable's one buffer, even
+    for _, op, kv in lines:  # an assign a branch skips (its value then read after the branch)
+        if op == "var":
+            root[kv["y"]] = kv["y"]
+        elif op == "assign" and kv["x"][0] in root:
+            v = root[kv["y"]] = root[kv["x"][0]]
+            vals[kv["y"]] = _Var(v)
+            line = _var_line(lines, v)
+            dts[kv["y"]] = line.get("dtype", "f32")
+            if "q" in line:
+                q[kv["y"]] = line["q"]
+    while at < len(lines):
+        _, op, kv = lines[at]
+        at += 1
+        if op in _CONTROL:  # IF and WHILE on the board: go on elsewhere (mpy_lazy/ops/control.py)
+            to = _CONTROL[op](kv, vals, counts)
+            if to is not None:
+                i = ops.index(at - 1) + to
+                at = ops[i] if i < len(ops) else ops[-1] + 1
+            continue
         if op == "input":
             shape = kv["shape"]
             x = np.asarray(inputs[k]).reshape(-1)
@@ -97,6 +120,8 @@ def _out_dtype(op, kv, x_dtype):
         return kv.get("dtype", "f32")
     if op in ("fftbits", "energy", "filterbank", "fbsqrt", "specsub", "pcan"):
         return "i32"
+    if op in ("rfft", "irfft") and x_dtype in ("i32", "f32"):
+        return x_dtype
     if op in ("window", "fftscale", "rfft", "fblog", "delay", "stacker", "framer", "irfft"):
         return "i16"
     return x_dtype
@@ -1007,6 +1032,31 @@ def svdf(ins, kv, qin, tensors, state):
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
 
 
+def _var_line(lines, name):
+    for _, op, kv in lines:
+        if op == "var" and kv["y"] == name:
+            return kv
+
+
+def _branch(kv, vals, counts):
+    return None if vals[kv["x"]].reshape(-1)[0] else 1 + kv["skip"]
+
+
+def _loop(kv, vals, counts):
+    counts[kv["y"]] = 0
+    vals[kv["y"]] = kv["y"]
+
+
+def _next(kv, vals, counts):
+    counts[kv["x"]] += 1
+    if counts[kv["x"]] > kv["max"]:
+        raise RuntimeError("next: more than %d iterations (a WHILE that does not end?)" % kv["max"])
+    return -kv["back"]
+
+
+_CONTROL = {"branch": _branch, "jump": lambda kv, vals, counts: 1 + kv["skip"], "loop": _loop, "next": _next}
+
+
 class _Var(str):
     """A variable's value in `vals`: the name of its state entry."""
 
@@ -1106,8 +1156,33 @@ def _kiss(f, tw, stride, inv=False):
     return np.concatenate([_i16(f0 + s3), y1, _i16(f0 - s3), y3])
 
 
+def _fft(ins, kv, tensors, inverse):
+    """rfft and irfft of int32 and float32 values: the runtime's kiss_fft (mpy_lazy/ops/signal.py:
+    FIXED_POINT 32 and float, written once) over lists, frame by frame (float sums unrounded)."""
+    from mpy_lazy.ops import signal as room
+
+    nfft = kv["opts"][0]
+    n = nfft // 2
+    g = kv["x_dtype"] == "i32"
+    t = [int(v) if g else float(v) for v in np.asarray(tensors[kv["t"]]).reshape(-1)]
+    x = ins[0]
+    out = []
+    for fr in x.reshape(-1, nfft + 2 if inverse else x.shape[-1]):
+        fr = [int(v) if g else float(v) for v in fr]
+        w, y = [0] * nfft, [0] * (nfft if inverse else nfft + 2)
+        if inverse:
+            room._fftri(fr, 0, w, 0, y, 0, t, 0, nfft, g)
+        else:
+            room._work_g(w, 0, fr + [0] * (nfft - len(fr)), 0, 1, n, t, 0, 0, g)
+            room._fftr_post(w, 0, y, 0, t, 2 * n, n, g)
+        out += y
+    return np.array(out, np.int64 if g else np.float64)
+
+
 def rfft(ins, kv, qin, tensors):
     """kiss_fftr of each zero-padded frame: nfft/2 + 1 complex int16, as re, im pairs."""
+    if kv["x_dtype"] != "i16":
+        return _fft(ins, kv, tensors, False)
     nfft = kv["opts"][0]
     n = nfft // 2
     t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)
@@ -1135,6 +1210,8 @@ def rfft(ins, kv, qin, tensors):
 
 def irfft(ins, kv, qin, tensors):
     """kiss_fftri (FIXED_POINT 16) of each frame of nfft/2 + 1 complex int16: nfft int16."""
+    if kv["x_dtype"] != "i16":
+        return _fft(ins, kv, tensors, True)
     nfft = kv["opts"][0]
     n = nfft // 2
     t = np.asarray(tensors[kv["t"]], np.int64).reshape(-1, 2)

@@ -120,6 +120,8 @@ class _Reader:
         self.folded = {}  # (prefix, tensor) -> its value, computed at pack time (FOLDABLE)
         self.prefix = ""  # of the value names of the subgraph being converted (an inlined IF / WHILE's)
         self.alias = {}  # value name -> the value it is (an inlined subgraph's inputs and its caller's outputs)
+        self.views = {}  # value name -> its TFLite shape, of more dimensions than the board's values (_hwc)
+        self.opname = ""
 
     def err(self, msg):
         return PackError("%s: %s" % (self.what, msg))
@@ -155,6 +157,9 @@ class _Reader:
         name = self.alias.get(name, name)
         if name not in self.ir.shapes:
             raise self.err("tensor %d is neither a model input nor an op output" % i)
+        if name in self.views and self.opname not in MOVERS:
+            raise self.err("tensor shape %s is not supported (more dimensions than 3 and a batch of 1: "
+                           "only %s take it)" % (self.views[name], ", ".join(sorted(MOVERS)).upper()))
         return name
 
     def define(self, i):
@@ -164,6 +169,9 @@ class _Reader:
         if typ == "UINT64":  # (SignalFilterBank's: lo, hi uint32 words)
             shape = list(shape[:-1]) + [2 * shape[-1]] if shape else [2]
         self.ir.shapes[name] = _hwc(shape, self)
+        if self.ir.shapes[name] is None:  # (5-D and 6-D: the channel shuffle's (2, 1, C, H, W))
+            self.ir.shapes[name] = _view(shape, self)
+            self.views[name] = list(shape)
         if typ in ("UINT32", "UINT64") and not scales:  # the signal ops': int32 values of the same bits
             self.ir.q[name] = (1.0, 0)
             self.ir.dtypes[name] = "i32"
@@ -269,6 +277,7 @@ class _Reader:
         if any(name in variable.OPS for _, name, _ in ops):  # state: its `var` lines come first
             variable.declare(self, ops)
         self.convert(ops)
+        self.opname = ""  # (an output of more than 3 dimensions: refused by value())
         for k in range(sg.OutputsLength()):
             self.what = "%s: model output %d" % (self.path, k)
             self.ir.outputs.append(self.value(sg.Outputs(k)))
@@ -462,16 +471,33 @@ def converter(name):
     return getattr(importlib.import_module(".ops." + ROOMS[name], __package__), "op_" + name.replace("CUSTOM ", ""))
 
 
+# the ops that only move bytes in row-major order, whatever the shape: they take a value of more
+# dimensions than the board's 3 (its shape a view, _view) and define one
+MOVERS = {"reshape", "squeeze", "expand_dims", "transpose", "gather"}
+
+
 def _hwc(shape, r):
     """A TFLite activation shape as the board's: [1, H, W, C] -> (H, W, C), [1, N] -> (N,);
-    5-D and 6-D ones of leading 1s too: [1, 1, H, W, C] -> (H, W, C)."""
-    s = list(shape)
+    5-D and 6-D ones of leading 1s too: [1, 1, H, W, C] -> (H, W, C). None: more dimensions
+    than 3 left, which only MOVERS take (_view)."""
+    s = list(shape) or [1]  # (a scalar: one element, a WHILE's counter)
     if s and s[0] == 1 and len(s) > 1:
         s = s[1:]
-    elif len(s) == 4 and s[0] != 1:
+    elif len(s) == 4 and s[0] != 1 and r.opname not in MOVERS:
         raise r.err("batch %d: the board runs batch 1" % s[0])
     while len(s) > 3 and s[0] == 1:
         s = s[1:]
-    if not 1 <= len(s) <= 3 or any(d < 1 for d in s):
+    if any(d < 1 for d in s) or not s or len(s) > 6:
         raise r.err("tensor shape %s is not supported" % (shape,))
-    return tuple(s)
+    return tuple(s) if len(s) <= 3 else None
+
+
+def _view(shape, r):
+    """The board's value of a TFLite tensor of 4 to 6 dimensions (not a batch of 1): its first
+    two, the rest as one, (A, B, C x D ...): a mover reads and writes it as row-major bytes,
+    the TFLite shape its own. Only a mover defines it (another op's output refused here)."""
+    if r.opname not in MOVERS:
+        raise r.err("tensor shape %s is not supported (more dimensions than 3 and a batch of 1: only %s "
+                    "make it)" % (list(shape), ", ".join(sorted(MOVERS)).upper()))
+    s = [d for d in shape if d != 1]
+    return (s[0], s[1], int(np.prod(s[2:])))

@@ -297,6 +297,7 @@ def program(P, B, room, verify=None, total=None, sums=None):
             bad("record at word %d (%s): %d words, expected %d" % (k, word(NAMES, kind), P[k + 1], LENGTH[kind]),
                 "records")
         r = _Rec(P, k, arena, B, verify)
+        r.total = total  # (control records check their targets against the whole program)
         room(kind).check(r, E)
         r.overlaps()
         for _, start, end, field in r.spans:

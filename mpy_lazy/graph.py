@@ -37,6 +37,9 @@ _KINDS["reverse"] = "i"
 _KINDS["adj"] = "is"
 _KINDS["bcast"] = "is"
 _KINDS["opts"] = "is"
+_KINDS["skip"] = "i"
+_KINDS["back"] = "i"
+_KINDS["max"] = "i"
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
@@ -126,6 +129,9 @@ OPS = {
     "framer": (("x", "y", "opts"), ("q",)),
     "overlap": (("x", "y", "opts"), ("q",)),
     "irfft": (("x", "y", "t", "opts"), ("q",)),
+    # control flow (ops/control.py): IF and WHILE whose condition the board computes
+    "branch": (("x", "y", "skip"), ()), "jump": (("y", "skip"), ()), "loop": (("y",), ()),
+    "next": (("x", "y", "back", "max"), ()),
 }
 NAMES = {k: k for k in OPS}  # a parsed op name -> the module's own string (shared, not copied)
 # op name -> its room (the module of mpy_lazy/ops holding its class Op: kernels.op)
@@ -162,6 +168,7 @@ ROOMS.update({"window": "signal", "fftbits": "signal", "fftscale": "signal", "rf
               "framer": "signal",
               "overlap": "signal",
               "irfft": "signal"})
+ROOMS.update({"branch": "control", "jump": "control", "loop": "control", "next": "control"})
 # `x` takes several values in these ops; `m` is a tensor name in the weighted ops, else ints;
 # `wl` (weight layout) takes the words of the op.
 _MULTI_X = ("add", "sub", "mul", "concat", "minimum", "maximum", "div", "gathernd", "update", "assign",

@@ -52,7 +52,9 @@ SSTACKER = 100  # the signal library's stacker (ops/signal.py)
 SFRAMER = 101  # the signal library's framer (ops/signal.py)
 SOVERLAP, FOVERLAP = 102, 103  # the signal library's overlap-add, int16 and float32 (ops/signal.py)
 SIRFFT = 104  # the signal library's inverse real FFT, int16 (ops/signal.py)
-KINDS = 105  # kinds are 1..KINDS-1
+BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on the board (ops/control.py)
+SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
+KINDS = 115  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -75,7 +77,8 @@ NAMES = (
     "gathernd update - - var - - - "  # 80..
     "window fftbits fftscale rfft energy filterbank fbsqrt specsub "  # 88..
     "pcan fblog iarith delay stacker framer overlap overlap "  # 96..
-    "irfft "  # 104..
+    "irfft - - - - - branch jump loop "  # 104..
+    "next fft "  # 112..
 )
 LENGTH = (
     0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
@@ -85,6 +88,7 @@ LENGTH = (
     6, 13, 9, 9, 11, 9, 21, 19, 18, 9, 16, 8, 22, 14, 18, 18,  # 64..
     18, 15, 0, 0, 8, 0, 0, 0, 9, 5, 6, 10, 7, 9, 6, 14,  # 80..
     10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
+    0, 0, 0, 0, 0, 4, 3, 3, 5, 12,  # 105..
 )
 ROOM = (
     "- conv conv linear binary binary pool pool "  # 0..
@@ -100,13 +104,14 @@ ROOM = (
     "index index - - variable - - - "  # 80..
     "signal signal signal signal signal signal signal signal "  # 88..
     "signal signal elementwise signal signal signal signal signal "  # 96..
-    "signal "  # 104..
+    "signal - - - - - control control control "  # 104..
+    "control signal "  # 112..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):
 # QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB
 # FLSTM FGRU FBINARY FCAST FRESIZE FLAYERNORM FGROUPNORM FTCONV FREDUCE FCUMSUM FBMM FNORM FUNARY
-# FCOMPARE FARITH FOVERLAP
-FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103)
+# FCOMPARE FARITH FOVERLAP SFFT (its int32 form too: one kind)
+FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103, 114)
 
 
 def word(table, kind):

@@ -21,6 +21,7 @@ import array
 
 from . import kernels, param
 from .container import ContainerError
+from .kinds import BRANCH
 from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import program as _program
@@ -95,7 +96,23 @@ class Model(Module):
         if not self.inputs or not self.outputs:
             raise ContainerError("graph: needs at least one input and one output line", None, "graph")
         self.values = order
+        self._control(values)
         self._liveness()
+
+    def _control(self, values):
+        """The targets of branch, jump and next lines: ops of this description (or its end), a
+        next's x a loop line's value (ops/control.py)."""
+        from .graph import fail
+        loops = [op.y for op in self.ops if op.name == "loop"]
+        for i, op in enumerate(self.ops):
+            to = getattr(op, "to", None)
+            if to is None:
+                continue
+            if not 0 <= i + to <= len(self.ops) or op.name == "next" and i + to == len(self.ops):
+                raise fail(op.n, "%s: goes to op %d of %d" % (op.name, i + to + 1, len(self.ops)),
+                           "back" if op.name == "next" else "skip")
+            if op.name == "next" and not any(op.x[0] is v for v in loops):
+                raise fail(op.n, "next: x=%s is no loop line's value" % op.x[0].name, "x")
 
     def _input(self, n, kv):
         from . import graph  # (here: a stored program runs without it)
@@ -259,13 +276,20 @@ class Model(Module):
                   f32_bits(v.q[0]) if v.q else 0, 1 if layout == "chw" else 0, len(v.shape)] + dims
         P[6] = len(P)
         count = 0
+        starts, jumps = [], []
         for i, op in enumerate(self.ops):
             c.line = op.n
             c.scratch = self._scratch[i]
             c.state = self._state[i]
+            starts.append(len(P))
             for r in op.records(c):
+                if getattr(op, "to", None) is not None:  # (a control record: its TO set below)
+                    jumps.append((len(P), i + op.to))
                 P += r
                 count += 1
+        starts.append(len(P))
+        for k, target in jumps:
+            P[k + 2 + (P[k] & 255 == BRANCH)] = starts[target] - k
         P[2] = count
         return array.array("i", P), tuple(c.slots)
 

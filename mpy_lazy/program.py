@@ -23,6 +23,7 @@ import array
 from . import backend, check, kernels
 from ._arith import bits_f32, f32_bits, slot_view  # noqa: F401 (f32_bits: the compiler's)
 from .container import ContainerError
+from .kinds import LOOP
 from .kinds import (H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H_VERSION, HEADER, IO, IO_DIMS,  # noqa: F401
                     IO_DTYPE, IO_LAYOUT, IO_NDIM, IO_OFF, IO_SCALE, IO_SIZE, IO_ZP, MAGIC, MAX_ARENA, VERSION)
 
@@ -78,6 +79,8 @@ class Program:
             self.Pmv = raw
         if io is not None:
             self._io = io
+        self._end = words
+        self._counts()
         self.A = arena
         self.reset()
         self._views()
@@ -132,9 +135,10 @@ class Program:
         """The same program and weights with an arena of its own (arrays: ignored; the
         weights are read-only)."""
         c = object.__new__(Program)
-        for k in ("P", "B", "Pmv", "_io"):
+        for k in ("P", "B", "Pmv", "_io", "_end"):
             if k in self.__dict__:
                 setattr(c, k, getattr(self, k))
+        c._counts()
         c.A = bytearray(len(self.A))
         c.reset()
         c._views()
@@ -156,6 +160,16 @@ class Program:
             start = getattr(kernels.room(kind), "start", None)
             if start is not None:  # state it writes itself (a variable's initial tensor)
                 start(self, self.P, k)
+
+    def _counts(self):
+        """C: the iteration count of each WHILE run on the board (ops/control.py), one int per
+        loop record (allocated here, once)."""
+        n = 0
+        for kind, _ in check.records(self.P):
+            if kind == LOOP:
+                n += 1
+        if n:
+            self.C = array.array("i", bytes(4 * n))
 
     # --- running ------------------------------------------------------------------------
 
@@ -223,9 +237,10 @@ class Program:
         K = self._K
         P = self.P
         k = P[H_FIRST]
-        for _ in range(P[H_RECORDS]):
-            K[P[k] & 255](self, P, k)
-            k += P[k + 1]
+        end = self._end
+        while k < end:  # (a control record returns where to go on: ops/control.py)
+            j = K[P[k] & 255](self, P, k)
+            k = k + P[k + 1] if j is None else j
         return self._out
 
     def _set(self, i, x):

@@ -49,6 +49,11 @@ Fixtures (int8 = full-integer: int8 weights and activations, int32 biases, int8 
   loop_f32                           a counted tf.while_loop (three steps of v = relu(v W + x)):
                                      WHILE with its condition and body subgraphs, the counter's
                                      int32 ADD and LESS (unrolled at pack time)
+  cond_f32                           tf.cond on the input (sum(x) > 0: relu(x W), else tanh(x) / 2):
+                                     IF with a condition computed on the board
+  while_f32                          tf.while_loop on the input (while max(v) < 4 and i < 20:
+                                     v = relu(v W) + v / 2 + 1/4): WHILE whose trip count the board
+                                     computes
   calib_f32, calib_int8, calib_samples.npy
                                      a small digits-like float CNN (conv, pool, depthwise, add,
                                      dense), the 100 samples its int8 conversion is calibrated on,
@@ -137,6 +142,8 @@ FIXTURES = {
     "stream_int8": ("stream", "int8"),
     "stream_f32": ("stream", "f32"),
     "loop_f32": ("loop", "f32"),
+    "cond_f32": ("cond", "f32"),
+    "while_f32": ("while", "f32"),
 }
 # fixtures neither TFLM nor mpy-lazy runs (each refuses them with its reason)
 REFUSED = ("unsupported_op", "hybrid_dynamic")
@@ -149,7 +156,7 @@ SUPPORTED_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL"
                  "CONCATENATION", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE",
                  "HARD_SWISH", "MINIMUM", "MAXIMUM", "CAST", "DIV", "RESIZE_NEAREST_NEIGHBOR",
                  "RESIZE_BILINEAR", "PRELU", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
-                 "CALL_ONCE", "WHILE")
+                 "CALL_ONCE", "WHILE", "IF")
 # Ops that must appear as operators of their own (not only as a fused activation) somewhere.
 STANDALONE = ("RELU", "RELU6", "TANH", "LOGISTIC")
 
@@ -821,7 +828,37 @@ def inner(args):
         m = Loop()
         return tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m).convert()
 
-    modules = {"stream": stream, "loop": loop}  # tf.Module models, converted by their own function
+    def cond(mode):
+        """tf.cond on a condition computed from the input: the converter's IF (two subgraphs)."""
+        rng = fresh(SEED + 14)
+        w = tf.constant(rng.normal(0, 0.5, (8, 8)).astype(np.float32))
+
+        class Cond(tf.Module):
+            @tf.function(input_signature=[tf.TensorSpec([1, 8], tf.float32)])
+            def __call__(self, x):
+                return tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(tf.matmul(x, w)), lambda: tf.tanh(x) * 0.5)
+
+        m = Cond()
+        return tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m).convert()
+
+    def while_(mode):
+        """tf.while_loop whose trip count depends on the input: WHILE, its condition (REDUCE_MAX,
+        LESS, LOGICAL_AND) computed on the board every iteration."""
+        rng = fresh(SEED + 15)
+        w = tf.constant(rng.normal(0, 0.5, (8, 8)).astype(np.float32))
+
+        class While(tf.Module):
+            @tf.function(input_signature=[tf.TensorSpec([1, 8], tf.float32)])
+            def __call__(self, x):
+                _, v = tf.while_loop(lambda i, v: tf.logical_and(tf.reduce_max(v) < 4.0, i < 20),
+                                     lambda i, v: (i + 1, tf.nn.relu(tf.matmul(v, w)) + 0.5 * v + 0.25),
+                                     (tf.constant(0), x))
+                return v
+
+        m = While()
+        return tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m).convert()
+
+    modules = {"stream": stream, "loop": loop, "cond": cond, "while": while_}  # tf.Module models
 
     builders = {"kws": kws, "vww": vww, "resnet8": resnet8, "ad": ad, "ops": ops,
                 "unsupported": unsupported, "calib": calib, "elem": elem, "resize": resize, "cast": cast,

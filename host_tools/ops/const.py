@@ -41,7 +41,7 @@ def constant(r, i):
     if dt not in ("f32", "i8", "i16", "i32", "bool"):
         raise r.err("a constant of type %s" % r.tensor(i)[2])
     shape = _hwc(list(c.shape), r) if c.ndim else (1,)
-    y = "t%d" % i
+    y = r.prefix + "t%d" % i  # (an inlined subgraph's tensor i is another)
     if y in r.ir.shapes:  # (the same constant read twice)
         return y
     q = r.qof(i) if dt not in ("f32", "bool") else None
@@ -61,9 +61,9 @@ def _filled(r, number):
         raise r.err("%s %s is not supported (TFLM's kernel takes int8, int32, float32)" % (typ, r.opname.upper()))
     shape = _hwc(shape, r)
     if dt == "f32" and not np.isfinite(number):  # (the description's numbers are finite)
-        _line(r, "t%d" % y, shape, dt, None, values=np.full(shape, number, np.float32))
+        _line(r, r.prefix + "t%d" % y, shape, dt, None, values=np.full(shape, number, np.float32))
         return
-    _line(r, "t%d" % y, shape, dt, r.qof(y), number=number)
+    _line(r, r.prefix + "t%d" % y, shape, dt, r.qof(y), number=number)
 
 
 def op_ZEROS_LIKE(r):

@@ -13,12 +13,12 @@ from ..ir import Node
 # the tensor types each op takes, inputs and outputs (TFLM's interpreter the peer on micro_speech's
 # front ends, every value: tests/host/test_thirdparty.py, test_tflite_signal.py)
 TYPES = {
-    "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32", "CUSTOM SignalRfft": "int16",
+    "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32", "CUSTOM SignalRfft": "int16 int32 float32",
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",
     "CUSTOM SignalStacker": "int16 bool", "CUSTOM SignalFramer": "int16 bool",
-    "CUSTOM SignalOverlapAdd": "int16 float32", "CUSTOM SignalIrfft": "int16",
+    "CUSTOM SignalOverlapAdd": "int16 float32", "CUSTOM SignalIrfft": "int16 int32 float32",
 }
 MAX_FFT = 1 << 15
 
@@ -101,35 +101,50 @@ def op_SignalFftAutoScale(r):
     r.emit("fftscale", [x, bits])
 
 
-def twiddles(nfft, inverse=False):
-    """kiss_fft's int16 tables for an nfft-point real FFT: the nfft/2-point complex FFT's twiddles
+def twiddles(nfft, inverse=False, dt="i16"):
+    """kiss_fft's tables for an nfft-point real FFT: the nfft/2-point complex FFT's twiddles
     (kiss_fft_alloc), then kiss_fftr's nfft/4 super twiddles (kiss_fftr_alloc), as re, im pairs:
-    floor(0.5 + 32767 cos|sin(phase)) in double precision (a board's 32-bit floats would differ);
-    inverse: the phases negated (the inverse FFT's)."""
+    int16 / int32 floor(0.5 + SAMP_MAX cos|sin(phase)) in double precision (SAMP_MAX 32767 or
+    2**31 - 1; a board's 32-bit floats would differ), float32 (float) cos|sin(phase); inverse:
+    the phases negated (the inverse FFT's)."""
     n = nfft // 2
     sign = -1 if inverse else 1
+    top = {"i16": 32767, "i32": 2147483647}.get(dt)
+
+    def pair(phase):
+        if top is None:
+            return [math.cos(phase), math.sin(phase)]
+        return [math.floor(.5 + top * math.cos(phase)), math.floor(.5 + top * math.sin(phase))]
+
     out = []
     for i in range(n):
-        phase = sign * -2 * math.pi * i / n
-        out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
+        out += pair(sign * -2 * math.pi * i / n)
     for i in range(n // 2):
-        phase = sign * -3.14159265358979323846264338327 * ((i + 1) / n + .5)
-        out += [math.floor(.5 + 32767 * math.cos(phase)), math.floor(.5 + 32767 * math.sin(phase))]
-    return np.array(out, np.int16)
+        out += pair(sign * -3.14159265358979323846264338327 * ((i + 1) / n + .5))
+    return np.array(out, {"i16": np.int16, "i32": np.int32, "f32": np.float32}[dt])
+
+
+_FFT_TYPES = {7: ("INT16", "i16"), 2: ("INT32", "i32"), 0: ("FLOAT32", "f32")}  # TensorType -> (name, dtype)
+
+
+def _fft_type(r, typ, what):
+    if typ not in _FFT_TYPES:
+        raise r.err("%s of tensor type %d: mpy-lazy runs int16 (7), int32 (2) and float32 (0)" % (what, typ))
+    name, dt = _FFT_TYPES[typ]
+    _types(r, (name,), (name,))
+    return dt
 
 
 def op_SignalRfft(r):
     nfft, typ = options(r, "fft_length", "T")
-    if typ != 7:  # TensorType INT16
-        raise r.err("SignalRfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
-    _types(r, ("INT16",), ("INT16",))
+    dt = _fft_type(r, typ, "SignalRfft")
     xs, ys = r.tensor(r.ins[0])[1], r.tensor(r.outs[0])[1]
     if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
         raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
     if len(xs) != len(ys) or list(xs[:-1]) != list(ys[:-1]) or ys[-1] != nfft + 2 or xs[-1] > nfft:
         raise r.err("input %s, output %s: frames of at most %d in, %d out" % (list(xs), list(ys), nfft, nfft + 2))
     node = r.emit("rfft", [r.value(r.ins[0])], opts=(nfft,))
-    node.t["t"] = r.add("twiddles", twiddles(nfft))
+    node.t["t"] = r.add("twiddles", twiddles(nfft, dt=dt))
 
 
 def op_SignalEnergy(r):
@@ -275,16 +290,14 @@ def op_SignalOverlapAdd(r):
 
 def op_SignalIrfft(r):
     nfft, typ = options(r, "fft_length", "T")
-    if typ != 7:  # TensorType INT16
-        raise r.err("SignalIrfft of tensor type %d: mpy-lazy runs int16 (7)" % typ)
-    _types(r, ("INT16",), ("INT16",))
+    dt = _fft_type(r, typ, "SignalIrfft")
     xs, ys = list(r.tensor(r.ins[0])[1]), list(r.tensor(r.outs[0])[1])
     if not 4 <= nfft <= MAX_FFT or nfft & (nfft - 1):
         raise r.err("fft_length %d: mpy-lazy runs powers of two 4..%d" % (nfft, MAX_FFT))
     if not xs or xs[:-1] != ys[:-1] or xs[-1] != nfft + 2 or ys[-1] != nfft:
         raise r.err("input %s, output %s: frames of %d in, %d out" % (xs, ys, nfft + 2, nfft))
     flat = "t%d.flat" % r.outs[0] if len(ys) > 1 else r.outs[0]
-    _node(r, "irfft", [r.value(r.ins[0])], flat, (int(np.prod(ys)),), "i16", opts=(nfft,))
-    r.ir.nodes[-1].t["t"] = r.add("twiddles", twiddles(nfft, inverse=True))
+    _node(r, "irfft", [r.value(r.ins[0])], flat, (int(np.prod(ys)),), dt, opts=(nfft,))
+    r.ir.nodes[-1].t["t"] = r.add("twiddles", twiddles(nfft, inverse=True, dt=dt))
     if flat != r.outs[0]:
-        _node(r, "reshape", [flat], r.outs[0], tuple(ys), "i16", shape=tuple(ys))
+        _node(r, "reshape", [flat], r.outs[0], tuple(ys), dt, shape=tuple(ys))

@@ -210,7 +210,7 @@ def op_TRANSPOSE(r):
         raise r.err("the permutation must be a constant int32")
     perm = [int(v) for v in perm.reshape(-1)]
     if sorted(perm) != list(range(len(shape))) or len(shape) > 5:
-        raise r.err("perm %s: a permutation of the input's %d dimensions (up to 5)" % (perm, len(shape)))
+        raise r.err("perm %s: a permutation of the input's %d dimensions (up to 5, as TFLM's)" % (perm, len(shape)))
     want = [shape[d] for d in perm]
     if list(r.tensor(r.outs[0])[1]) != want:  # (TFLM's kernel trusts it)
         raise r.err("output of shape %s, the op computes %s" % (list(r.tensor(r.outs[0])[1]), want))
@@ -228,8 +228,6 @@ def op_TRANSPOSE(r):
             groups.append([d])
     order = sorted(range(len(groups)), key=lambda g: groups[g][0])  # the groups in input order
     sizes = [int(np.prod([shape[d] for d in groups[g]])) for g in order]
-    if len(groups) > 3:
-        raise r.err("perm %s of shape %s moves %d groups of axes: the board's values have 3" % (perm, shape, len(groups)))
     if order == sorted(order):  # nothing moves: the bytes stay
         n = r.emit("reshape", [x])
         n.attrs["shape"] = r.ir.shapes[n.y]
@@ -237,11 +235,31 @@ def op_TRANSPOSE(r):
     tperm = tuple(order.index(g) for g in range(len(groups)))
     y = r.define(r.outs[0])
     moved = tuple(sizes[i] for i in tperm)
-    steps = [("reshape", dict(shape=tuple(sizes)), sizes)] if tuple(r.ir.shapes[x]) != tuple(sizes) else []
-    steps.append(("transpose", dict(perm=tperm), moved))
-    if tuple(r.ir.shapes[y]) != moved:
+    steps = []
+    if len(groups) <= 3:
+        if tuple(r.ir.shapes[x]) != tuple(sizes):
+            steps.append(("reshape", dict(shape=tuple(sizes)), sizes))
+        steps.append(("transpose", dict(perm=tperm), moved))
+    else:  # 4 or 5 groups (the board's values have 3): one 3-D transpose per output group,
+        # each moving the next one to the end, after those placed: (rest before, it, rest after
+        # + placed) -> (rest before, rest after + placed, it)
+        rest, placed = list(range(len(groups))), []
+        for g in tperm:
+            p = rest.index(g)
+            after = rest[p + 1:] + placed
+            if after:
+                view = (_prod(sizes, rest[:p]), sizes[g], _prod(sizes, after))
+                steps.append(("reshape", dict(shape=view), view))
+                steps.append(("transpose", dict(perm=(0, 2, 1)), (view[0], view[2], view[1])))
+            rest.remove(g)
+            placed.append(g)
+    if tuple(r.ir.shapes[y]) != tuple(steps[-1][2]):
         steps.append(("reshape", dict(shape=tuple(r.ir.shapes[y])), r.ir.shapes[y]))
     _chain(r, x, steps, y)
+
+
+def _prod(sizes, which):
+    return int(np.prod([sizes[i] for i in which]))
 
 
 def op_REVERSE_V2(r):

@@ -34,8 +34,8 @@
 # min_signal_remaining,smoothing_bits,spectral_subtraction_bits,clamping; pcan snr_shift;
 # fblog correction_bits,output_scale; delay delay_length; stacker left,right,step;
 # framer size,step,prefill; overlap step,frames (a row),size; irfft fft_length.
-from .._arith import micropython
-from ..kinds import (FOVERLAP, SDELAY, SIRFFT, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
+from .._arith import micropython, slot_view
+from ..kinds import (FOVERLAP, SDELAY, SFFT, SIRFFT, SENERGY, SFBANK, SFBLOG, SFBSQRT, SFFTBITS, SFFTSCALE, SFRAMER,
                      SOVERLAP, SPCAN, SRFFT, SSPECSUB, SSTACKER, SWINDOW)
 from . import Op as Base
 
@@ -64,8 +64,8 @@ class Op(Base):
             raise self.fail("takes %d input values" % want, "x")
         x = ins[0]
         xdt = "i16" if name in _I16_IN else "i32"
-        if name == "overlap" and x.dtype == "f32":
-            xdt = "f32"
+        if name == "overlap" and x.dtype == "f32" or name in ("rfft", "irfft") and x.dtype in ("i32", "f32"):
+            xdt = x.dtype
         for v in ins:
             if v.dtype != (xdt if v is x else "i32"):
                 raise self.fail("input %s is %s: takes %s" % (v.name, v.dtype, xdt if v is x else "i32"), "x")
@@ -92,9 +92,9 @@ class Op(Base):
             if frame > nfft:
                 raise self.fail("frames of %d values: more than fft_length %d" % (frame, nfft), "x")
             self.frames = x.size // frame
-            shape, dt = x.shape[:-1] + (nfft + 2,), "i16"
-            self.param("table", "t", (3 * nfft // 2,), "i16", init)
-            self.scratch = nfft + 3 * nfft // 4
+            shape, dt = x.shape[:-1] + (nfft + 2,), xdt
+            self.param("table", "t", (3 * nfft // 2,), xdt, init)
+            self.scratch = nfft + 3 * nfft // 4 if xdt == "i16" else 2 * nfft
         elif name == "energy":
             if x.size % 2 or not o[0] <= o[1] <= x.size // 2:
                 raise self.fail("start %d, end %d over %d complex values" % (o[0], o[1], x.size // 2), "opts")
@@ -153,9 +153,9 @@ class Op(Base):
                 raise self.fail("fft_length %d over %d values: a power of two 4..%d, frames of fft_length + 2"
                                 % (nfft, x.size, MAX_FFT), "opts")
             self.frames = x.size // (nfft + 2)
-            shape, dt = (self.frames * nfft,), "i16"
-            self.param("table", "t", (3 * nfft // 2,), "i16", init)
-            self.scratch = 5 * nfft // 4
+            shape, dt = (self.frames * nfft,), xdt
+            self.param("table", "t", (3 * nfft // 2,), xdt, init)
+            self.scratch = 5 * nfft // 4 if xdt == "i16" else nfft
         elif name == "overlap":
             step, frames, size = o
             if not 1 <= step <= size or frames < 1 or x.size % (frames * size):
@@ -174,6 +174,9 @@ class Op(Base):
             return [c.record(SFFTBITS, [xo, yo, x.size])]
         if name == "fftscale":
             return [c.record(SFFTSCALE, [xo, c.off(self.x[1]), yo, x.size])]
+        if name in ("rfft", "irfft") and x.dtype != "i16":
+            return [c.record(SFFT, [xo, yo, x.shape[-1] if name == "rfft" else o[0] + 2, o[0], self.frames, c.scratch,
+                                    7 if x.dtype == "i32" else 1, name == "irfft"] + c.ref(self.table))]
         if name == "rfft":
             return [c.record(SRFFT, [xo, yo, x.shape[-1], o[0], self.frames, c.scratch] + c.ref(self.table))]
         if name == "energy":
@@ -209,7 +212,8 @@ KERNELS = {SWINDOW: "window", SFFTBITS: "fftbits", SFFTSCALE: "fftscale", SRFFT:
            SSTACKER: "stacker",
            SFRAMER: "framer",
            SOVERLAP: "overlap", FOVERLAP: "foverlap",
-           SIRFFT: "irfft"}
+           SIRFFT: "irfft",
+           SFFT: "fft"}
 
 
 def check(r, E):
@@ -242,6 +246,20 @@ def check(r, E):
         r.region(3, "y", 2 * (nfft + 2) * frames, 2)
         r.region(7, "scratch", 7 * nfft, 4)
         r.tensor(8, "table", ("i16",), 3 * nfft)
+    elif kind == SFFT:
+        frame, nfft = r.range(4, "x", 1, MAX_FFT + 2), r.range(5, "fft_length", 4, MAX_FFT)
+        inv = r.range(9, "inverse", 0, 1)
+        if nfft & (nfft - 1) or frame > nfft + 2 * inv or inv and frame != nfft + 2:
+            r.fail("fft_length", "%d: a power of two, frames of at most it (rfft) or of it + 2 (irfft): %d"
+                   % (nfft, frame))
+        frames = r.range(6, "x", 1, (1 << 24) // nfft)
+        dt = r[8]
+        if dt not in (1, 7):
+            r.fail("dtype", "code %d (1 f32, 7 i32)" % dt)
+        r.region(2, "x", 4 * frame * frames, 4)
+        r.region(3, "y", 4 * (nfft + 2 - 2 * inv) * frames, 4)
+        r.region(7, "scratch", 4 * nfft * (2 - inv), 4)
+        r.tensor(10, "table", ("f32" if dt == 1 else "i32",), 6 * nfft)
     elif kind == SENERGY:
         n = r.range(6, "y", 1, 1 << 24)
         end = r.range(5, "end", 0, n)
@@ -542,6 +560,145 @@ def _work(o, o0, f, f0, stride, n, t, t0, inv):
         else:
             o[i1], o[i1 + 1] = _w16(s5r + s4i), _w16(s5i - s4r)
             o[i3], o[i3 + 1] = _w16(s5r - s4i), _w16(s5i + s4r)
+
+
+# fft record (rfft and irfft of int32 and float32): 2 XO 3 YO 4 FRAME (values per frame in) 5 NFFT
+# 6 FRAMES 7 SCRATCH (rfft: 2 NFFT words, the zero-padded frame and kiss_fftr's buffer of NFFT/2
+# complex; irfft: NFFT words, kiss_fftri's buffer) 8 DT (7 int32, 1 float32) 9 INV (0 rfft, 1
+# irfft) 10 11 t [3 NFFT / 2] of DT: kiss_fft's twiddles (as the int16 rfft's, of SAMP_MAX
+# 2**31 - 1 for int32, cos and sin as float32 for float32). kiss_fft's FIXED_POINT 32 (products in
+# 64 bits, rounded: sround) or its float arithmetic (float32 stores; the sums in between in the
+# port's float; the float irfft's output / NFFT, TFLM's IrfftFloatApply); plain Python: int32
+# products are beyond a small int on a 32-bit board.
+
+def fft(E, P, k):
+    g = P[k + 8] == 7
+    a = E.view(4) if g else E.af
+    t = slot_view(E.B[P[k + 10]], "i32" if g else "f32")  # (made per call: these allocate anyway)
+    t0 = P[k + 11] // 4
+    xo, yo, so = P[k + 2] // 4, P[k + 3] // 4, P[k + 7] // 4
+    frame, nfft, frames = P[k + 4], P[k + 5], P[k + 6]
+    n = nfft // 2
+    for f in range(frames):
+        if P[k + 9]:
+            _fftri(a, xo + f * (nfft + 2), a, so, a, yo + f * nfft, t, t0, nfft, g)
+            continue
+        for i in range(frame):
+            a[so + i] = a[xo + f * frame + i]
+        for i in range(frame, nfft):
+            a[so + i] = 0
+        _work_g(a, so + nfft, a, so, 1, n, t, t0, 0, g)
+        _fftr_post(a, so + nfft, a, yo + f * (nfft + 2), t, t0 + 2 * n, n, g)
+
+
+def _w32(v):
+    """The low 32 bits of v as an int32 (C's store to an int32_t)."""
+    v &= 0xFFFFFFFF
+    return v - 0x100000000 if v > 0x7FFFFFFF else v
+
+
+def _dv(v, m, g):
+    """DIVSCALAR(v, k) (m = SAMP_MAX // k): int32 sround(v * m); float: v (C_FIXDIV does nothing)."""
+    return _w32((v * m + 0x40000000) >> 31) if g else v
+
+
+def _cm(a, b, c, d, g):
+    """a b - c d: int32 sround of the 64-bit sum; float: the float's."""
+    return _w32((a * b - c * d + 0x40000000) >> 31) if g else a * b - c * d
+
+
+def _s(v, g):
+    return _w32(v) if g else v
+
+
+def _half(v, g):
+    """HALF_OF: >> 1 (int32), * 0.5 (float)."""
+    return _w32(v) >> 1 if g else v * 0.5
+
+
+def _work_g(o, o0, f, f0, stride, n, t, t0, inv, g):
+    """_work for int32 (g) or float values: kiss_fft's kf_work, radix 4 then radix 2."""
+    p = 4 if n % 4 == 0 else 2
+    m = n // p
+    if m == 1:
+        for j in range(p):
+            o[o0 + 2 * j] = f[f0 + 2 * j * stride]
+            o[o0 + 2 * j + 1] = f[f0 + 2 * j * stride + 1]
+    else:
+        for j in range(p):
+            _work_g(o, o0 + 2 * j * m, f, f0 + 2 * j * stride, stride * p, m, t, t0, inv, g)
+    h, q = 1073741823, 536870911  # SAMP_MAX / 2, / 4
+    if p == 2:
+        for j in range(m):
+            a, b = o0 + 2 * j, o0 + 2 * (j + m)
+            ar, ai = _dv(o[a], h, g), _dv(o[a + 1], h, g)
+            br, bi = _dv(o[b], h, g), _dv(o[b + 1], h, g)
+            cr, ci = t[t0 + 2 * j * stride], t[t0 + 2 * j * stride + 1]
+            sr, si = _cm(br, cr, bi, ci, g), _cm(br, ci, -bi, cr, g)
+            o[b], o[b + 1] = _s(ar - sr, g), _s(ai - si, g)
+            o[a], o[a + 1] = _s(ar + sr, g), _s(ai + si, g)
+        return
+    for j in range(m):
+        i0, i1, i2, i3 = o0 + 2 * j, o0 + 2 * (j + m), o0 + 2 * (j + 2 * m), o0 + 2 * (j + 3 * m)
+        f0r, f0i = _dv(o[i0], q, g), _dv(o[i0 + 1], q, g)
+        f1r, f1i = _dv(o[i1], q, g), _dv(o[i1 + 1], q, g)
+        f2r, f2i = _dv(o[i2], q, g), _dv(o[i2 + 1], q, g)
+        f3r, f3i = _dv(o[i3], q, g), _dv(o[i3 + 1], q, g)
+        c = t0 + 2 * j * stride
+        s0r, s0i = _cm(f1r, t[c], f1i, t[c + 1], g), _cm(f1r, t[c + 1], -f1i, t[c], g)
+        c = t0 + 4 * j * stride
+        s1r, s1i = _cm(f2r, t[c], f2i, t[c + 1], g), _cm(f2r, t[c + 1], -f2i, t[c], g)
+        c = t0 + 6 * j * stride
+        s2r, s2i = _cm(f3r, t[c], f3i, t[c + 1], g), _cm(f3r, t[c + 1], -f3i, t[c], g)
+        s5r, s5i = _s(f0r - s1r, g), _s(f0i - s1i, g)
+        f0r, f0i = _s(f0r + s1r, g), _s(f0i + s1i, g)
+        s3r, s3i = _s(s0r + s2r, g), _s(s0i + s2i, g)
+        s4r, s4i = _s(s0r - s2r, g), _s(s0i - s2i, g)
+        o[i2], o[i2 + 1] = _s(f0r - s3r, g), _s(f0i - s3i, g)
+        o[i0], o[i0 + 1] = _s(f0r + s3r, g), _s(f0i + s3i, g)
+        if inv:
+            o[i1], o[i1 + 1] = _s(s5r - s4i, g), _s(s5i + s4r, g)
+            o[i3], o[i3 + 1] = _s(s5r + s4i, g), _s(s5i - s4r, g)
+        else:
+            o[i1], o[i1 + 1] = _s(s5r + s4i, g), _s(s5i - s4r, g)
+            o[i3], o[i3 + 1] = _s(s5r - s4i, g), _s(s5i + s4r, g)
+
+
+def _fftr_post(w, w0, y, y0, t, s0, n, g):
+    """kiss_fftr's split of the n-point complex FFT w[w0:] into n + 1 complex y[y0:] (super
+    twiddles t[s0:])."""
+    h = 1073741823
+    tr, ti = _dv(w[w0], h, g), _dv(w[w0 + 1], h, g)
+    y[y0], y[y0 + 1] = _s(tr + ti, g), 0
+    y[y0 + 2 * n], y[y0 + 2 * n + 1] = _s(tr - ti, g), 0
+    for j in range(1, n // 2 + 1):
+        pr, pi = _dv(w[w0 + 2 * j], h, g), _dv(w[w0 + 2 * j + 1], h, g)
+        qr, qi = _dv(w[w0 + 2 * (n - j)], h, g), _dv(_s(-w[w0 + 2 * (n - j) + 1], g), h, g)
+        f1r, f1i, f2r, f2i = _s(pr + qr, g), _s(pi + qi, g), _s(pr - qr, g), _s(pi - qi, g)
+        cr, ci = t[s0 + 2 * (j - 1)], t[s0 + 2 * (j - 1) + 1]
+        twr, twi = _cm(f2r, cr, f2i, ci, g), _cm(f2r, ci, -f2i, cr, g)
+        y[y0 + 2 * j], y[y0 + 2 * j + 1] = _half(f1r + twr, g), _half(f1i + twi, g)
+        y[y0 + 2 * (n - j)], y[y0 + 2 * (n - j) + 1] = _half(f1r - twr, g), _half(twi - f1i, g)
+
+
+def _fftri(x, x0, w, w0, y, y0, t, t0, nfft, g):
+    """kiss_fftri of nfft/2 + 1 complex x[x0:] into nfft reals y[y0:] (its buffer w[w0:])."""
+    n, h = nfft // 2, 1073741823
+    s0 = t0 + 2 * n
+    w[w0] = _dv(_s(x[x0] + x[x0 + nfft], g), h, g)
+    w[w0 + 1] = _dv(_s(x[x0] - x[x0 + nfft], g), h, g)
+    for j in range(1, n // 2 + 1):
+        fr, fi = _dv(x[x0 + 2 * j], h, g), _dv(x[x0 + 2 * j + 1], h, g)
+        cr, ci = _dv(x[x0 + 2 * (n - j)], h, g), _dv(_s(-x[x0 + 2 * (n - j) + 1], g), h, g)
+        er, ei, dr, di = _s(fr + cr, g), _s(fi + ci, g), _s(fr - cr, g), _s(fi - ci, g)
+        wr, wi = t[s0 + 2 * (j - 1)], t[s0 + 2 * (j - 1) + 1]
+        or_, oi = _cm(dr, wr, di, wi, g), _cm(dr, wi, -di, wr, g)
+        w[w0 + 2 * j], w[w0 + 2 * j + 1] = _s(er + or_, g), _s(ei + oi, g)
+        w[w0 + 2 * (n - j)], w[w0 + 2 * (n - j) + 1] = _s(er - or_, g), _s(-_s(ei - oi, g), g)
+    _work_g(y, y0, w, w0, 1, n, t, t0, 1, g)
+    if not g:  # (TFLM's float irfft divides kiss_fftri's output by fft_length)
+        for i in range(y0, y0 + nfft):
+            y[i] = y[i] / nfft
 
 
 # energy record: 2 XO (complex int16) 3 YO (uint32) 4 START 5 END 6 N

@@ -6,6 +6,7 @@ the tflite-micro wheel (tests/tflm_ref.py), packed with `mpy-lazy pack` and run 
 CPython (the pure kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer
 inference) and by the host reference interpreter: every output, every element equal; and the
 fields TFLM's kernels trust, refused."""
+import copy
 import os
 
 import numpy as np
@@ -58,6 +59,15 @@ def cases_of(dt):
         if dt != "i32":  # (TFLM's TRANSPOSE takes int8, int16 and float32)
             out["transpose%s_%dd" % ("".join(map(str, perm)), len(shape))] = one(
                 OP.TRANSPOSE, dt, shape, [tuple(shape[d] for d in perm)], [_ints(perm)])
+    for shape, perm in (((2, 3, 4, 5), (3, 1, 0, 2)), ((2, 3, 2, 4, 5), (4, 2, 0, 3, 1)),
+                        ((2, 1, 3, 4, 5), (1, 0, 2, 3, 4))):
+        if dt != "i32":  # more dimensions than the board's 3: between two RESHAPEs (NXP's ShuffleNet)
+            out["transpose%s_%dd_reshaped" % ("".join(map(str, perm)), len(shape))] = chain(
+                dt, shape, OP.TRANSPOSE, [_ints(perm)], tuple(shape[d] for d in perm))
+    if dt in ("i8", "f32"):  # NXP ShuffleNet's channel shuffle: (2, 1, C, H, W), a GATHER of each half
+        for k in (0, 1):
+            out["gather5d_%d" % k] = chain(dt, (2, 1, 3, 4, 5), OP.GATHER, [_ints(k)], (1, 1, 3, 4, 5),
+                                           _opts("GatherOptions", axis=0))
     if dt in ("i8", "f32"):  # (TFLM's SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND take int8 and float32)
         for b, pads, (w, c) in ((2, [0, 0], (6, 3)), (3, [0, 0], (6, 2)), (2, [1, 2], (5, 3)), (1, [2, 1], (4, 3)),
                                 (4, [3, 1], (4, 2))):
@@ -92,6 +102,42 @@ def cases_of(dt):
         out["update_slice_const_" + tag] = update_slice(dt, x, u, starts, True)
     out["update_slice_const_i64"] = update_slice(dt, (1, 5, 6), (1, 2, 3), np.int64([0, 9, 1]), True)
     return {"%s_%s" % (k, dt): v for k, v in out.items()}
+
+
+def chain(dt, shape, op, consts, out, options=None):
+    """RESHAPE of a flat input to `shape` (of more dimensions than the board's values), `op` of
+    it (its constant int32 inputs `consts`), RESHAPE of its output `out` to a flat output."""
+    data, _ = one(op, dt, shape, [out], consts, options)
+    m = tflm_ref.read_model(data)
+    sg = m.subgraphs[0]
+    code = S.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = OP.RESHAPE
+    code.version = 1
+    m.operatorCodes.append(code)
+    n = int(np.prod(shape))
+    first = len(sg.tensors)
+    for k, dims in enumerate(((1, n), (1, int(np.prod(out))))):  # the flat input, the flat output
+        t = copy.deepcopy(sg.tensors[0])
+        t.shape, t.name = list(dims), "flat%d" % k
+        sg.tensors.append(t)
+    for k, dims in enumerate((shape, (1, int(np.prod(out))))):  # the RESHAPEs' shapes
+        t = S.TensorT()
+        t.shape, t.type, t.name, t.buffer = [len(dims)], S.TensorType.INT32, "shape%d" % k, len(m.buffers)
+        b = S.BufferT()
+        b.data = list(_ints(dims).tobytes())
+        m.buffers.append(b)
+        sg.tensors.append(t)
+    y = sg.outputs[0]
+    ops = []
+    for ins, outs in (([first, first + 2], [0]), ([first + 1], [first + 3])):
+        o = S.OperatorT()
+        o.opcodeIndex, o.inputs, o.outputs = len(m.operatorCodes) - 1, ins, outs
+        ops.append(o)
+    ops[1].inputs = [y, first + 3]
+    ops[1].outputs = [first + 1]
+    sg.operators = [ops[0]] + sg.operators + [ops[1]]
+    sg.inputs, sg.outputs = [first], [first + 1]
+    return _save(m), [_x(dt, (n,), 7)]
 
 
 def _board(shape):
@@ -260,6 +306,14 @@ REFUSED = {
                          ("operator 0 (BROADCAST_TO)", "shape [1, 3, 4]: the input's [1, 2, 4] does not broadcast")),
     "broadcast_to_output": (one(OP.BROADCAST_TO, "f32", (1, 1, 4), [(1, 2, 4)], [_ints([1, 3, 4])])[0],
                             ("(BROADCAST_TO)", "output of shape [1, 2, 4] for shape [1, 3, 4]")),
+    "relu_5d": (chain("f32", (2, 1, 3, 4, 5), OP.RELU, [], (2, 1, 3, 4, 5))[0],
+                ("operator 1 (RELU)", "tensor shape [2, 1, 3, 4, 5] is not supported", "only EXPAND_DIMS, GATHER")),
+    "input_5d": (one(OP.TRANSPOSE, "i8", (2, 1, 3, 4, 5), [(1, 2, 3, 4, 5)], [_ints([1, 0, 2, 3, 4])])[0],
+                 ("model input 0", "tensor shape [2, 1, 3, 4, 5] is not supported")),
+    "output_5d": (one(OP.RESHAPE, "i8", (1, 120), [(2, 1, 3, 4, 5)], [_ints([2, 1, 3, 4, 5])])[0],
+                  ("model output 0", "tensor shape [2, 1, 3, 4, 5] is not supported")),
+    "transpose_6d": (chain("i8", (2, 3, 2, 2, 3, 2), OP.TRANSPOSE, [_ints([5, 3, 1, 4, 0, 2])], (2, 2, 3, 2, 2, 3))[0],
+                     ("operator 1 (TRANSPOSE)", "up to 5, as TFLM's")),
     "broadcast_to_6d": (one(OP.BROADCAST_TO, "i8", (1, 4), [(1, 1, 1, 1, 1, 4)], [_ints([1, 1, 1, 1, 1, 4])])[0],
                         ("(BROADCAST_TO)", "up to 5 dimensions")),
 }

@@ -60,11 +60,28 @@ def _outputs(m):
     return [m.tolist(i) for i in range(len(m.outputs))]
 
 
+def _edges32(rng, shape, dt, k):
+    """int32 values over the whole range (k 0), of a quarter of it and small ones; float32 values
+    of 10**(4 k - 4)."""
+    if dt == "f32":
+        return rng.normal(0, 10.0 ** (4 * k - 4), shape).astype(np.float32)
+    top = (2 ** 31 - 1, 2 ** 29, 3000)[k]
+    x = rng.integers(-top - 1, top, shape, endpoint=True).astype(np.int32)
+    if k == 0:
+        edge = np.array([-2 ** 31, 2 ** 31 - 1, -2 ** 31, -2 ** 31], np.int32)[:x.size]
+        x.reshape(-1)[:edge.size] = edge
+    return x
+
+
 def _seen(name, got, want):
     """The outputs compared: energy's bins 3..59 (TFLM writes those only); a stacker's or framer's
     frames only where valid (TFLM leaves them as they were otherwise)."""
     if name == "energy":
         return [got[0][3:60]], [want[0][3:60]]
+    if name.startswith(("rfft_f32", "irfft_f32")):  # (float32 sums: TFLM's in its order, rounded each time)
+        g, w = np.asarray(got[0], np.float64), np.asarray(want[0], np.float64)
+        near = np.abs(g - w).max() <= 1e-5 * np.abs(w).max() + 1e-30
+        return [near or got[0]], [True if near else want[0]]
     if name.startswith(("stacker", "framer")) and not want[1][0]:
         return [got[1]], [want[1]]
     return got, want
@@ -234,6 +251,15 @@ def one_op_models():
         out["rfft%d" % nfft] = _custom("SignalRfft", {"fft_length": nfft, "T": 7}, [
             ((frames, frame), "i16", None, None), ((frames, nfft + 2), "i16", None, None)],
             [0], [1], [0]), [[x], [quiet]]
+    for nfft, frame, frames in ((4, 3, 1), (16, 16, 2), (64, 50, 3), (512, 480, 1)):  # int32 and float32
+        for dt, typ in (("i32", S.TensorType.INT32), ("f32", S.TensorType.FLOAT32)):
+            xs = [_edges32(rng, (frames, frame), dt, k) for k in range(3)]
+            out["rfft_%s_%d" % (dt, nfft)] = _custom("SignalRfft", {"fft_length": nfft, "T": int(typ)}, [
+                ((frames, frame), dt, None, None), ((frames, nfft + 2), dt, None, None)], [0], [1], [0]), [[x] for x in xs]
+            shape = (frames, nfft + 2) if frames > 1 else (nfft + 2,)
+            xs = [_edges32(rng, shape, dt, k) for k in range(3)]
+            out["irfft_%s_%d_%d" % (dt, nfft, frames)] = _custom("SignalIrfft", {"T": int(typ), "fft_length": nfft}, [
+                (shape, dt, None, None), (shape[:-1] + (nfft,), dt, None, None)], [0], [1], [0]), [[x] for x in xs]
     out["energy"] = _custom("SignalEnergy", {"start_index": 3, "end_index": 60}, [
         ((130,), "i16", None, None), ((65,), "u32", None, None)], [0], [1], [0]), [[_edges16(rng, (130,))]]
     ch, nin = 12, 90
@@ -360,7 +386,8 @@ def test_op_micropython_matches_tflm(one_ops, name):
     for k, (got, want) in enumerate(zip(r["ys"], c.want)):
         got, want = _seen(name, got, want)
         assert got == want, (name, k)
-    if not name.startswith("overlap_f"):  # (float32 values box on the unix port)
+    if not name.startswith(("overlap_f", "rfft_", "irfft_")):  # (float32 values box on the unix port; int32
+        # and float32 FFTs are plain Python: 64-bit products, a table's view per call)
         assert r["alloc"] == [0] * len(c.xs), r["alloc"]
 
 
@@ -408,8 +435,10 @@ def _refusals():
     return {
         "rfft_not_power_of_two": (_custom("SignalRfft", {"fft_length": 480, "T": 7}, [
             t16, ((482,), "i16", None, None)], [0], [1], [0]), ("SignalRfft", "fft_length 480", "powers of two")),
-        "rfft_int32": (_custom("SignalRfft", {"fft_length": 512, "T": 2}, [
-            ((480,), "i32", None, None), ((514,), "i32", None, None)], [0], [1], [0]), ("SignalRfft", "int16")),
+        "rfft_int64": (_custom("SignalRfft", {"fft_length": 512, "T": 4}, [
+            ((480,), "i32", None, None), ((514,), "i32", None, None)], [0], [1], [0]), ("SignalRfft", "int16 (7), int32")),
+        "rfft_type": (_custom("SignalRfft", {"fft_length": 512, "T": 2}, [
+            ((480,), "i16", None, None), ((514,), "i16", None, None)], [0], [1], [0]), ("SignalRfft", "INT32 expected")),
         "window_no_options": (_custom("SignalWindow", {}, [t16, ((480,), "i16", None, w), t16], [0], [2], [0, 1]),
                               ("SignalWindow", "lack 'shift'")),
         "window_shift": (_custom("SignalWindow", {"shift": 40}, [t16, ((480,), "i16", None, w), t16], [0], [2],
@@ -431,8 +460,8 @@ def _refusals():
         "overlap_step_past_frame": (_custom("SignalOverlapAdd", {"T": int(S.TensorType.INT16), "frame_step": 9}, [
             ((2, 8), "i16", None, None), ((18,), "i16", None, None)], [0], [1], [0]),
             ("SignalOverlapAdd", "frame_step 9")),
-        "irfft_int32": (_custom("SignalIrfft", {"T": int(S.TensorType.INT32), "fft_length": 16}, [
-            ((18,), "i32", None, None), ((16,), "i32", None, None)], [0], [1], [0]), ("SignalIrfft", "int16")),
+        "irfft_type": (_custom("SignalIrfft", {"T": int(S.TensorType.FLOAT32), "fft_length": 16}, [
+            ((18,), "i32", None, None), ((16,), "i32", None, None)], [0], [1], [0]), ("SignalIrfft", "FLOAT32 expected")),
         "irfft_not_power_of_two": (_custom("SignalIrfft", {"T": int(S.TensorType.INT16), "fft_length": 12}, [
             ((14,), "i16", None, None), ((12,), "i16", None, None)], [0], [1], [0]),
             ("SignalIrfft", "fft_length 12", "powers of two")),
