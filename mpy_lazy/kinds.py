@@ -52,7 +52,9 @@ SSTACKER = 100  # the signal library's stacker (ops/signal.py)
 SFRAMER = 101  # the signal library's framer (ops/signal.py)
 SOVERLAP, FOVERLAP = 102, 103  # the signal library's overlap-add, int16 and float32 (ops/signal.py)
 SIRFFT = 104  # the signal library's inverse real FFT, int16 (ops/signal.py)
-KINDS = 105  # kinds are 1..KINDS-1
+CONV_U8, DW_U8 = 105, 106  # legacy uint8 models' conv2d / depthwise: int8 record + WZ, the weights' zero point
+AVGPOOL_U8 = 107  # legacy uint8 models' avgpool: TFLite's uint8 rounding (half up)
+KINDS = 108  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -73,6 +75,7 @@ NAMES = ("", "conv2d", "depthwise", "linear", "add", "mul", "maxpool", "avgpool"
     + ("window", "fftbits", "fftscale", "rfft", "energy", "filterbank", "fbsqrt", "specsub", "pcan",
      "fblog", "iarith", "delay") \
     + ("stacker", "framer", "overlap", "overlap", "irfft")
+NAMES += ("conv2d", "depthwise", "avgpool")
 LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20, 11, 11, 21, 21, 14, 8, 7,
      18, 22, 22, 22, 38, 38, 21, 28, 28, 11, 25, 21, 24, 12, 21, 17, 21, 21) \
     + (12, 12, 7, 7, 17, 13, 13, 20, 14, 12) \
@@ -84,6 +87,7 @@ LENGTH = (0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0, 38, 38, 20,
     + (8, 0, 0, 0) \
     + (9, 5, 6, 10, 7, 9, 6, 14, 10, 7, 13, 8) \
     + (9, 10, 9, 9, 9)
+LENGTH += (40, 40, 21)
 ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean", "act", "softmax",
      "move", "move", "quant", "quant", "", "conv", "conv", "linear", "binary", "binary", "pool",
      "pool", "mean", "act", "softmax", "quant", "binary", "binary", "binary", "conv", "conv",
@@ -100,6 +104,7 @@ ROOM = ("", "conv", "conv", "linear", "binary", "binary", "pool", "pool", "mean"
     + ("signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal", "signal",
      "signal", "elementwise", "signal") \
     + ("signal", "signal", "signal", "signal", "signal")
+ROOM += ("conv", "conv", "pool")
 # the kinds that compute on or move f32 values (a program with one gets the float views)
 FLOATS = (QUANTIZE, DEQUANTIZE, FCONV, FDEPTHWISE, FDENSE, FADD, FMUL, FMAXPOOL, FAVGPOOL, FMEAN, FACT,
           FSOFTMAX, FSUB, FLSTM, FGRU, FBINARY, FCAST, FRESIZE, FLAYERNORM, FGROUPNORM, FTCONV, FREDUCE,

@@ -24,6 +24,16 @@ def declare(r, v, shape, like):
     return v
 
 
+def weight_zero_point(r, zps):
+    """The weights' zero point the kernels subtract: 0, or a legacy uint8 model's one per-tensor
+    zero point (as int8: TFLite's uint8 one - 128; tflite_import reads those models as int8)."""
+    if not any(zps):
+        return 0
+    if r.legacy and len(set(zps)) == 1:
+        return zps[0]
+    raise r.err("weights with a non-zero zero point")
+
+
 def check_scales(r, scales, w):
     if w.dtype == np.int8 and (not len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)):
         raise r.err("int8 weights need finite scales > 0")

@@ -1,0 +1,112 @@
+"""Legacy uint8-quantized .tflite models (TFLite's old asymmetric quantization: uint8 activations
+and weights, each with a zero point; TFLite Micro refuses them) against TFLite's own interpreter
+with its reference kernels (tensorflow-cpu 2.21's tf.lite.Interpreter, BUILTIN_REF): its outputs
+on seeded uint8 inputs are in tests/golden/legacy/<model>.npz, written by
+tools/make_legacy_goldens.py. mpy-lazy packs the model, runs it on CPython (the pure kernels),
+on the MicroPython unix port (viper, from a ROMFS image, 0 B allocated per inference) and through
+the host reference (numpy): every output element equal. Model: Coral's
+mobilenet_v1_0.25_128_quant (tests/golden/thirdparty/README.md): CONV_2D (a 3-channel first
+layer, pointwise ones in ohwi8 blocks, the 1001-class one), DEPTHWISE_CONV_2D (padded taps),
+AVERAGE_POOL_2D, RESHAPE, SOFTMAX."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+
+from conftest import ROOT  # noqa: E402
+from host_util import Board, kernel_path, run_cli, tensors_of  # noqa: E402
+
+import mpy_lazy  # noqa: E402
+from host_tools.tflite_import import from_tflite  # noqa: E402
+from mpy_lazy import model as mmodel  # noqa: E402
+
+MODELS = {"mobilenet_v1_0.25_128_quant": os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy",
+                                                      "mobilenet_v1_0.25_128_quant.tflite")}
+GOLDEN = os.path.join(ROOT, "tests", "golden", "legacy")
+
+
+class Case:
+    def __init__(self, name, workdir):
+        self.src = MODELS[name]
+        g = np.load(os.path.join(GOLDEN, name + ".npz"))
+        self.xs, self.want = g["x"], g["y"]
+        self.pack = os.path.join(workdir, name + ".mpyl")
+        run_cli("pack", self.src, "-o", self.pack)
+        with open(self.pack, "rb") as f:
+            self.data = f.read()
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("legacy"))
+    out = {name: Case(name, workdir) for name in MODELS}
+    jobs = []
+    for name, c in out.items():
+        xs_path = os.path.join(workdir, name + ".json")
+        with open(xs_path, "w") as f:
+            json.dump([[x.reshape(-1).tolist()] for x in c.xs], f)
+        jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
+    board = Board(workdir, "legacy", [c.pack for c in out.values()], jobs)
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+def differing(got, want):
+    return int(np.sum(np.asarray(got, np.int64).reshape(-1) != np.asarray(want, np.int64).reshape(-1)))
+
+
+def test_golden_outputs_are_not_trivial():
+    """The peer's outputs differ between the two inputs and spread over classes (a test that
+    compared constant outputs could not fail)."""
+    for name in MODELS:
+        y = np.load(os.path.join(GOLDEN, name + ".npz"))["y"]
+        assert y.dtype == np.uint8 and len(y) == 2
+        assert (y[0] != y[1]).any() and min((v > 0).sum() for v in y) > 10
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_reads_as_legacy_uint8(name):
+    """uint8 in and out to the user; weights keep their zero points (wz=), avgpool its uint8
+    rounding (round=up)."""
+    g = from_tflite(MODELS[name])
+    text, _ = g._text()
+    assert [g.dtypes.get(v) for v, _, _ in g.inputs] == ["u8"] and [g.dtypes.get(v) for v in g.outputs] == ["u8"]
+    assert text.count(" wz=") >= 20 and " round=up" in text
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_host_reference_matches_tflite(cases, name):
+    from host_tools import reference
+
+    c = cases[0][name]
+    container = mpy_lazy.open(c.data)
+    text, tensors = container.meta["graph"], tensors_of(container)
+    for x, want in zip(c.xs, c.want):
+        got = reference.run(text, tensors, x)
+        assert differing(got[0], want) == 0
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_cpython_matches_tflite(cases, name):
+    c = cases[0][name]
+    with kernel_path("pure"):
+        m = mmodel.from_container(mpy_lazy.open(c.data))
+        assert m.inputs[0].dtype == "u8" and m.outputs[0].dtype == "u8"
+        m(c.xs[1].reshape(-1).tolist())  # (one input: the pure kernels take seconds)
+        assert differing(m.tolist(0), c.want[1]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_micropython_matches_tflite(cases, name):
+    c = cases[0][name]
+    r = cases[1].get(os.path.basename(c.pack))
+    assert r["path"] == "viper"
+    assert len(r["ys"]) == len(c.want)
+    for got, want in zip(r["ys"], c.want):
+        assert differing(got[0], want) == 0
+    assert r["alloc"] == [0] * len(c.want), "bytes allocated per inference: %s" % r["alloc"]
