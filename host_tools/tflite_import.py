@@ -126,7 +126,10 @@ class _Reader:
         self.folded = {}  # (prefix, tensor) -> its value, computed at pack time (FOLDABLE)
         self.prefix = ""  # of the value names of the subgraph being converted (an inlined IF / WHILE's)
         self.alias = {}  # value name -> the value it is (an inlined subgraph's inputs and its caller's outputs)
-        self.legacy = self._legacy()
+        try:
+            self.legacy = self._legacy()
+        except Exception:  # damage the checks then name (in the operator it is in)
+            self.legacy = False
 
     def err(self, msg):
         return PackError("%s: %s" % (self.what, msg))
@@ -157,9 +160,9 @@ class _Reader:
             if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == self.tfl.BuiltinOperator.QUANTIZE:
                 continue
             for i in list(op.InputsAsNumpy()) + list(op.OutputsAsNumpy()) if op.InputsLength() else []:
-                t = sg.Tensors(int(i)) if i >= 0 else None
+                t = sg.Tensors(int(i)) if 0 <= i < sg.TensorsLength() else None  # (a bad index: the checks name it)
                 if t is not None and t.Type() == self.tfl.TensorType.UINT8:
-                    b = self.model.Buffers(t.Buffer())
+                    b = self.model.Buffers(t.Buffer()) if 0 <= t.Buffer() < self.model.BuffersLength() else None
                     if b is None or b.DataLength() == 0:
                         return True
         return False
@@ -497,7 +500,7 @@ class _Reader:
                 n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata.astype(np.int16) - wz, axis, xq[1]))
             except ValueError as e:
                 raise self.err(str(e))
-        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0], self.legacy)
         self._check_shifts(shift, 7 if dt == "i16" and n.attrs.get("acc") != "32" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)
