@@ -146,13 +146,13 @@ class _Reader:
         zps = [int(z) for z in q.ZeroPointAsNumpy()] if q is not None and q.ZeroPointLength() else []
         qdim = q.QuantizedDimension() if q is not None else 0
         typ = self.types.get(t.Type(), str(t.Type()))
-        if self.legacy and typ == "UINT8" and not raw:
+        if self.legacy and typ == "UINT8" and scales and not raw:  # (unquantized uint8, CAST's: as it is)
             typ, zps = "INT8", [z - 128 for z in (zps or [0] * len(scales))]
         return t, shape, typ, scales, zps, qdim
 
     def _legacy(self):
-        """Whether this is a legacy uint8 model: an op other than QUANTIZE takes or gives a uint8
-        activation (uint8 weights alone are not one: the checks refuse those)."""
+        """Whether this is a legacy uint8 model: an op other than QUANTIZE takes or gives a quantized
+        uint8 activation (uint8 weights alone are not one: the checks refuse those)."""
         sg = self.sg
         for k in range(sg.OperatorsLength()):
             op = sg.Operators(k)
@@ -161,7 +161,8 @@ class _Reader:
                 continue
             for i in list(op.InputsAsNumpy()) + list(op.OutputsAsNumpy()) if op.InputsLength() else []:
                 t = sg.Tensors(int(i)) if 0 <= i < sg.TensorsLength() else None  # (a bad index: the checks name it)
-                if t is not None and t.Type() == self.tfl.TensorType.UINT8:
+                q = t.Quantization() if t is not None else None
+                if t is not None and t.Type() == self.tfl.TensorType.UINT8 and q is not None and q.ScaleLength():
                     b = self.model.Buffers(t.Buffer()) if 0 <= t.Buffer() < self.model.BuffersLength() else None
                     if b is None or b.DataLength() == 0:
                         return True
@@ -171,11 +172,11 @@ class _Reader:
         """A constant tensor's values (None for an activation); a folded op's output too."""
         if (self.prefix, i) in self.folded:
             return self.folded[(self.prefix, i)]
-        t, shape, typ, _, _, _ = self.tensor(i, raw=True)
+        t, shape, typ, scales, _, _ = self.tensor(i, raw=True)
         b = self.model.Buffers(t.Buffer())
         if b is None or b.DataLength() == 0:
             return None
-        if self.legacy and typ == "UINT8":  # (its codes u as int8 u - 128: the byte u ^ 128)
+        if self.legacy and typ == "UINT8" and scales:  # (its codes u as int8 u - 128: the byte u ^ 128)
             return (np.frombuffer(b.DataAsNumpy().tobytes(), dtype=np.uint8) ^ 128).view(np.int8).reshape(shape)
         dt = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
               "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16, "BOOL": np.bool_}.get(typ)

@@ -7,16 +7,17 @@ weights, each with a zero point; many published image models) are refused by TFL
 the peer here is tensorflow-cpu's tf.lite.Interpreter with
 experimental_op_resolver_type=BUILTIN_REF (TFLite's reference kernels,
 tensorflow/lite/kernels/internal/reference/*.h). For each model it writes
-<name>.npz to --out (default tests/golden/legacy/): `x` the seeded uint8 inputs (N, H, W, C), `y`
-the interpreter's outputs for them, `seed`; tests/host/test_legacy.py compares mpy-lazy's outputs
+<name>.npz to --out (default tests/golden/legacy/): two runs on seeded uint8 inputs, `x0`.. the
+inputs and `y0`.. the interpreter's outputs (each (2, ...), no batch dimension), `seed`; tests/host/test_legacy.py compares mpy-lazy's outputs
 with these, element by element. TensorFlow lives in the venv tools/make_tflite_fixtures.py keeps
 (.venv-tf, pinned tensorflow-cpu 2.21.0); this script re-runs itself there (--inner).
 
-Default models: tests/golden/thirdparty/coral-legacy/mobilenet_v1_0.25_128_quant.tflite.
+Default models: tests/golden/thirdparty/coral-legacy/ (mobilenet_v1_0.25_128_quant.tflite,
+split_concat.tflite).
 
 Slices (--slices, the default too): one-op uint8 models cut from Coral's larger models (SLICES:
 the op with its real weights and quantization, some of its output channels), written to
-tests/golden/legacy/<name>.tflite, with <name>.npz holding the op's real input (the whole
+tests/golden/legacy/<name>.tflite, with <name>.npz (one run) holding the op's real input (the whole
 model's intermediate tensor on the first seeded input, TFLite's interpreter keeping every
 tensor) and TFLite's output of the slice. The larger models are read from --survey (Coral's
 test_data repository: github.com/google-coral/test_data, Apache-2.0).
@@ -28,7 +29,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT = [os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy", "mobilenet_v1_0.25_128_quant.tflite")]
+DEFAULT = [os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy", name)
+           for name in ("mobilenet_v1_0.25_128_quant.tflite", "split_concat.tflite")]
 SEED = 29  # (issue 29)
 SURVEY = "/work/survey-models/google-coral+test_data"
 # name -> (source model, operator index, output channels kept (None: all), as FULLY_CONNECTED)
@@ -48,11 +50,14 @@ def inputs(shape, seed):
     ours from the same bytes (stored in the .npz)."""
     import numpy as np
 
+    noise = np.random.default_rng(seed).integers(0, 256, size=tuple(shape[1:]), dtype=np.uint8)
+    if len(shape) != 4:  # (not an image: a ramp)
+        return np.stack([noise, (np.arange(noise.size) * 7 % 256).astype(np.uint8).reshape(noise.shape)])
     _, h, w, c = shape
-    noise = np.random.default_rng(seed).integers(0, 256, size=(h, w, c), dtype=np.uint8)
     yy, xx = np.mgrid[0:h, 0:w]
     r = np.hypot(yy - h / 2, xx - w / 2)
-    smooth = np.stack([255 * yy / (h - 1), 255 * xx / (w - 1), 127.5 + 127.5 * np.cos(r / 4)], -1)[..., :c]
+    planes = [255 * yy / max(h - 1, 1), 255 * xx / max(w - 1, 1), 127.5 + 127.5 * np.cos(r / 4)]
+    smooth = np.stack([planes[j % 3] for j in range(c)], -1)
     return np.stack([noise, np.round(smooth).astype(np.uint8)])
 
 
@@ -145,9 +150,19 @@ def inner_slices(jobs, out):
         one.invoke()
         y = one.get_tensor(one.get_output_details()[0]["index"])[0]
         dst = os.path.join(out, name + ".npz")
-        np.savez_compressed(dst + ".tmp.npz", **{"x%d" % j: x for j, x in enumerate(xs)}, y=y, seed=np.array(SEED))
-        os.replace(dst + ".tmp.npz", dst)
+        save(dst, [[x] for x in xs], [[y]])
         print("%s: operator %d of %s, %d inputs -> %s" % (dst, k, os.path.basename(src), len(xs), y.shape))
+
+
+def save(dst, xs, ys):
+    """<name>.npz: x0, x1.. the model's inputs and y0, y1.. its outputs, each (runs, ...) without
+    the batch dimension; seed."""
+    import numpy as np
+
+    arrays = {"x%d" % j: np.stack(x) for j, x in enumerate(xs)}
+    arrays.update({"y%d" % j: np.stack(y) for j, y in enumerate(ys)})
+    np.savez_compressed(dst + ".tmp.npz", seed=np.array(SEED), **arrays)
+    os.replace(dst + ".tmp.npz", dst)
 
 
 def inner(models, out):
@@ -158,27 +173,25 @@ def inner(models, out):
         it = tf.lite.Interpreter(model_path=path,
                                  experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
         it.allocate_tensors()
-        (din,), (dout,) = it.get_input_details(), it.get_output_details()
-        if din["dtype"] != np.uint8:
-            sys.exit("%s: input is %s, not a legacy uint8 model" % (path, din["dtype"]))
-        xs = inputs(din["shape"], SEED)
-        ys = []
-        for x in xs:
-            it.set_tensor(din["index"], x[None])
+        dins, douts = it.get_input_details(), it.get_output_details()
+        if any(d["dtype"] != np.uint8 for d in dins):
+            sys.exit("%s: inputs of %s, not a legacy uint8 model" % (path, [d["dtype"] for d in dins]))
+        xs = [inputs(d["shape"], SEED + j) for j, d in enumerate(dins)]  # (two runs of each input)
+        ys = [[] for _ in douts]
+        for run in range(2):
+            for d, x in zip(dins, xs):
+                it.set_tensor(d["index"], x[run][None])
             it.invoke()
-            ys.append(it.get_tensor(dout["index"])[0].copy())
-        name = os.path.splitext(os.path.basename(path))[0]
-        dst = os.path.join(out, name + ".npz")
-        tmp = dst + ".tmp.npz"
-        np.savez_compressed(tmp, x=xs, y=np.stack(ys), seed=np.array(SEED))
-        os.replace(tmp, dst)
-        print("%s: %d inputs -> %s %s (tensorflow %s, BUILTIN_REF)" % (dst, len(xs), np.stack(ys).shape,
-                                                                      ys[0].dtype, tf.__version__))
+            for y, d in zip(ys, douts):
+                y.append(it.get_tensor(d["index"])[0].copy())
+        dst = os.path.join(out, os.path.splitext(os.path.basename(path))[0] + ".npz")
+        save(dst, xs, ys)
+        print("%s: 2 runs, outputs %s (tensorflow %s, BUILTIN_REF)" % (dst, [y[0].shape for y in ys], tf.__version__))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="*", help="whole models (default: %s)" % os.path.relpath(DEFAULT[0], ROOT))
+    ap.add_argument("models", nargs="*", help="whole models (default: tests/golden/thirdparty/coral-legacy/'s)")
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "golden", "legacy"))
     ap.add_argument("--survey", default=SURVEY, help="Coral's test_data files, the slices' sources")
     ap.add_argument("--slices", action="store_true", help="the slices only (default: models and slices)")
@@ -198,7 +211,7 @@ def main():
         for name, (model, k, channels, as_fc) in SLICES.items():
             src = os.path.join(a.survey, model)
             if not os.path.exists(src):
-                src = os.path.join(os.path.dirname(DEFAULT[0]), model)
+                src = os.path.join(os.path.dirname(DEFAULT[0]), model)  # (the 0.25 one is in the repo)
             data, sources = cut(src, k, channels, as_fc)
             path = os.path.join(out, name + ".tflite")
             with open(path + ".tmp", "wb") as f:

@@ -7,7 +7,8 @@ on the MicroPython unix port (viper, from a ROMFS image, 0 B allocated per infer
 the host reference (numpy): every output element equal. Model: Coral's
 mobilenet_v1_0.25_128_quant (tests/golden/thirdparty/README.md): CONV_2D (a 3-channel first
 layer, pointwise ones in ohwi8 blocks, the 1001-class one), DEPTHWISE_CONV_2D (padded taps),
-AVERAGE_POOL_2D, RESHAPE, SOFTMAX. And slices (tests/golden/legacy/<name>.tflite: one op of a
+AVERAGE_POOL_2D, RESHAPE, SOFTMAX; and Coral's split_concat (CONCATENATION, SPLIT on uint8, three
+inputs, five outputs). And slices (tests/golden/legacy/<name>.tflite: one op of a
 larger Coral model with its real weights and its real input, the whole model's intermediate):
 a pointwise CONV_2D of mobilenet_v1_0.75_192 on which TFLite's multiplier (the scales' float32
 product) and the double-product one round five outputs apart, mobilenet_v2's uint8 ADD, and the
@@ -27,21 +28,25 @@ import mpy_lazy  # noqa: E402
 from host_tools.tflite_import import from_tflite  # noqa: E402
 from mpy_lazy import model as mmodel  # noqa: E402
 
-MODELS = {"mobilenet_v1_0.25_128_quant": os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy",
-                                                      "mobilenet_v1_0.25_128_quant.tflite")}
+CORAL = os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy")
+MODELS = {name: os.path.join(CORAL, name + ".tflite") for name in ("mobilenet_v1_0.25_128_quant", "split_concat")}
 GOLDEN = os.path.join(ROOT, "tests", "golden", "legacy")
 SLICES = ("mnv1_075_conv16", "mnv2_add53", "mnv1_025_fc")
 MODELS.update({name: os.path.join(GOLDEN, name + ".tflite") for name in SLICES})
 
 
+def golden(name):
+    """The peer's runs: [[input 0, input 1..] of each run], [[output 0, ..] of each run]."""
+    g = np.load(os.path.join(GOLDEN, name + ".npz"))
+    xs = [g["x%d" % j] for j in range(sum(f.startswith("x") for f in g.files))]
+    ys = [g["y%d" % j] for j in range(sum(f.startswith("y") for f in g.files))]
+    return [list(run) for run in zip(*xs)], [list(run) for run in zip(*ys)]
+
+
 class Case:
     def __init__(self, name, workdir):
         self.src = MODELS[name]
-        g = np.load(os.path.join(GOLDEN, name + ".npz"))
-        if "x" in g:  # a whole model: N inputs, N outputs
-            self.xs, self.want = [[x] for x in g["x"]], g["y"]
-        else:  # a slice: its op's inputs x0, x1.. (one run)
-            self.xs, self.want = [[g["x%d" % j] for j in range(len(g.files) - 2)]], g["y"][None]
+        self.xs, self.want = golden(name)
         self.pack = os.path.join(workdir, name + ".mpyl")
         run_cli("pack", self.src, "-o", self.pack)
         with open(self.pack, "rb") as f:
@@ -73,12 +78,12 @@ def test_golden_outputs_are_not_trivial():
     """The peer's outputs differ between the two inputs and spread over classes, a slice's over
     many values (a test that compared constant outputs could not fail)."""
     for name in MODELS:
-        y = np.load(os.path.join(GOLDEN, name + ".npz"))["y"]
+        y = np.array([ys[0] for ys in golden(name)[1]])
         assert y.dtype == np.uint8
-        if name in SLICES:
-            assert len(np.unique(y)) > 20, name
-        else:
+        if name.startswith("mobilenet"):
             assert len(y) == 2 and (y[0] != y[1]).any() and min((v > 0).sum() for v in y) > 10
+        else:
+            assert len(np.unique(y)) > 20, name
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -87,10 +92,10 @@ def test_reads_as_legacy_uint8(name):
     rounding (round=up)."""
     g = from_tflite(MODELS[name])
     text, _ = g._text()
-    assert {g.dtypes.get(v) for v, _, _ in g.inputs} == {"u8"} and [g.dtypes.get(v) for v in g.outputs] == ["u8"]
-    if name not in SLICES:
+    assert {g.dtypes.get(v) for v, _, _ in g.inputs} == {"u8"} and {g.dtypes.get(v) for v in g.outputs} == {"u8"}
+    if name.startswith("mobilenet"):
         assert text.count(" wz=") >= 20 and " round=up" in text
-    elif name != "mnv2_add53":
+    elif name not in ("mnv2_add53", "split_concat"):
         assert " wz=" in text
 
 
@@ -103,7 +108,7 @@ def test_host_reference_matches_tflite(cases, name):
     text, tensors = container.meta["graph"], tensors_of(container)
     for xs, want in zip(c.xs, c.want):
         got = reference.run(text, tensors, *xs)
-        assert differing(got[0], want) == 0
+        assert [differing(g, w) for g, w in zip(got, want)] == [0] * len(want)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -114,7 +119,7 @@ def test_cpython_matches_tflite(cases, name):
         assert m.inputs[0].dtype == "u8" and m.outputs[0].dtype == "u8"
         xs, want = c.xs[-1], c.want[-1]  # (one input: the pure kernels take seconds on a whole model)
         m(*[x.reshape(-1).tolist() for x in xs])
-        assert differing(m.tolist(0), want) == 0
+        assert [differing(m.tolist(j), w) for j, w in enumerate(want)] == [0] * len(want)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -124,5 +129,5 @@ def test_micropython_matches_tflite(cases, name):
     assert r["path"] == "viper"
     assert len(r["ys"]) == len(c.want)
     for got, want in zip(r["ys"], c.want):
-        assert differing(got[0], want) == 0
+        assert [differing(g, w) for g, w in zip(got, want)] == [0] * len(want)
     assert r["alloc"] == [0] * len(c.want), "bytes allocated per inference: %s" % r["alloc"]
