@@ -72,6 +72,10 @@ ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library 
     "SignalOverlapAdd",
     "SignalIrfft")})
 SUPPORTED = tuple(ROOMS)
+# a legacy uint8 model's ops: those whose TFLite uint8 kernels the tests prove bit for bit
+# (tests/host/test_legacy.py, against TFLite's own interpreter; TFLM runs no uint8 model)
+LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "RESHAPE", "SOFTMAX", "ADD",
+          "CONCATENATION", "SPLIT")
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
@@ -260,6 +264,10 @@ class _Reader:
             if name not in SUPPORTED:
                 raise PackError("%s: %soperator %d (%s): op %s is not supported (mpy-lazy runs %s)"
                                 % (self.path, where, k, name, name, ", ".join(SUPPORTED)))
+            if self.legacy and name not in LEGACY:
+                raise PackError("%s: %soperator %d (%s): a legacy uint8 model's %s is not supported (mpy-lazy "
+                                "runs %s on uint8, as TFLite's uint8 kernels)" % (self.path, where, k, name, name,
+                                                                               ", ".join(LEGACY)))
         tflite_check.check(self, ops)
         return ops
 

@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("tflite")
 
 from conftest import ROOT  # noqa: E402
-from host_util import Board, kernel_path, run_cli, tensors_of  # noqa: E402
+from host_util import Board, cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
 
 import mpy_lazy  # noqa: E402
 from host_tools.tflite_import import from_tflite  # noqa: E402
@@ -131,3 +131,22 @@ def test_micropython_matches_tflite(cases, name):
     for got, want in zip(r["ys"], c.want):
         assert [differing(g, w) for g, w in zip(got, want)] == [0] * len(want)
     assert r["alloc"] == [0] * len(c.want), "bytes allocated per inference: %s" % r["alloc"]
+
+
+def test_ops_the_tests_do_not_prove_on_uint8_are_refused(cli, tmp_path):
+    """A legacy model's op outside tflite_import.LEGACY (its uint8 kernel is not proven against
+    TFLite's: mobilenet v2's ADD slice turned into a MUL) is refused in one line naming it, and
+    nothing is written."""
+    import flatbuffers
+    import tflm_ref
+
+    m = tflm_ref.read_model(MODELS["mnv2_add53"])
+    code = m.operatorCodes[0]
+    code.builtinCode = code.deprecatedBuiltinCode = tflm_ref.schema.BuiltinOperator.MUL
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    src, out = tmp_path / "mul.tflite", tmp_path / "mul.mpyl"
+    src.write_bytes(bytes(b.Output()))
+    line = cli.fails("pack", src, "-o", out)
+    assert "operator 0 (MUL): a legacy uint8 model's MUL is not supported" in line, line
+    assert not out.exists()
