@@ -24,12 +24,16 @@ def declare(r, v, shape, like):
     return v
 
 
-def weight_zero_point(r, zps):
-    """The weights' zero point the kernels subtract: 0, or a legacy uint8 model's one per-tensor
-    zero point (as int8: TFLite's uint8 one - 128; tflite_import reads those models as int8)."""
+def weight_zero_point(r, i):
+    """The zero point the kernels subtract from weight tensor i: 0, or a legacy uint8 model's
+    uint8 weights' one (as int8: TFLite's uint8 zero point - 128; tflite_import reads those
+    models as int8)."""
+    zps = r.tensor(i)[4]
     if not any(zps):
         return 0
-    if r.legacy and len(set(zps)) == 1:
+    if r.legacy and r.tensor(i, raw=True)[2] == "UINT8":
+        if len(set(zps)) > 1:
+            raise r.err("uint8 weights with %d zero points (TFLite's uint8 kernels take one per tensor)" % len(zps))
         return zps[0]
     raise r.err("weights with a non-zero zero point")
 

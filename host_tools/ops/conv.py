@@ -14,8 +14,8 @@ def _conv_common(r, depthwise):
     w = r.data(r.ins[1])
     if w is None:
         raise r.err("the filter must be a constant")
-    _, _, _, wscales, wzps, qdim = r.tensor(r.ins[1])
-    wz = weight_zero_point(r, wzps)
+    _, _, _, wscales, _, qdim = r.tensor(r.ins[1])
+    wz = weight_zero_point(r, r.ins[1])
     check_scales(r, wscales, w)
     bias = r.data(r.ins[2]) if len(r.ins) > 2 and r.ins[2] >= 0 else None
     h, wd, c = r.ir.shapes[x]

@@ -21,8 +21,8 @@ def op_FULLY_CONNECTED(r):
         raise r.err("shuffled weights are not supported")
     _, oshape, _, _, _, _ = r.tensor(r.outs[0])
     rows = int(np.prod(oshape[:-1]))
-    _, _, _, wscales, wzps, _ = r.tensor(r.ins[1])
-    wz = weight_zero_point(r, wzps)
+    _, _, _, wscales, _, _ = r.tensor(r.ins[1])
+    wz = weight_zero_point(r, r.ins[1])
     check_scales(r, wscales, w)
     bias = r.data(r.ins[2]) if len(r.ins) > 2 and r.ins[2] >= 0 else None
     if oshape[-1] != w.shape[0]:  # TFLM takes the output's last dimension as the output depth
