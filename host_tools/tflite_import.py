@@ -74,8 +74,8 @@ ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library 
 SUPPORTED = tuple(ROOMS)
 # a legacy uint8 model's ops: those whose TFLite uint8 kernels the tests prove bit for bit
 # (tests/host/test_legacy.py, against TFLite's own interpreter; TFLM runs no uint8 model)
-LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "RESHAPE", "SOFTMAX", "ADD",
-          "CONCATENATION", "SPLIT")
+LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE",
+          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT")
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there

@@ -15,6 +15,11 @@ with these, element by element. TensorFlow lives in the venv tools/make_tflite_f
 Default models: tests/golden/thirdparty/coral-legacy/ (mobilenet_v1_0.25_128_quant.tflite,
 split_concat.tflite).
 
+ops_u8.tflite (the default too): a small graph TF 2.21's tf.compat.v1 converter still writes in the
+legacy quantization (fake-quant nodes, inference_type=tf.uint8, quantized_input_stats): CONV_2D
+(stride 2, relu6), DEPTHWISE_CONV_2D (multiplier 2), MAX_POOL_2D, AVERAGE_POOL_2D,
+FULLY_CONNECTED, SOFTMAX, seeded weights; written to tests/golden/legacy/ with its .npz.
+
 Slices (--slices, the default too): one-op uint8 models cut from Coral's larger models (SLICES:
 the op with its real weights and quantization, some of its output channels), written to
 tests/golden/legacy/<name>.tflite, with <name>.npz (one run) holding the op's real input (the whole
@@ -165,6 +170,42 @@ def save(dst, xs, ys):
     os.replace(dst + ".tmp.npz", dst)
 
 
+def convert_ops(path):
+    """ops_u8.tflite: the legacy uint8 graph above, from TF's own (TF1) converter."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    tf1.disable_eager_execution()
+    rng = np.random.default_rng(SEED)
+    fq = tf1.quantization.fake_quant_with_min_max_args
+
+    def const(*shape, scale=1.0):
+        return tf.constant(rng.normal(size=shape).astype(np.float32) * scale)
+
+    g = tf1.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 12, 12, 3], name="x")
+        h = fq(x, min=-1.0, max=1.0)
+        h = tf.nn.conv2d(h, fq(const(3, 3, 3, 8), min=-1.5, max=2.0), strides=2, padding="SAME")
+        h = fq(tf.nn.relu6(tf.nn.bias_add(h, const(8, scale=0.3))), min=0.0, max=6.0)
+        h = tf.nn.depthwise_conv2d(h, fq(const(3, 3, 8, 2), min=-1.0, max=1.2), strides=[1, 1, 1, 1], padding="SAME")
+        h = fq(tf.nn.bias_add(h, const(16, scale=0.3)), min=-8.0, max=8.0)
+        h = fq(tf.nn.max_pool2d(h, 2, 2, "VALID"), min=-8.0, max=8.0)
+        h = fq(tf.nn.avg_pool2d(h, 3, 3, "VALID"), min=-8.0, max=8.0)
+        h = tf.matmul(tf.reshape(h, [1, 16]), fq(const(16, 10, scale=0.15), min=-0.5, max=0.4)) + const(10, scale=0.3)
+        y = fq(tf.nn.softmax(fq(h, min=-4.0, max=4.0)), min=0.0, max=255.0 / 256, name="y")  # (few saturated classes)
+        with tf1.Session(graph=g) as sess:
+            c = tf1.lite.TFLiteConverter.from_session(sess, [x], [y])
+            c.inference_type = tf.uint8
+            c.quantized_input_stats = {"x": (127.5, 127.5)}
+            data = c.convert()
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+    tf1.enable_eager_execution()
+
+
 def inner(models, out):
     import numpy as np
     import tensorflow as tf
@@ -200,6 +241,9 @@ def main():
     if a.inner:  # (in the TensorFlow venv)
         with open(a.inner) as f:
             job = json.load(f)
+        if job["convert"]:
+            convert_ops(job["convert"])
+            job["models"].append(job["convert"])
         inner(job["models"], job["out"])
         inner_slices(job["slices"], job["out"])
         return
@@ -225,7 +269,8 @@ def main():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     job = os.path.join(out, ".legacy-job.json")
     with open(job, "w") as f:
-        json.dump({"models": models, "out": out, "slices": slices}, f)
+        json.dump({"models": models, "out": out, "slices": slices,
+                   "convert": None if a.models or a.slices else os.path.join(out, "ops_u8.tflite")}, f)
     try:
         subprocess.run([py, os.path.abspath(__file__), "--inner", job], check=True, env=env)
     finally:

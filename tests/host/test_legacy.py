@@ -8,7 +8,9 @@ the host reference (numpy): every output element equal. Model: Coral's
 mobilenet_v1_0.25_128_quant (tests/golden/thirdparty/README.md): CONV_2D (a 3-channel first
 layer, pointwise ones in ohwi8 blocks, the 1001-class one), DEPTHWISE_CONV_2D (padded taps),
 AVERAGE_POOL_2D, RESHAPE, SOFTMAX; and Coral's split_concat (CONCATENATION, SPLIT on uint8, three
-inputs, five outputs). And slices (tests/golden/legacy/<name>.tflite: one op of a
+inputs, five outputs); ops_u8, a graph TF's own (TF1) converter wrote in the legacy quantization:
+CONV_2D with relu6, DEPTHWISE_CONV_2D with multiplier 2, MAX_POOL_2D, AVERAGE_POOL_2D,
+FULLY_CONNECTED, SOFTMAX. And slices (tests/golden/legacy/<name>.tflite: one op of a
 larger Coral model with its real weights and its real input, the whole model's intermediate):
 a pointwise CONV_2D of mobilenet_v1_0.75_192 on which TFLite's multiplier (the scales' float32
 product) and the double-product one round five outputs apart, mobilenet_v2's uint8 ADD, and the
@@ -32,7 +34,7 @@ CORAL = os.path.join(ROOT, "tests", "golden", "thirdparty", "coral-legacy")
 MODELS = {name: os.path.join(CORAL, name + ".tflite") for name in ("mobilenet_v1_0.25_128_quant", "split_concat")}
 GOLDEN = os.path.join(ROOT, "tests", "golden", "legacy")
 SLICES = ("mnv1_075_conv16", "mnv2_add53", "mnv1_025_fc")
-MODELS.update({name: os.path.join(GOLDEN, name + ".tflite") for name in SLICES})
+MODELS.update({name: os.path.join(GOLDEN, name + ".tflite") for name in SLICES + ("ops_u8",)})
 
 
 def golden(name):
@@ -82,6 +84,8 @@ def test_golden_outputs_are_not_trivial():
         assert y.dtype == np.uint8
         if name.startswith("mobilenet"):
             assert len(y) == 2 and (y[0] != y[1]).any() and min((v > 0).sum() for v in y) > 10
+        elif name == "ops_u8":  # (10 classes)
+            assert (y[0] != y[1]).any() and min(len(np.unique(v)) for v in y) > 3
         else:
             assert len(np.unique(y)) > 20, name
 
@@ -95,6 +99,8 @@ def test_reads_as_legacy_uint8(name):
     assert {g.dtypes.get(v) for v, _, _ in g.inputs} == {"u8"} and {g.dtypes.get(v) for v in g.outputs} == {"u8"}
     if name.startswith("mobilenet"):
         assert text.count(" wz=") >= 20 and " round=up" in text
+    elif name == "ops_u8":
+        assert text.count(" wz=") == 3 and " round=up" in text and "maxpool " in text
     elif name not in ("mnv2_add53", "split_concat"):
         assert " wz=" in text
 
