@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 MICROPYTHON := $(VENV)/bin/micropython
 STAMP := $(VENV)/.installed
 
-.PHONY: all demo test test-paths bench mpy clean help tflite-fixtures fuzz
+.PHONY: all demo test test-paths bench mpy clean help tflite-fixtures fuzz legacy-goldens
 all: help
 
 help:
@@ -16,6 +16,7 @@ help:
 	@echo "make bench  - print the speed and memory table"
 	@echo "make mpy    - compile the runtime to .mpy files in build/mpy (ARCH=armv6m etc.: a board's; default this machine's)"
 	@echo "make tflite-fixtures - remake tests/golden/tflite/*.tflite with TensorFlow (own venv .venv-tf)"
+	@echo "make legacy-goldens  - remake tests/golden/legacy/ (legacy uint8 models: TFLite's interpreter's outputs)"
 	@echo "make test-paths - the heap-sensitive tests from clones at path lengths 20 to 80"
 	@echo "make fuzz   - long fuzzing runs of the reader and the graph runner (both interpreters)"
 	@echo "firmware targets: make firmware-help"
@@ -49,6 +50,9 @@ fuzz: $(STAMP)
 
 tflite-fixtures: $(STAMP)
 	$(PY) tools/make_tflite_fixtures.py
+
+legacy-goldens: $(STAMP)
+	$(PY) tools/make_legacy_goldens.py
 
 mpy: $(STAMP)
 	$(PY) tools/build_mpy.py build/mpy $(if $(ARCH),-- -march=$(ARCH))

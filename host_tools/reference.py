@@ -193,7 +193,7 @@ def conv2d(ins, kv, qin, tensors):
     x = ins[0]
     int8 = "q" in kv
     dt = np.int64 if int8 else np.float64
-    w = _t(tensors, kv["w"], dt)
+    w = _t(tensors, kv["w"], dt) - kv.get("wz", 0)  # (wz: a legacy uint8 model's weight zero point)
     if kv.get("wl") == "oihw":
         w = w.transpose(0, 2, 3, 1)
     elif kv.get("wl") == "ohwi8":  # [out/8, kh, kw, 8 C]: output 8 b + j, input ci at [b, ky, kx, 8 ci + j]
@@ -211,7 +211,7 @@ def depthwise(ins, kv, qin, tensors):
         x = x.reshape(1, 1, -1)
     int8 = "q" in kv
     dt = np.int64 if int8 else np.float64
-    w = _t(tensors, kv["w"], dt)
+    w = _t(tensors, kv["w"], dt) - kv.get("wz", 0)
     if kv.get("wl") == "o1hw":
         w = w[:, 0]  # (OC, KH, KW)
     else:
@@ -317,6 +317,8 @@ def avgpool(ins, kv, qin, tensors):
 
     def rounded_mean(win):  # TFLM: (sum +- n/2) / n, truncated toward zero
         s, n = win.sum(axis=0), len(win)
+        if kv.get("round") == "up":  # TFLite's uint8 kernels: half up (legacy uint8 models)
+            return (s + n // 2) // n
         return np.where(s > 0, (s + n // 2) // n, -((-s + n // 2) // n))
 
     return _clamp(_pool(ins, kv, rounded_mean), kv)

@@ -8,6 +8,12 @@ the board reproduces TFLM's outputs bit for bit. Elementwise int8 ops (LOGISTIC,
 RELU6, LEAKY_RELU, HARD_SWISH, int8 QUANTIZE) become 256-entry tables of TFLM's own integer
 results. Hybrid models (the converter's dynamic-range mode: float activations, int8 weights)
 are refused, as TFLM refuses them.
+Legacy uint8 models (TFLite's old asymmetric quantization: uint8 activations and weights, each
+with a zero point; TFLM refuses them) are read as int8 ones: every uint8 code u as the int8 code
+u - 128 with its zero point - 128, which leaves each kernel's integers as TFLite's uint8 kernels
+compute them, the weights' zero point kept as `wz=` (conv2d, depthwise; FULLY_CONNECTED as a 1x1
+conv2d) and avgpool's halves rounded up (`round=up`). The model's uint8 inputs and outputs stay
+uint8 (a table each way).
 A model with any other op, or a form of an op the board cannot run, raises PackError naming
 the op. Each operator's conversion is in the module of host_tools/ops named after its op
 (ROOMS); this module walks the model and holds what the ops share."""
@@ -66,6 +72,10 @@ ROOMS.update({"CUSTOM " + name: "signal" for name in (  # TFLM's signal library 
     "SignalOverlapAdd",
     "SignalIrfft")})
 SUPPORTED = tuple(ROOMS)
+# a legacy uint8 model's ops: those whose TFLite uint8 kernels the tests prove bit for bit
+# (tests/host/test_legacy.py, against TFLite's own interpreter; TFLM runs no uint8 model)
+LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE",
+          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT")
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
@@ -122,29 +132,58 @@ class _Reader:
         self.alias = {}  # value name -> the value it is (an inlined subgraph's inputs and its caller's outputs)
         self.views = {}  # value name -> its TFLite shape, of more dimensions than the board's values (_hwc)
         self.opname = ""
+        try:
+            self.legacy = self._legacy()
+        except Exception:  # damage the checks then name (in the operator it is in)
+            self.legacy = False
 
     def err(self, msg):
         return PackError("%s: %s" % (self.what, msg))
 
     # --- tensors --------------------------------------------------------------------------
 
-    def tensor(self, i):
+    def tensor(self, i, raw=False):
+        """(tensor, shape, type, scales, zero points, quantized dimension); a legacy model's
+        uint8 tensors as int8 ones (zero points - 128) unless `raw`."""
         t = self.sg.Tensors(i)
         shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
         q = t.Quantization()
         scales = list(q.ScaleAsNumpy()) if q is not None and q.ScaleLength() else []
         zps = [int(z) for z in q.ZeroPointAsNumpy()] if q is not None and q.ZeroPointLength() else []
         qdim = q.QuantizedDimension() if q is not None else 0
-        return t, shape, self.types.get(t.Type(), str(t.Type())), scales, zps, qdim
+        typ = self.types.get(t.Type(), str(t.Type()))
+        if self.legacy and typ == "UINT8" and scales and not raw:  # (unquantized uint8, CAST's: as it is)
+            typ, zps = "INT8", [z - 128 for z in (zps or [0] * len(scales))]
+        return t, shape, typ, scales, zps, qdim
+
+    def _legacy(self):
+        """Whether this is a legacy uint8 model: an op other than QUANTIZE takes or gives a quantized
+        uint8 activation (uint8 weights alone are not one: the checks refuse those)."""
+        sg = self.sg
+        for k in range(sg.OperatorsLength()):
+            op = sg.Operators(k)
+            code = self.model.OperatorCodes(op.OpcodeIndex())
+            if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == self.tfl.BuiltinOperator.QUANTIZE:
+                continue
+            for i in list(op.InputsAsNumpy()) + list(op.OutputsAsNumpy()) if op.InputsLength() else []:
+                t = sg.Tensors(int(i)) if 0 <= i < sg.TensorsLength() else None  # (a bad index: the checks name it)
+                q = t.Quantization() if t is not None else None
+                if t is not None and t.Type() == self.tfl.TensorType.UINT8 and q is not None and q.ScaleLength():
+                    b = self.model.Buffers(t.Buffer()) if 0 <= t.Buffer() < self.model.BuffersLength() else None
+                    if b is None or b.DataLength() == 0:
+                        return True
+        return False
 
     def data(self, i):
         """A constant tensor's values (None for an activation); a folded op's output too."""
         if (self.prefix, i) in self.folded:
             return self.folded[(self.prefix, i)]
-        t, shape, typ, _, _, _ = self.tensor(i)
+        t, shape, typ, scales, _, _ = self.tensor(i, raw=True)
         b = self.model.Buffers(t.Buffer())
         if b is None or b.DataLength() == 0:
             return None
+        if self.legacy and typ == "UINT8" and scales:  # (its codes u as int8 u - 128: the byte u ^ 128)
+            return (np.frombuffer(b.DataAsNumpy().tobytes(), dtype=np.uint8) ^ 128).view(np.int8).reshape(shape)
         dt = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
               "UINT8": np.uint8, "INT16": np.int16, "FLOAT16": np.float16, "BOOL": np.bool_}.get(typ)
         if dt is None:
@@ -233,6 +272,10 @@ class _Reader:
             if name not in SUPPORTED:
                 raise PackError("%s: %soperator %d (%s): op %s is not supported (mpy-lazy runs %s)"
                                 % (self.path, where, k, name, name, ", ".join(SUPPORTED)))
+            if self.legacy and name not in LEGACY:
+                raise PackError("%s: %soperator %d (%s): a legacy uint8 model's %s is not supported (mpy-lazy "
+                                "runs %s on uint8, as TFLite's uint8 kernels)" % (self.path, where, k, name, name,
+                                                                               ", ".join(LEGACY)))
         tflite_check.check(self, ops)
         return ops
 
@@ -273,6 +316,8 @@ class _Reader:
                 continue
             self.what = "%s: model input %d (tensor %d)" % (self.path, k, i)
             name = self.define(i)
+            if self.legacy and self.tensor(i, raw=True)[2] == "UINT8":
+                name = self._u8(name, True)
             self.ir.inputs.append((name, self.ir.shapes[name], "hwc"))
         if any(name in variable.OPS for _, name, _ in ops):  # state: its `var` lines come first
             variable.declare(self, ops)
@@ -280,8 +325,29 @@ class _Reader:
         self.opname = ""  # (an output of more than 3 dimensions: refused by value())
         for k in range(sg.OutputsLength()):
             self.what = "%s: model output %d" % (self.path, k)
-            self.ir.outputs.append(self.value(sg.Outputs(k)))
+            name = self.value(sg.Outputs(k))
+            if self.legacy and self.tensor(sg.Outputs(k), raw=True)[2] == "UINT8":
+                name = self._u8(name, False)
+            self.ir.outputs.append(name)
         return self.ir
+
+    def _u8(self, v, into):
+        """A legacy model's uint8 input (into) or output: value v's uint8 twin and the table
+        between them (uint8 code u <-> int8 code u - 128: the lut's index is the input byte as
+        int8 + 128, so each way the table is the bytes 0..255)."""
+        u = v + ".u8"
+        self.ir.shapes[u] = self.ir.shapes[v]
+        scale, zp = self.ir.q[v]
+        self.ir.q[u] = (scale, zp + 128)
+        self.ir.dtypes[u] = "u8"
+        self.opname, self.opidx = "u8", len(self.ir.nodes)
+        n = Node("lut", [u] if into else [v], v if into else u, self.what, **({} if into else {"dtype": "u8"}))
+        n.t["t"] = self.add("lut", np.arange(256).astype(np.uint8).view(np.int8))
+        if into:
+            self.ir.nodes.insert(0, n)
+        else:
+            self.ir.nodes.append(n)
+        return u
 
     def options(self, cls):
         o = getattr(self.tfl, cls)()
@@ -448,10 +514,11 @@ class _Reader:
             if bias_i is not None and bias_i.dtype != np.int32:
                 raise self.err("int8 model with a %s bias (int32 expected)" % bias_i.dtype)
             try:  # always a bias: it carries the input zero point (docs/FORMAT.md)
-                n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata, axis, xq[1]))
+                wz = extra.get("wz") or 0  # (a legacy uint8 model's weight zero point: the kernels take w - wz)
+                n.t["b"] = self.add("bias", tflm.fold_input_zero_point(bias_i, wdata.astype(np.int16) - wz, axis, xq[1]))
             except ValueError as e:
                 raise self.err(str(e))
-        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0])
+        mult, shift = tflm.conv_multipliers(xq[0], scales, yq[0], self.legacy)
         self._check_shifts(shift, 7 if dt == "i16" and n.attrs.get("acc") != "32" else 30)
         n.t["m"] = self.add("requant", np.array([mult, shift], dtype=np.int32))
         n.attrs["clamp"] = tflm.activation_range(act, yq[0], yq[1], dt)

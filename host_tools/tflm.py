@@ -192,10 +192,13 @@ def fold_input_zero_point(bias, w, axis, zx):
     return folded.astype(np.int32)
 
 
-def conv_multipliers(s_in, w_scales, s_out):
-    """Per-channel (multipliers, shifts) of conv/depthwise/fully connected."""
-    out = [quantize_multiplier(float(np.float32(s_in)) * float(np.float32(s)) / float(np.float32(s_out)))
-           for s in w_scales]
+def conv_multipliers(s_in, w_scales, s_out, legacy=False):
+    """Per-channel (multipliers, shifts) of conv/depthwise/fully connected. legacy: TFLite's uint8
+    kernels' (GetQuantizedConvolutionMultipler: the input and weight scales multiplied in float32,
+    then divided in double; one multiplier in 10**5 or so comes out a few units apart)."""
+    def product(s):
+        return float(np.float32(s_in) * np.float32(s)) if legacy else float(np.float32(s_in)) * float(np.float32(s))
+    out = [quantize_multiplier(product(s) / float(np.float32(s_out))) for s in w_scales]
     return [m for m, _ in out], [s for _, s in out]
 
 

@@ -187,6 +187,9 @@ def conv(E, P, k: int):
     zx = int((pp[27] ^ sg) - sg)  # folded into the bias: it only fills padded positions
     hasb = int(pp[28])
     wb = int(pp[38])  # 3: weights in blocks of 8 output channels (ohwi8), else 0
+    wo = 0x80  # a stored byte b is the weight (b ^ 0x80) - WO: 0x80 + WZ (conv_u8's zero point)
+    if int(pp[1]) > 39:
+        wo += int((pp[39] ^ sg) - sg)
     bm = (1 << wb) - 1
     kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
     scatter = 0
@@ -196,6 +199,8 @@ def conv(E, P, k: int):
     col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
     t = T
+    if wo != 0x80:
+        t = NO_RO  # (conv_u8: the viper loops)
     # (conv8 loads weights, biases and multipliers as words: a tensor at an unaligned address,
     # possible in a container from another writer, takes the loops below)
     if (t and hasb and wb == 3 and cpg == c and int((wbase | uint(bias) | mq) & 3) == 0
@@ -263,7 +268,7 @@ def conv(E, P, k: int):
                                 while ko < end:  # a block of 2**WB outputs, then the next
                                     j = 0
                                     while j <= bm:
-                                        acc[ko] = acc[ko] + ((w[wi + j] ^ 0x80) - 0x80) * v
+                                        acc[ko] = acc[ko] + ((w[wi + j] ^ 0x80) - wo) * v
                                         ko += 1
                                         j += 1
                                     wi += wso
@@ -357,12 +362,12 @@ def conv(E, P, k: int):
                                 ci += 1
                         kx += 1
                     ky += 1
-                csum = 0  # w * c = (w ^ 0x80) * c - 128 * c: the weights' sign costs one sum
+                csum = 0  # w * c = (w ^ 0x80) * c - WO * c: the weights' sign costs one sum
                 j = 0
                 while j < ksize:
                     csum += col[j]
                     j += 1
-                csum = 0 - (csum << 7)
+                csum = 0 - csum * wo
                 o = g * opg
                 oend = o + opg
                 while o < oend:
@@ -412,6 +417,9 @@ def conv(E, P, k: int):
         wk[1] = kk
         rq_flush(ro, accb, mq, arena, W)
         oy += 1
+
+
+conv_u8 = conv  # (WO: the record's 40th word)
 
 
 @micropython.viper
@@ -701,12 +709,17 @@ def depthwise(E, P, k: int):
     wsx = int(pp[23])
     opg = int(pp[26])
     zx = int((pp[27] ^ sg) - sg)  # folded into the bias: padded taps read it
+    wo = 0x80  # a stored byte b is the weight (b ^ 0x80) - WO: 0x80 + WZ (dw_u8's zero point)
+    if int(pp[1]) > 39:
+        wo += int((pp[39] ^ sg) - sg)
     hasb = int(pp[28])
     kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
     wbase = uint(w)
     abase = uint(a)
     accbase = uint(acc)
     t = T
+    if wo != 0x80:
+        t = NO_RO  # (dw_u8: the viper loops)
     nt = kh * kw
     # (dw4 loads 4 inputs, 4 weights, the zero points in COL, biases and multipliers as words:
     # every one word-aligned, else the loops below; an int8 value's arena offset need not be)
@@ -782,7 +795,7 @@ def depthwise(E, P, k: int):
                         if zx != 0:
                             o = 0
                             while o < oc:
-                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * zx
+                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - wo) * zx
                                 wi += wso
                                 ko += 1
                                 o += 1
@@ -794,17 +807,17 @@ def depthwise(E, P, k: int):
                             pa = ptr32(accbase + 4 * ko)
                             j = oc >> 2
                             while j:
-                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - 0x80)
-                                pa[1] = pa[1] + ((pw[1] ^ 0x80) - 0x80) * ((px[1] ^ 0x80) - 0x80)
-                                pa[2] = pa[2] + ((pw[2] ^ 0x80) - 0x80) * ((px[2] ^ 0x80) - 0x80)
-                                pa[3] = pa[3] + ((pw[3] ^ 0x80) - 0x80) * ((px[3] ^ 0x80) - 0x80)
+                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - wo) * ((px[0] ^ 0x80) - 0x80)
+                                pa[1] = pa[1] + ((pw[1] ^ 0x80) - wo) * ((px[1] ^ 0x80) - 0x80)
+                                pa[2] = pa[2] + ((pw[2] ^ 0x80) - wo) * ((px[2] ^ 0x80) - 0x80)
+                                pa[3] = pa[3] + ((pw[3] ^ 0x80) - wo) * ((px[3] ^ 0x80) - 0x80)
                                 pw = ptr8(uint(pw) + 4)
                                 px = ptr8(uint(px) + 4)
                                 pa = ptr32(uint(pa) + 16)
                                 j -= 1
                             j = oc & 3
                             while j:
-                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - 0x80)
+                                pa[0] = pa[0] + ((pw[0] ^ 0x80) - wo) * ((px[0] ^ 0x80) - 0x80)
                                 pw = ptr8(uint(pw) + 1)
                                 px = ptr8(uint(px) + 1)
                                 pa = ptr32(uint(pa) + 4)
@@ -812,7 +825,7 @@ def depthwise(E, P, k: int):
                         else:
                             o = 0
                             while o < oc:
-                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - 0x80) * ((a[xi + o // opg] ^ 0x80) - 0x80)
+                                acc[ko] = acc[ko] + ((w[wi] ^ 0x80) - wo) * ((a[xi + o // opg] ^ 0x80) - 0x80)
                                 wi += wso
                                 ko += 1
                                 o += 1
@@ -824,6 +837,9 @@ def depthwise(E, P, k: int):
         wk[1] = kk
         rq_flush(ro, accb, mq, arena, W)
         oy += 1
+
+
+dw_u8 = depthwise
 
 
 @micropython.viper
@@ -1815,7 +1831,8 @@ def mul16(E, P, k: int):
 
 @micropython.viper
 def _pool(E, P, k: int, how: int):
-    # how: bit 0 max (else average), bit 1 int16 values (XO, YO in bytes)
+    # how: bit 0 max (else average), bit 1 int16 values (XO, YO in bytes), bit 2 halves up
+    # (avgpool_u8: TFLite's uint8 rounding, on sum + 128 n >= 0)
     a = ptr8(E.A)
     a16 = ptr16(E.A)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
@@ -1874,7 +1891,9 @@ def _pool(E, P, k: int, how: int):
                                     n += 1
                             kx += 1
                     ky += 1
-                if not is_max:
+                if how & 4:
+                    s = (s + (n << 7) + (n >> 1)) // n - 128
+                elif not is_max:
                     if s > 0:
                         s = (s + n // 2) // n
                     else:
@@ -1903,6 +1922,10 @@ def avgpool(E, P, k):
 
 def maxpool16(E, P, k):
     _pool(E, P, k, 3)
+
+
+def avgpool_u8(E, P, k):
+    _pool(E, P, k, 4)
 
 
 def avgpool16(E, P, k):

@@ -40,19 +40,21 @@ _KINDS["opts"] = "is"
 _KINDS["skip"] = "i"
 _KINDS["back"] = "i"
 _KINDS["max"] = "i"
+_KINDS["wz"] = "i"  # the int8 weights' zero point (legacy uint8 models' conv2d / depthwise)
+_KINDS["round"] = "e:away|up"  # avgpool's halves: TFLM's int8 (away from zero), TFLite's uint8 (up)
 _CONV = ("b", "stride", "pad", "dil", "act", "q", "m", "clamp", "acc")
 OPS = {
     "input": (("y", "shape"), ("dtype", "q", "layout")),
     "output": (("x",), ("layout",)),
-    "conv2d": (("x", "y", "w", "out", "k"), _CONV + ("groups", "wl")),
-    "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl")),
+    "conv2d": (("x", "y", "w", "out", "k"), _CONV + ("groups", "wl", "wz")),
+    "depthwise": (("x", "y", "w", "k"), _CONV + ("mult", "wl", "wz")),
     "linear": (("x", "y", "w", "out"), ("b", "wl", "act", "q", "m", "clamp", "acc")),
     "tconv": (("x", "y", "w", "out", "k", "size"), ("b", "stride", "pad", "act", "q", "m", "clamp", "acc")),
     "add": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
     "sub": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq", "rev")),
     "mul": (("x", "y"), ("act", "q", "m", "clamp", "t", "shape", "tq")),
     "maxpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
-    "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp")),
+    "avgpool": (("x", "y", "k"), ("stride", "pad", "act", "q", "clamp", "round")),
     "mean": (("x", "y"), ("q", "m")),
     "relu": (("x", "y"), ("q", "m", "clamp")),
     "relu6": (("x", "y"), ("q", "m", "clamp")),

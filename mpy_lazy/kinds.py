@@ -52,6 +52,8 @@ SSTACKER = 100  # the signal library's stacker (ops/signal.py)
 SFRAMER = 101  # the signal library's framer (ops/signal.py)
 SOVERLAP, FOVERLAP = 102, 103  # the signal library's overlap-add, int16 and float32 (ops/signal.py)
 SIRFFT = 104  # the signal library's inverse real FFT, int16 (ops/signal.py)
+CONV_U8, DW_U8 = 105, 106  # legacy uint8 models' conv2d / depthwise: int8 record + WZ, the weights' zero point
+AVGPOOL_U8 = 107  # legacy uint8 models' avgpool: TFLite's uint8 rounding (half up)
 BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on the board (ops/control.py)
 SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
 KINDS = 115  # kinds are 1..KINDS-1
@@ -77,7 +79,7 @@ NAMES = (
     "gathernd update - - var - - - "  # 80..
     "window fftbits fftscale rfft energy filterbank fbsqrt specsub "  # 88..
     "pcan fblog iarith delay stacker framer overlap overlap "  # 96..
-    "irfft - - - - - branch jump loop "  # 104..
+    "irfft conv2d depthwise avgpool - - branch jump loop "  # 104..
     "next fft "  # 112..
 )
 LENGTH = (
@@ -88,7 +90,7 @@ LENGTH = (
     6, 13, 9, 9, 11, 9, 21, 19, 18, 9, 16, 8, 22, 14, 18, 18,  # 64..
     18, 15, 0, 0, 8, 0, 0, 0, 9, 5, 6, 10, 7, 9, 6, 14,  # 80..
     10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
-    0, 0, 0, 0, 0, 4, 3, 3, 5, 12,  # 105..
+    40, 40, 21, 0, 0, 4, 3, 3, 5, 12,  # 105..
 )
 ROOM = (
     "- conv conv linear binary binary pool pool "  # 0..
@@ -104,7 +106,7 @@ ROOM = (
     "index index - - variable - - - "  # 80..
     "signal signal signal signal signal signal signal signal "  # 88..
     "signal signal elementwise signal signal signal signal signal "  # 96..
-    "signal - - - - - control control control "  # 104..
+    "signal conv conv pool - - control control control "  # 104..
     "control signal "  # 112..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):

@@ -797,7 +797,8 @@ PROGRAM_SOURCES = ("tests/golden/graph_int8.mpyl", "tests/golden/graph_f32.mpyl"
         "hello_world_int8", "seanet_add16", "seanet_conv15", "seanet_leaky_relu18", "seanet_pad0",
         "seanet_quantize1", "seanet_strided_slice0", "seanet_sub1",
         "keyword_scrambled", "mnist_lstm_int8", "mnist_lstm_float", "seanet_transpose_conv4")) + tuple(
-    "tests/golden/tflite/%s.tflite" % n for n in ("elem_int8", "elem_f32", "resize_int8", "resize_f32", "cast_f32"))
+    "tests/golden/tflite/%s.tflite" % n for n in ("elem_int8", "elem_f32", "resize_int8", "resize_f32", "cast_f32")) + (
+    "tests/golden/legacy/mnv1_025_fc.tflite",)  # (a legacy uint8 layer: conv_u8)
 PROGRAM_VALUES = (0, 1, -1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 127, 128, -128, -129, 255, 256, 32767, 32768,
                   -32768, 65535, 65536, 1 << 24, (1 << 24) + 1, 2147483647, -2147483648, 1 << 30)
 

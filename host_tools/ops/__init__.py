@@ -24,6 +24,20 @@ def declare(r, v, shape, like):
     return v
 
 
+def weight_zero_point(r, i):
+    """The zero point the kernels subtract from weight tensor i: 0, or a legacy uint8 model's
+    uint8 weights' one (as int8: TFLite's uint8 zero point - 128; tflite_import reads those
+    models as int8)."""
+    zps = r.tensor(i)[4]
+    if not any(zps):
+        return 0
+    if r.legacy and r.tensor(i, raw=True)[2] == "UINT8":
+        if len(set(zps)) > 1:
+            raise r.err("uint8 weights with %d zero points (TFLite's uint8 kernels take one per tensor)" % len(zps))
+        return zps[0]
+    raise r.err("weights with a non-zero zero point")
+
+
 def check_scales(r, scales, w):
     if w.dtype == np.int8 and (not len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)):
         raise r.err("int8 weights need finite scales > 0")

@@ -2,7 +2,7 @@
 converted from the model into the graph description, with TFLite Micro's Prepare parameters, for
 the runtime's room mpy_lazy/ops/conv.py. op_<BUILTIN>(r): r the reader
 (host_tools.tflite_import)."""
-from . import check_scales
+from . import check_scales, weight_zero_point
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
 TYPES = {"CONV_2D": "int8 int16 float32", "DEPTHWISE_CONV_2D": "int8 int16 float32"}
@@ -14,9 +14,8 @@ def _conv_common(r, depthwise):
     w = r.data(r.ins[1])
     if w is None:
         raise r.err("the filter must be a constant")
-    _, _, _, wscales, wzps, qdim = r.tensor(r.ins[1])
-    if any(wzps):
-        raise r.err("weights with a non-zero zero point")
+    _, _, _, wscales, _, qdim = r.tensor(r.ins[1])
+    wz = weight_zero_point(r, r.ins[1])
     check_scales(r, wscales, w)
     bias = r.data(r.ins[2]) if len(r.ins) > 2 and r.ins[2] >= 0 else None
     h, wd, c = r.ir.shapes[x]
@@ -26,7 +25,7 @@ def _conv_common(r, depthwise):
     dh, dw = o.DilationHFactor(), o.DilationWFactor()
     pads, oh, ow = r._padding(o.Padding(), h, wd, kh, kw, sh, sw, dh, dw)
     extra = dict(k=(kh, kw), stride=(sh, sw), pad=pads if any(pads) else None,
-                 dil=(dh, dw) if (dh, dw) != (1, 1) else None)
+                 dil=(dh, dw) if (dh, dw) != (1, 1) else None, wz=wz or None)
     if depthwise:
         mult = w.shape[3] // c
         extra["mult"] = mult if mult != 1 else None

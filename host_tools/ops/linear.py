@@ -4,7 +4,7 @@ mpy_lazy/ops/linear.py. op_<BUILTIN>(r): r the reader (host_tools.tflite_import)
 import numpy as np
 
 from ..ir import Node
-from . import check_scales, declare
+from . import check_scales, declare, weight_zero_point
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
 TYPES = {"FULLY_CONNECTED": "int8 int16 float32"}
@@ -21,9 +21,8 @@ def op_FULLY_CONNECTED(r):
         raise r.err("shuffled weights are not supported")
     _, oshape, _, _, _, _ = r.tensor(r.outs[0])
     rows = int(np.prod(oshape[:-1]))
-    _, _, _, wscales, wzps, _ = r.tensor(r.ins[1])
-    if any(wzps):
-        raise r.err("weights with a non-zero zero point")
+    _, _, _, wscales, _, _ = r.tensor(r.ins[1])
+    wz = weight_zero_point(r, r.ins[1])
     check_scales(r, wscales, w)
     bias = r.data(r.ins[2]) if len(r.ins) > 2 and r.ins[2] >= 0 else None
     if oshape[-1] != w.shape[0]:  # TFLM takes the output's last dimension as the output depth
@@ -38,15 +37,15 @@ def op_FULLY_CONNECTED(r):
                            "<= 0.02)" % (diff / float(np.float32(yq[0]))))
     act = r._act(o.FusedActivationFunction() if o is not None else 0)
     out, n_in = int(w.shape[0]), int(w.shape[1])
-    if rows > 1:  # TFLM's batched FC: rows of n_in values, each through the weights; on the board
+    if rows > 1 or wz:  # TFLM's batched FC: rows of n_in values, each through the weights; on the board
         # a 1x1 convolution over (rows, 1, n_in), the same integers (its per-channel requantization
-        # of the per-tensor multiplier)
+        # of the per-tensor multiplier); a legacy uint8 model's too (conv2d takes the weights' zero point)
         size = int(np.prod(r.ir.shapes[x]))
         if size != rows * n_in:
             raise r.err("input of %d values for %d rows of %d (output shape %s)" % (size, rows, n_in, list(oshape)))
         r.x0 = _as(r, x, ".rows", (rows, 1, n_in))
         n = r._weighted("conv2d", r.qof(r.ins[0]), w.reshape(out, 1, 1, n_in), wscales, bias, r.qof(r.outs[0]),
-                        act, dict(k=(1, 1), stride=(1, 1), out=out))
+                        act, dict(k=(1, 1), stride=(1, 1), out=out, wz=wz or None))
         flat = (rows, 1, out)
     else:
         n = r._weighted("linear", r.qof(r.ins[0]), w, wscales, bias, r.qof(r.outs[0]), act, dict(out=out))

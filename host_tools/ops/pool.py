@@ -16,6 +16,8 @@ def _pool(r, op):
     pads, oh, ow = r._padding(o.Padding(), h, w, kh, kw, sh, sw, 1, 1)
     act = r._act(o.FusedActivationFunction())
     n = r.emit(op, [x], k=(kh, kw), stride=(sh, sw), pad=pads if any(pads) else None)
+    if op == "avgpool" and r.tensor(r.ins[0], raw=True)[2] == "UINT8":  # (a legacy uint8 model: TFLite's
+        n.attrs["round"] = "up"  # uint8 kernel rounds the mean half up, TFLM's int8 one away from zero)
     yq = r.qof(r.outs[0])
     if yq is None:
         n.attrs["act"] = act or "finite"  # (TFLite clamps to float32's range)

@@ -11,7 +11,7 @@
 import array
 
 from .._arith import ACTS, head, mbqm, mbqm64, rec, requant, weights, wrap32
-from ..kinds import CONV, CONV16, DEPTHWISE, DW16, FCONV, FDEPTHWISE, INT32_MAX, MAX_DIM
+from ..kinds import CONV, CONV16, CONV_U8, DEPTHWISE, DW16, DW_U8, FCONV, FDEPTHWISE, INT32_MAX, MAX_DIM
 from . import Op as Base, act_code, ints, wdtype
 
 # int32 accumulators of the int8 kernels (at least one pixel's): they are requantized every
@@ -87,6 +87,11 @@ class Op(Base):
         self.wb = 3 if not dw and kv.get("wl") == "ohwi8" else 0
         if self.wb and dt != "i8":
             raise self.fail("wl=ohwi8 is for int8 values (the 16x8 and float kernels read ohwi/oihw)", "wl")
+        # legacy uint8 models (TFLite's asymmetric weights): the weights' zero point, subtracted
+        # from each weight by the kernels (kinds CONV_U8 / DW_U8; int8 codes, u - 128 of the uint8)
+        self.wz = kv.get("wz", 0)
+        if self.wz and (dt != "i8" or not -128 <= self.wz <= 127):
+            raise self.fail("wz=%d: a weight zero point -128..127, for int8 values" % self.wz, "wz")
         if q8:
             self.needs("m")
             lo, hi = clamp(kv, n, dt)
@@ -135,7 +140,7 @@ class Op(Base):
         ohwi8's blocks of 8, depthwise's groups of 4)."""
         if self.y.dtype != "i8":
             return None  # (16x8: the planner gives the output its own bytes)
-        kind = DEPTHWISE if self.name == "depthwise" else CONV
+        kind = (DW_U8 if self.wz else DEPTHWISE) if self.name == "depthwise" else (CONV_U8 if self.wz else CONV)
         early = conv_early(kind, self.p[0], self.p[24], self.wb)  # (p[24]: OPG)
         return conv_lag([0, 0] + list(self.p), 0, early)
 
@@ -147,6 +152,9 @@ class Op(Base):
         w, b = c.ref(self.weight, self.y.dtype == "f32"), c.ref(getattr(self, "bias", None))
         if self.y.dtype == "i8":
             acc = 4 * p[27] * p[0]
+            if self.wz:
+                return [c.record(DW_U8 if dw else CONV_U8,
+                                 p + [s, s + acc] + w + b + c.ref(self.requant) + [self.wb, self.wz])]
             return [c.record(DEPTHWISE if dw else CONV,
                              p + [s, s + acc] + w + b + c.ref(self.requant) + [self.wb])]
         if self.y.dtype == "i16":
@@ -162,13 +170,13 @@ class Op(Base):
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
 KERNELS = {CONV: 'conv', DEPTHWISE: 'depthwise', FCONV: 'fconv', FDEPTHWISE: 'fdepthwise', CONV16: 'conv16',
-           DW16: 'dw16'}
+           DW16: 'dw16', CONV_U8: 'conv_u8', DW_U8: 'dw_u8'}
 
 
 def _check(r, E):
     fl = r.kind in (FCONV, FDEPTHWISE)
     wide = r.kind in (CONV16, DW16)
-    dw = r.kind in (DEPTHWISE, FDEPTHWISE, DW16)
+    dw = r.kind in (DEPTHWISE, FDEPTHWISE, DW16, DW_U8)
     h, w, c, oh, ow = r.dims((8, "h"), (9, "w"), (10, "c"), (11, "oh"), (12, "ow"))
     oc = r.range(2, "out", 1, MAX_DIM)
     kh, kw, sh, sw, dh, dwd = r.dims((13, "k"), (14, "k"), (15, "stride"), (16, "stride"), (17, "dil"), (18, "dil"))
@@ -184,7 +192,7 @@ def _check(r, E):
         r.fail("oh", "%dx%d outputs reach past the padded input" % (oh, ow))
     if oh * ow * oc > 1 << 24 or h * w * c > 1 << 24:
         r.fail("oh", "more than 2**24 elements")
-    wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE) else 0
+    wb = r.range(38, "wl", 0, 0 if dw else 3) if r.kind in (CONV, DEPTHWISE, CONV_U8, DW_U8) else 0
     if wb not in (0, 3):
         r.fail("wl", "output channels in blocks of %d (1 or 8)" % (1 << wb))
     if oc % (1 << wb) or (wb and cpg != c):
@@ -227,6 +235,9 @@ def _check(r, E):
     if wide and not acc64:
         return
     sums = E.abs_sums(r[32], r[33], oc, kh, kw, cpg, wso, wsy, wsx, wsc, wb)
+    if r.kind in (CONV_U8, DW_U8):  # |w - WZ| <= |w| + |WZ|
+        wz = r.range(39, "wz", -128, 127)
+        sums = [s + kh * kw * cpg * abs(wz) for s in sums]
     r.bound(bias, sums, oc, 32768 if wide else 128, (1 << 47) - 1 if wide else INT32_MAX)
 
 
@@ -270,7 +281,7 @@ def conv_early(kind, oc, opg, wb):
 
 def check(r, E):
     _check(r, E)
-    if r.kind in (CONV, DEPTHWISE):
+    if r.kind in (CONV, DEPTHWISE, CONV_U8, DW_U8):
         r.lag = conv_lag(r.P, r.k)
 
 
@@ -287,6 +298,9 @@ def macs(P, k):
 # (conv: output channels in blocks of 2**WB, weight (o, ky, kx, ci) at (o >> WB) * WSO +
 # (o & 2**WB - 1) + ky * WSY + kx * WSX + ci * WSC: the `ohwi8` layout, WB 3, that the
 # assembler conv reads 8 outputs at a time; depthwise: 0)
+# conv_u8 / dw_u8 (legacy uint8 models): the same 39 words, then 39 WZ, the weights' zero point
+# (int8 codes: TFLite's uint8 zero point - 128): each product is (w - WZ) * x, the bias folded
+# with w - WZ. The Thumb kernels leave them to the viper loops.
 #
 # The input zero point is folded into the bias by the packer (docs/FORMAT.md: bias' = bias -
 # ZX * sum(w) over the whole window), so a product is w * x, and a padded position, which adds
@@ -307,7 +321,9 @@ def conv(E, P, k):
     kh, kw, sh, sw, dh, dw, pt, pl = p[13], p[14], p[15], p[16], p[17], p[18], p[19], p[20]
     wso, wsy, wsx, wsc, cpg, opg, zx, hasb = p[21], p[22], p[23], p[24], p[25], p[26], p[27], p[28]
     wb = p[38]
+    wz = p[39] if len(p) > 39 else 0
     kb = p[29] * oc
+    xsum = [0] * (oc // opg) if wz else None  # each group's window sum: sum (w - WZ) x = sum w x - WZ sum x
     for oy in range(oh):
         kk = 0
         for ox in range(ow):
@@ -318,8 +334,13 @@ def conv(E, P, k):
                 kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
+            if wz:
+                for g in range(oc // opg):
+                    xsum[g] = _window_sum(a, xo, h, wd, c, g * cpg, cpg, y0, x0, kh, kw, dh, dw, zx)
             for o in range(oc):
                 s = bias[b0 + o] if hasb else 0
+                if wz:
+                    s -= wz * xsum[o // opg]
                 ci0 = (o // opg) * cpg
                 for ky in range(kh):
                     iy = y0 + ky * dh
@@ -342,10 +363,30 @@ def conv(E, P, k):
         requant(a32, ao, mq, m0, a, W)
 
 
+def _window_sum(a, xo, h, wd, c, ci0, cpg, y0, x0, kh, kw, dh, dw, zx):
+    """The sum of one output pixel's window of input channels ci0.. ci0 + CPG - 1, ZX at
+    padded positions (conv_u8's weight zero point term)."""
+    t = 0
+    for ky in range(kh):
+        iy = y0 + ky * dh
+        for kx in range(kw):
+            ix = x0 + kx * dw
+            if iy < 0 or iy >= h or ix < 0 or ix >= wd:
+                t += zx * cpg
+                continue
+            xi = xo + (iy * wd + ix) * c + ci0
+            for ci in range(cpg):
+                t += a[xi + ci]
+    return t
+
+
 def depthwise(E, P, k):
     """Depthwise convolution (CPG 1, OPG = the channel multiplier): conv() with the channel
     loop innermost, as the NHWC layout wants."""
     conv(E, P, k)
+
+
+conv_u8 = dw_u8 = conv  # (the weights' zero point: the record's 40th word)
 
 
 def conv16(E, P, k):

@@ -3,7 +3,7 @@
 # ONNX's count_include_pad=0). int8 and int16: the output has the input's quantization (as
 # TFLite requires), the fused activation is clamp=.
 from .._arith import ACTS, rec
-from ..kinds import AVGPOOL, AVGPOOL16, FAVGPOOL, FMAXPOOL, MAXPOOL, MAXPOOL16
+from ..kinds import AVGPOOL, AVGPOOL16, AVGPOOL_U8, FAVGPOOL, FMAXPOOL, MAXPOOL, MAXPOOL16
 from . import Op as Base, act_code, ints
 
 
@@ -42,6 +42,9 @@ class Op(Base):
             self.p = ints((c, x.q[1], lo, hi, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
         else:
             self.p = ints((c, act_code(kv), 0, 0, 0, 0, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pad[0], pad[1]))
+        self.up = kv.get("round") == "up"  # (avgpool_u8: a legacy uint8 model's, halves rounded up)
+        if self.up and (name != "avgpool" or dt != "i8"):
+            raise self.fail("round=up is int8 avgpool's (legacy uint8 models)", "round")
         self.out = (check_shape((oh, ow, c), n, "output"), x.dtype, kv.get("q"))
 
     def records(self, c):
@@ -49,7 +52,7 @@ class Op(Base):
         p[4], p[5] = c.off(self.x[0]), c.off(self.y)
         mx = self.name == "maxpool"
         if self.y.dtype == "i8":
-            return [c.record(MAXPOOL if mx else AVGPOOL, p)]
+            return [c.record(MAXPOOL if mx else (AVGPOOL_U8 if self.up else AVGPOOL), p)]
         if self.y.dtype == "i16":
             return [c.record(MAXPOOL16 if mx else AVGPOOL16, p)]
         return [c.record(FMAXPOOL if mx else FAVGPOOL, p)]
@@ -60,7 +63,7 @@ class Op(Base):
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
 KERNELS = {MAXPOOL: 'maxpool', AVGPOOL: 'avgpool', FMAXPOOL: 'fmaxpool', FAVGPOOL: 'favgpool',
-           MAXPOOL16: 'maxpool16', AVGPOOL16: 'avgpool16'}
+           MAXPOOL16: 'maxpool16', AVGPOOL16: 'avgpool16', AVGPOOL_U8: 'avgpool_u8'}
 
 
 def check(r, E):
@@ -101,6 +104,13 @@ def avgpool(E, P, k):
     _pool(E, P, k, False)
 
 
+def avgpool_u8(E, P, k):
+    """avgpool with TFLite's uint8 rounding (legacy uint8 models, int8 codes u - 128): the
+    mean of the uint8 values rounded half up, (sum + n/2) / n; the same as half up on the
+    codes' sum, which the kernels compute on sum + 128 n >= 0."""
+    _pool(E, P, k, False, 1, True)
+
+
 def maxpool16(E, P, k):
     _pool(E, P, k, True, 2)
 
@@ -109,7 +119,7 @@ def avgpool16(E, P, k):
     _pool(E, P, k, False, 2)
 
 
-def _pool(E, P, k, is_max, es=1):
+def _pool(E, P, k, is_max, es=1, up=False):
     p = rec(P, k)
     a = E.a16 if es == 2 else E.a8
     xo, yo, h, wd, c, oh, ow = p[6] // es, p[7] // es, p[8], p[9], p[10], p[11], p[12]
@@ -134,7 +144,9 @@ def _pool(E, P, k, is_max, es=1):
                             else:
                                 s += v
                                 n += 1
-                if not is_max:
+                if up:
+                    s = (s + 128 * n + n // 2) // n - 128
+                elif not is_max:
                     if s > 0:
                         s = (s + n // 2) // n
                     else:

@@ -464,10 +464,11 @@ STRIDES = {  # (WSO, WSY, WSX, WSC) as functions of (oc, kh, kw, cpg): the kerne
 }
 
 
-def check_conv(seed, dw, fine=False):
+def check_conv(seed, dw, fine=False, legacy=False):
     """fine: every output's requantization in the kernels' own (dw4's, conv8's where the
     assembler runs): multipliers below 2**22 and shifts 0..-2 put mbqm()'s value, rounding bits
-    included, inside the int8 range for accumulators around +-2**15 and +-2**16."""
+    included, inside the int8 range for accumulators around +-2**15 and +-2**16. legacy: conv_u8 /
+    dw_u8, the weights' zero point WZ subtracted from each weight (a legacy uint8 model's)."""
     r = Lcg(seed)
     for case in range(CASES):
         h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dwd, pads, cpg, opg = conv_case(r, dw, fine)
@@ -478,6 +479,7 @@ def check_conv(seed, dw, fine=False):
         zx = r.pick((-128, 127, 0, r.int(-128, 127)))
         x = i8s(r, h * w * c, zx)
         wts = i8s(r, oc * kh * kw * cpg)  # canonical order (o, ky, kx, ci)
+        wz = r.pick((-128, 127, r.int(-128, 127), r.int(-128, 127))) if legacy else 0
         wbuf = [0] * len(wts)
         k = 0
         for o in range(oc):
@@ -520,7 +522,7 @@ def check_conv(seed, dw, fine=False):
                             ix = ox * sw - pads[1] + kx * dwd
                             inside = 0 <= iy < h and 0 <= ix < w
                             for ci in range(cpg):  # ZX is in the bias: padding reads ZX
-                                wv = wts[((o * kh + ky) * kw + kx) * cpg + ci]
+                                wv = wts[((o * kh + ky) * kw + kx) * cpg + ci] - wz
                                 acc += wv * (x[(iy * w + ix) * c + g * cpg + ci] if inside else zx)
                     assert INT32_MIN <= acc <= INT32_MAX
                     ar.expected[yo + (oy * ow + ox) * oc + o] = ref_requant(acc, mq[o], mq[oc + o], zy, lo, hi)
@@ -529,13 +531,14 @@ def check_conv(seed, dw, fine=False):
         p += list(ws) + [cpg, opg, zx, 1 if hasb else 0, rp]
         slot = Slot()
         wo, bo, mo = slot.i8(wbuf), slot.i32(bias) if hasb else 0, slot.i32(mq)
-        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo, 3 if layout == "ohwi8" else 0]
-        what = "%s case %d %s %s" % ("depthwise" if dw else "conv", case, layout, p)
+        fields = p + ar.scratch + [0, wo, 0, bo, 0, mo, 3 if layout == "ohwi8" else 0] + ([wz] if legacy else [])
+        what = "%s case %d %s %s wz %d" % ("depthwise" if dw else "conv", case, layout, p, wz)
+        name = ("dw_u8" if dw else "conv_u8") if legacy else ("depthwise" if dw else "conv")
+        kind = (kinds.DW_U8 if dw else kinds.CONV_U8) if legacy else (kinds.DEPTHWISE if dw else kinds.CONV)
 
         def build(mod):
             a = ar.fresh()
-            return (lambda: run_record(mod, "depthwise" if dw else "conv", a, (slot.b,),
-                                       kinds.DEPTHWISE if dw else kinds.CONV, fields)), a
+            return (lambda: run_record(mod, name, a, (slot.b,), kind, fields)), a
 
         run_each(build, ar.expected, what)
 
@@ -546,6 +549,37 @@ def test_conv():
 
 def test_depthwise():
     check_conv(11, True)
+
+
+def test_conv_u8():
+    check_conv(14, False, legacy=True)
+
+
+def test_dw_u8():
+    check_conv(15, True, legacy=True)
+
+
+def test_conv_u8_check():
+    """A conv_u8 record's WZ beyond -128..127 is refused in one ContainerError line naming it, and
+    the accumulator bound counts it (|w - WZ|): a bias that fits with WZ 0 can leave int32 with
+    WZ -128."""
+    from mpy_lazy import ContainerError
+
+    room = kernels.room(kinds.CONV_U8)
+    slot = Slot()
+    wo, bo, mo = slot.i8([100] * 4), slot.i32([INT32_MAX - 128 * 500]), slot.i32([1 << 30, 0])
+    # 1x1x4 -> 1x1x1, a 1x1 kernel over 4 channels
+    p = [1, 0, -128, 127, 0, 4, 1, 1, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 4, 4, 4, 1, 4, 1, 0, 1, 1, 8, 12,
+         0, wo, 0, bo, 0, mo, 0]
+    arena = 64
+    for wz, field in ((0, None), (-1, None), (128, "wz"), (-129, "wz"), (-128, "bias")):
+        r = check._Rec(record(kinds.CONV_U8, p + [wz]), 0, arena, (slot.b,), None)
+        if field is None:
+            room.check(r, check._Env((slot.b,)))
+            continue
+        e = raises(ContainerError, room.check, r, check._Env((slot.b,)))
+        assert (e.field, e.tensor) == ("program", field) and "\n" not in str(e) \
+            and str(e).startswith("graph line 0: conv2d: %s" % field), (wz, str(e))
 
 
 def test_conv_requantizes_exactly():
@@ -871,8 +905,9 @@ def pool_case(r):
             return h, w, c, oh, ow, kh, kw, sh, sw, pads
 
 
-def check_pool(seed, is_max, es=1):
-    """maxpool / avgpool (es 2: maxpool16 / avgpool16, int16 values) against the formula."""
+def check_pool(seed, is_max, es=1, up=False):
+    """maxpool / avgpool (es 2: maxpool16 / avgpool16, int16 values; up: avgpool_u8) against the
+    formula."""
     r = Lcg(seed)
     partial = 0
     top = 127 if es == 1 else 32767
@@ -906,6 +941,9 @@ def check_pool(seed, is_max, es=1):
                         partial += 1
                     if is_max:
                         v = max(vals)
+                    elif up:  # TFLite's uint8 kernel: (sum + count / 2) / count on the uint8 values
+                        n = len(vals)
+                        v = (sum(vals) + 128 * n + n // 2) // n - 128
                     else:  # TFLM: (sum +- count / 2) / count, C division; count = in-bounds only
                         s, n = sum(vals), len(vals)
                         v = c_div(s + n // 2, n) if s > 0 else c_div(s - n // 2, n)
@@ -916,9 +954,9 @@ def check_pool(seed, is_max, es=1):
                     else:
                         ar.expected[yo + 2 * at], ar.expected[yo + 2 * at + 1] = i16_bytes(v)
         p = [c, 0, lo, hi, xo, yo, h, w, c, oh, ow, kh, kw, sh, sw, 1, 1, pads[0], pads[1]]
-        name = ("maxpool" if is_max else "avgpool") + ("16" if es == 2 else "")
+        name = ("maxpool" if is_max else "avgpool") + ("16" if es == 2 else "") + ("_u8" if up else "")
         kind = {"maxpool": kinds.MAXPOOL, "avgpool": kinds.AVGPOOL, "maxpool16": kinds.MAXPOOL16,
-                "avgpool16": kinds.AVGPOOL16}[name]
+                "avgpool16": kinds.AVGPOOL16, "avgpool_u8": kinds.AVGPOOL_U8}[name]
 
         def build(mod):
             a = ar.fresh()
@@ -942,6 +980,24 @@ def test_maxpool16():
 
 def test_avgpool16():
     check_pool(43, False, 2)
+
+
+def test_avgpool_u8():
+    check_pool(44, False, up=True)
+
+
+def test_avgpool_u8_rounds_half_up():
+    """TFLite's uint8 average rounds halves up, on the uint8 values (codes + 128): -1.5 -> -1,
+    -0.5 -> 0 where TFLM's int8 kernel gives -2 and -1; -1.25 -> -1; the ends of the range."""
+    cases = (((-1, -2), -1), ((0, -1), 0), ((0, 1), 1), ((1, 2), 2), ((-1, -1, -1, -2), -1),
+             ((-128, -127), -127), ((-128, -128), -128), ((127, 126), 127), ((-3, -2, -2), -2))
+    for vals, want in cases:
+        n = len(vals)
+        p = [1, 0, -128, 127, 0, n, 1, n, 1, 1, 1, 1, n, 1, 1, 1, 1, 0, 0]
+        for name, mod in IMPLS:
+            a = bytearray(array.array("b", list(vals) + [99]))
+            run_record(mod, "avgpool_u8", a, (), kinds.AVGPOOL_U8, p)
+            assert signed(a)[n] == want, (name, vals, a[n], want)
 
 
 def test_avgpool_rounds_half_away_from_zero():

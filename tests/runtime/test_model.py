@@ -1466,3 +1466,17 @@ def test_uint8_values_only_in_lut():
         e = raises(ContainerError, Model, text)
         assert what in str(e), (text, str(e))
     Model("input y=a shape=4 dtype=i8 q=1.0,0\nlut x=a y=b t=t q=1.0,200 dtype=u8\noutput x=b")
+
+
+def test_legacy_keys_are_refused_where_they_do_not_apply():
+    """wz= (a legacy uint8 model's weight zero point) is int8 conv2d's and depthwise's, -128..127,
+    and round=up int8 avgpool's: elsewhere one ContainerError naming the key and its line."""
+    i8 = "input y=x shape=4,4,2 dtype=i8 q=0.1,0\n"
+    for text, key in (("input y=x shape=4,4,2\nconv2d x=x y=o w=c.w out=2 k=1 wz=3\noutput x=o", "wz"),
+                      (i8 + "conv2d x=x y=o w=c.w m=c.m b=c.b out=2 k=1 q=0.1,0 wz=200\noutput x=o", "wz"),
+                      (i8 + "depthwise x=x y=o w=c.w m=c.m b=c.b k=1 q=0.1,0 wz=-129\noutput x=o", "wz"),
+                      (i8 + "maxpool x=x y=o k=2 q=0.1,0 round=up\noutput x=o", "round"),
+                      ("input y=x shape=4,4,2\navgpool x=x y=o k=2 round=up\noutput x=o", "round")):
+        e = raises(ContainerError, Model, text)
+        assert (e.tensor, e.field) == (key, "graph") and str(e).startswith("graph line 2: "), str(e)
+    Model(i8 + "depthwise x=x y=o w=c.w m=c.m b=c.b k=1 q=0.1,0 wz=-128\navgpool x=o y=p k=2 q=0.1,0 round=up\noutput x=p")
