@@ -10,8 +10,9 @@
 # IDF_LOCAL_COMPONENTS  directory with espressif__mdns and espressif__tinyusb (default
 #                   $IDF_PATH/mpy-components, idf_tree.sh's): the component manager is then off.
 set -eu
-build=$BUILD; unset BUILD   # (make would hand it on to mpy-cross's build)
 die() { echo "idf_build.sh: $*" >&2; exit 1; }
+[ -n "${BUILD:-}" ] || die "BUILD is not set: the build directory"
+build=$BUILD; unset BUILD   # (make would hand it on to mpy-cross's build)
 [ -f "${IDF_PATH:-}/tools/idf.py" ] || die "IDF_PATH=${IDF_PATH:-} has no tools/idf.py: make one with firmware/esp32s3/idf_tree.sh"
 [ -x "$IDF_PYTHON_ENV/bin/python" ] || die "IDF_PYTHON_ENV=$IDF_PYTHON_ENV has no bin/python: make it with firmware/esp32s3/idf_venv.sh"
 [ -x "$XTENSA_PREFIX/bin/xtensa-esp32s3-elf-gcc" ] || die "no $XTENSA_PREFIX/bin/xtensa-esp32s3-elf-gcc: make xtensa-toolchain (or set XTENSA_PREFIX)"

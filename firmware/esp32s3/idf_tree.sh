@@ -41,6 +41,7 @@ extract() {
     excludes=""
     for p in $missing; do excludes="$excludes :(exclude)$p"; echo "  absent from the snapshot (not extracted): $p"; done
     mkdir -p "$out"
+    # (git archive still reports the excluded absent blobs as "invalid object"; it skips them)
     if [ -n "$sub" ]; then
         git --git-dir="$git_dir" archive --format=tar "$ref" -- "$sub" $excludes | tar -x -C "$out" --strip-components=$(echo "$sub" | awk -F/ '{print NF}')
     else
