@@ -1,25 +1,36 @@
 # ESP32-S3 (8 MB flash) firmware: boards/ESP32_S3_MPY_LAZY built out of tree against MPY_DIR's
-# ports/esp32, with ulab (ULAB_DIR) as a user C module. Included by firmware/firmware.mk.
-# Written to upstream's conventions but NOT built or run here (no xtensa toolchain): untested.
+# ports/esp32 with ESP-IDF, ulab (ULAB_DIR) as a user C module. Included by firmware/firmware.mk;
+# docs/FIRMWARE.md "ESP-IDF firmware". Untested on hardware.
 #
-#   . $IDF_PATH/export.sh        (ESP-IDF v5.5.1, as MicroPython recommends)
-#   make firmware BOARD=ESP32_S3_MPY_LAZY MPY_DIR=... ULAB_DIR=... [BUILD_DIR=...]
+#   make esp-idf-tree [IDF_PATH=/opt/esp-idf]   an ESP-IDF tree from git snapshots (no network)
+#   make esp-idf-venv [IDF_PYTHON_ENV=...]      IDF's Python tools, from PyPI, in a venv of their own
+#   make firmware BOARD=ESP32_S3_MPY_LAZY MPY_DIR=... ULAB_DIR=... IDF_PATH=... [ESP32_VARIANT=NO_RADIO]
 #   make flash-ESP32_S3_MPY_LAZY PORT=/dev/ttyUSB0
 #   make deploy MODEL=model.mpyl PORT=/dev/ttyUSB0         (defined in firmware/rp2.mk)
 
 ESP32_BOARD := ESP32_S3_MPY_LAZY
-ESP32_BUILD = $(BUILD_DIR)/esp32s3
+# NO_RADIO: without WiFi and Bluetooth (for IDF trees without Espressif's radio libraries)
+ESP32_VARIANT ?=
+ESP32_BUILD = $(BUILD_DIR)/esp32s3$(if $(ESP32_VARIANT),-$(ESP32_VARIANT))
+IDF_PYTHON_ENV ?= /opt/esp-idf-venv
+ESP_IDF_TESTED := v5.3.1
 ESPTOOL ?= esptool.py
 FIRMWARE_BOARDS += $(ESP32_BOARD)
 
-.PHONY: firmware-$(ESP32_BOARD) flash-$(ESP32_BOARD)
+.PHONY: firmware-$(ESP32_BOARD) flash-$(ESP32_BOARD) esp-idf-tree esp-idf-venv
+
+esp-idf-tree:
+	@[ -n "$(IDF_PATH)" ] || { echo "IDF_PATH is not set: where the tree goes (e.g. /opt/esp-idf)"; exit 1; }
+	DEST=$(IDF_PATH) IDF_REF=$(ESP_IDF_TESTED) SUBST_mbedtls=Mbed-TLS+mbedtls@v3.6.0 firmware/esp32s3/idf_tree.sh
+
+esp-idf-venv:
+	IDF_PYTHON_ENV=$(IDF_PYTHON_ENV) firmware/esp32s3/idf_venv.sh
 
 firmware-$(ESP32_BOARD): check-mpy-dir check-ulab-dir check-mpy-lib-dir
-	@command -v idf.py >/dev/null || { echo "idf.py not found: install ESP-IDF v5.5.1 and run '. \$$IDF_PATH/export.sh' first"; exit 1; }
-	$(MAKE) -C $(MPY_DIR)/mpy-cross
-	CMAKE_ARGS="-DMICROPY_LIB_DIR=$(abspath $(MPY_LIB_DIR))" \
-		$(MAKE) -C $(MPY_DIR)/ports/esp32 BOARD_DIR=$(CURDIR)/boards/$(ESP32_BOARD) BUILD=$(ESP32_BUILD) \
-		USER_C_MODULES=$(abspath $(ULAB_DIR))/code/micropython.cmake
+	@[ -n "$(IDF_PATH)" ] || { echo "IDF_PATH is not set: an ESP-IDF $(ESP_IDF_TESTED) tree (make esp-idf-tree IDF_PATH=/opt/esp-idf)"; exit 1; }
+	IDF_PATH=$(abspath $(IDF_PATH)) IDF_PYTHON_ENV=$(abspath $(IDF_PYTHON_ENV)) XTENSA_PREFIX=$(abspath $(XTENSA_PREFIX)) \
+		MPY_DIR=$(abspath $(MPY_DIR)) ULAB_DIR=$(abspath $(ULAB_DIR)) MPY_LIB_DIR=$(abspath $(MPY_LIB_DIR)) \
+		BUILD=$(ESP32_BUILD) BOARD_VARIANT=$(ESP32_VARIANT) firmware/esp32s3/idf_build.sh
 	@echo "built $(ESP32_BUILD)/firmware.bin (bootloader + partition table + app, written at 0x0)"
 
 # firmware.bin is the port's combined image; the ROMFS partition is left untouched (make deploy).

@@ -68,6 +68,11 @@ firmware-help:
 	@echo "  QEMU_ESP32S3           make firmware BOARD=QEMU_ESP32S3 MPY_DIR=<MicroPython $(MPY_ESP32S3_TESTED)> ULAB_DIR=..."
 	@echo "  QEMU_SYSTEM_XTENSA     that qemu (default XTENSA_PREFIX/bin/qemu-system-xtensa); MICROPY_QEMU_BOARD=ESP32S3"
 	@echo "  MPY_LAZY_XTENSA_PREFIX the toolchain for tests/test_xtensa_core.py (make emulate-test-xtensa sets it)"
+	@echo "ESP32_S3_MPY_LAZY with ESP-IDF (firmware/esp32.mk; docs/FIRMWARE.md \"ESP-IDF firmware\"):"
+	@echo "  make esp-idf-tree      ESP-IDF $(ESP_IDF_TESTED) + submodules from git snapshots -> IDF_PATH (no network)"
+	@echo "  make esp-idf-venv      IDF's Python tools from PyPI -> IDF_PYTHON_ENV [$(IDF_PYTHON_ENV)]"
+	@echo "  IDF_PATH, ESP32_VARIANT make firmware BOARD=ESP32_S3_MPY_LAZY IDF_PATH=... [ESP32_VARIANT=NO_RADIO]"
+	@echo "  MPY_LAZY_ESP32_BUILD   that build (BUILD_DIR/esp32s3[-VARIANT]) for tests/test_esp32_firmware.py"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi
