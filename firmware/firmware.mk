@@ -68,6 +68,9 @@ firmware-help:
 	@echo "  QEMU_ESP32S3           make firmware BOARD=QEMU_ESP32S3 MPY_DIR=<MicroPython $(MPY_ESP32S3_TESTED)> ULAB_DIR=..."
 	@echo "  QEMU_SYSTEM_XTENSA     that qemu (default XTENSA_PREFIX/bin/qemu-system-xtensa); MICROPY_QEMU_BOARD=ESP32S3"
 	@echo "  MPY_LAZY_XTENSA_PREFIX the toolchain for tests/test_xtensa_core.py (make emulate-test-xtensa sets it)"
+	@echo "  make tflm-esp32s3      TFLite Micro + esp-nn for the core (firmware/esp32s3/tflm) -> TFLM_ESP32S3_ELF"
+	@echo "                         [BUILD_DIR/tflm-esp32s3/tflm_esp32s3.elf]; ESP_TFLITE_MICRO_DIR, ESP_NN_DIR: checkouts"
+	@echo "  make bench-xtensa      MLPerf Tiny on the core: mpy-lazy against that TFLM, instructions per inference"
 
 firmware:
 	@if [ -z "$(BOARD)" ]; then echo "BOARD is not set: one of $(FIRMWARE_BOARDS)"; exit 1; fi
