@@ -113,7 +113,10 @@ build_newlib() {
 # Espressif's crosstool-NG sample for esp32s3 that shape the C++ runtime (target libraries with
 # -mlongcalls, --enable-cxx-flags=-ffunction-sections, --enable-threads=posix: gthr-posix with weak
 # pthread references, single-threaded when no pthread library is linked, as on bare metal;
-# --enable-libstdcxx-time=yes, --disable-__cxa_atexit, --disable-libstdcxx-verbose). Built in its
+# --disable-__cxa_atexit, --disable-libstdcxx-verbose). Not its --enable-libstdcxx-time=yes: that
+# needs link tests, and this toolchain cannot link a test program (the xtensa-elf specs want
+# Tensilica's simulator libraries; bare-metal programs link with -nostdlib), so libstdc++ keeps
+# gettimeofday() for its clocks, where crosstool-NG's gets clock_gettime(). Built in its
 # own tree and staged; only the C++ parts are installed (g++/c++, cc1plus, libstdc++/libsupc++ and
 # their headers), so the C compiler, libgcc and newlib in PREFIX stay the ones built above.
 build_gxx() {
@@ -128,7 +131,7 @@ build_gxx() {
         --disable-libssp --disable-libgomp --disable-libquadmath --disable-libatomic \
         --disable-libstdcxx-pch --disable-libstdcxx-verbose --disable-multilib \
         --enable-target-optspace --enable-cxx-flags=-ffunction-sections \
-        --enable-libstdcxx-time=yes --disable-__cxa_atexit --with-gnu-as --with-gnu-ld
+        --disable-__cxa_atexit --with-gnu-as --with-gnu-ld
     make -j"$JOBS" all-gcc all-target-libgcc all-target-libstdc++-v3
     make install-gcc install-target-libstdc++-v3 DESTDIR="$WORK/gxx-stage"
     s="$WORK/gxx-stage$PREFIX"
