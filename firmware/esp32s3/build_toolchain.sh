@@ -12,10 +12,9 @@
 #   firmware/esp32s3/build_toolchain.sh            # then: export PATH=/opt/xtensa/bin:$PATH
 #
 # Variables: OVERLAYS (the xtensa-overlays checkout), PREFIX (install, /opt/xtensa),
-# WORK (sources and build trees, /opt/src/xtensa-build), JOBS (2), STEPS ("binutils gcc newlib"),
-# LANGUAGES ("c": all the bare-metal MicroPython build needs; C++ for ESP-IDF's cxx component
-# needs libstdc++, which needs newlib's headers: a second GCC pass with "c,c++" after newlib,
-# not done yet), HOST_CFLAGS ("-O1 -g0": how the compiler itself is compiled; GCC's default
+# WORK (sources and build trees, /opt/src/xtensa-build), JOBS (2), STEPS ("binutils gcc newlib gxx"),
+# LANGUAGES ("c": the first GCC pass; libstdc++ needs newlib's headers, so C++ is the "gxx" pass
+# after newlib), HOST_CFLAGS ("-O1 -g0": how the compiler itself is compiled; GCC's default
 # -O2 -g takes about twice as long to build).
 set -eu
 
@@ -23,7 +22,7 @@ OVERLAYS=${OVERLAYS:-/opt/src/xtensa-overlays}
 PREFIX=${PREFIX:-/opt/xtensa}
 WORK=${WORK:-/opt/src/xtensa-build}
 JOBS=${JOBS:-2}
-STEPS=${STEPS:-binutils gcc newlib}
+STEPS=${STEPS:-binutils gcc newlib gxx}
 NEWLIB_DIR=${NEWLIB_DIR:-/opt/src/newlib-esp32}
 LANGUAGES=${LANGUAGES:-c}
 HOST_CFLAGS=${HOST_CFLAGS:--O1 -g0}
@@ -108,6 +107,39 @@ build_newlib() {
     mkdir -p "$PREFIX/$TARGET/core-include/xtensa/config"
     cp "$CORE/newlib/newlib/libc/sys/xtensa/include/xtensa/config/core-isa.h" \
         "$PREFIX/$TARGET/core-include/xtensa/config/"
+}
+
+# C++: the same GCC configured for c,c++ against the installed newlib, with the options of
+# Espressif's crosstool-NG sample for esp32s3 that shape the C++ runtime (target libraries with
+# -mlongcalls, --enable-cxx-flags=-ffunction-sections, --enable-threads=posix: gthr-posix with weak
+# pthread references, single-threaded when no pthread library is linked, as on bare metal;
+# --disable-__cxa_atexit, --disable-libstdcxx-verbose). Not its --enable-libstdcxx-time=yes: that
+# needs link tests, and this toolchain cannot link a test program (the xtensa-elf specs want
+# Tensilica's simulator libraries; bare-metal programs link with -nostdlib), so libstdc++ keeps
+# gettimeofday() for its clocks, where crosstool-NG's gets clock_gettime(). Built in its
+# own tree and staged; only the C++ parts are installed (g++/c++, cc1plus, libstdc++/libsupc++ and
+# their headers), so the C compiler, libgcc and newlib in PREFIX stay the ones built above.
+build_gxx() {
+    [ -f "$PREFIX/$TARGET/include/pthread.h" ] || die "no newlib in $PREFIX (run the newlib step first)"
+    unpack /usr/src/gcc-12/gcc-12.2.0-dfsg.tar.xz gcc-12.2.0 gcc
+    patch -d "$WORK/gcc-12.2.0" -p2 < /usr/src/gcc-12/debian/patches/gcc-gfdl-build.diff
+    rm -rf "$WORK/b-gxx" "$WORK/gxx-stage" && mkdir "$WORK/b-gxx" && cd "$WORK/b-gxx"
+    CFLAGS="$HOST_CFLAGS" CXXFLAGS="$HOST_CFLAGS" \
+    CFLAGS_FOR_TARGET="-g -O2 -mlongcalls" CXXFLAGS_FOR_TARGET="-g -O2 -mlongcalls" \
+    ../gcc-12.2.0/configure --target=$TARGET --prefix="$PREFIX" --with-newlib \
+        --enable-languages=c,c++ --disable-shared --enable-threads=posix --disable-nls \
+        --disable-libssp --disable-libgomp --disable-libquadmath --disable-libatomic \
+        --disable-libstdcxx-pch --disable-libstdcxx-verbose --disable-multilib \
+        --enable-target-optspace --enable-cxx-flags=-ffunction-sections \
+        --disable-__cxa_atexit --with-gnu-as --with-gnu-ld
+    make -j"$JOBS" all-gcc all-target-libgcc all-target-libstdc++-v3
+    make install-gcc install-target-libstdc++-v3 DESTDIR="$WORK/gxx-stage"
+    s="$WORK/gxx-stage$PREFIX"
+    for f in bin/$TARGET-g++ bin/$TARGET-c++ libexec/gcc/$TARGET/12.2.0/cc1plus; do
+        install -D "$s/$f" "$PREFIX/$f"
+    done
+    rm -rf "$PREFIX/$TARGET/include/c++" && cp -r "$s/$TARGET/include/c++" "$PREFIX/$TARGET/include/"
+    cp "$s/$TARGET/lib/"libstdc++* "$s/$TARGET/lib/"libsupc++* "$PREFIX/$TARGET/lib/"
 }
 
 for step in $STEPS; do
