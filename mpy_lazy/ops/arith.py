@@ -135,7 +135,9 @@ def check(r, E):
 # 8 BC2 (each input repeats every BC elements)
 
 _INF, _NAN = float("inf"), float("nan")
-_TOP = 3.4028235677973366e38  # FLT_MAX + half its ulp: a float32 rounds anything above to inf
+# FLT_MAX + half its ulp: a float32 rounds anything above to inf. Parsed at import: as a literal
+# the firmware freezer packs it as a float32 constant and fails (on float32 boards it is inf)
+_TOP = float("3.4028235677973366e38")
 
 
 def farith(E, P, k):

@@ -45,7 +45,9 @@ def check(r, E):
 # 9 ceil, 10 round, 11 elu: x if x >= 0 else expm1(x)) 3 XO 4 YO (bytes) 5 N
 
 _INF, _NAN = float("inf"), float("nan")
-_TOP = 3.4028235677973366e38  # FLT_MAX + half its ulp: a float32 rounds anything above to inf
+# FLT_MAX + half its ulp: a float32 rounds anything above to inf. Parsed at import: as a literal
+# the firmware freezer packs it as a float32 constant and fails (on float32 boards it is inf)
+_TOP = float("3.4028235677973366e38")
 _INTEGRAL = 8388608.0  # 2 ** 23: float32s this large are integers
 
 
