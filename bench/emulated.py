@@ -250,11 +250,11 @@ def run(uf2, image, macs, timeout):
 FLOORS = """floors of the inner loops (cycles per MAC from their instruction counts):
   conv8 (conv2d ohwi8, dense oi8): 2 input bytes x 8 outputs per iteration = 16 MACs in 73 cycles
     (per byte: ldrsb 2 + 2 x (ldr 2 + 4 x (mul 1 + add 1) + 6 sign-extracting shifts) + index 1;
-    weight pointer 1, branch 2): 4.56 cycles/MAC; requantization 48 cycles per output (two
-    16-bit products for |acc| < 2**15, else four: 65)
+    weight pointer 1, branch 2): 4.56 cycles/MAC; requantization 41 cycles per output (two
+    16-bit products for |acc| < 2**15, else four: 61)
   dw4 (depthwise, 4 channels): one tap's 4 MACs in 30 cycles (ldm 2, 2 x ldr 2, 4 x mul + add,
-    12 shifts, pointer 1, cmp + branch 3): 7.5 cycles/MAC, + 48 cycles per output of
-    requantization (3x3: 5.3 per MAC): 12.8 cycles/MAC for a 3x3 layer
+    12 shifts, pointer 1, cmp + branch 3): 7.5 cycles/MAC, + 41 cycles per output of
+    requantization (3x3: 4.6 per MAC): 12.1 cycles/MAC for a 3x3 layer
   a MAC on Thumb-1 is at least mul 1 + add 1 + 1 to extract a packed int8: 3 cycles/MAC"""
 
 

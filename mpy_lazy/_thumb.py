@@ -286,8 +286,11 @@ def conv8(r0):
     data(2, 0x9611)  # str r6, [sp, #68]
     data(2, 0x9712)  # str r7, [sp, #72]
     # requantization: r6 the accumulators, r7 the multipliers, r5 the output; r8 ZY, r9 LO - ZY,
-    # r10 HI - ZY, r12 4 OC - 4 (multiplier to shift), lr the accumulators' end
+    # r10 HI - ZY, r12 4 OC - 4 (multiplier to shift), lr the accumulators' end, r11 2**14
     data(2, 0x9800)  # ldr r0, [sp, #0]
+    mov(r1, 1)
+    lsl(r1, r1, 14)
+    mov(r11, r1)
     ldr(r1, [r0, 40])
     mov(r8, r1)
     ldr(r1, [r0, 44])
@@ -314,19 +317,16 @@ def conv8(r0):
     # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0), m =
     # mh 2**16 + ml: for -2**15 <= acc < 2**15 (most outputs) from two products,
     # (acc mh + 2**14 + (acc ml >> 16)) >> 15 (acc ml fits int32), else from four (wide)
-    asr(r3, r0, 15)
-    add(r3, 1)
-    cmp(r3, 1)
-    bhi(wide)
+    data(2, 0xB203)  # sxth r3, r0: acc fits int16?
+    cmp(r3, r0)
+    bne(wide)
     lsr(r3, r1, 16)  # mh
     data(2, 0xB28C)  # uxth r4, r1: ml
     mul(r3, r0)
     mul(r0, r4)
     asr(r0, r0, 16)
     add(r0, r0, r3)
-    mov(r3, 1)
-    lsl(r3, r3, 14)
-    add(r0, r0, r3)
+    data(2, 0x4458)  # add r0, r11: + 2**14
     asr(r0, r0, 15)
     label(produced)
     neg(r2, r2)  # e = -s: TFLM's RoundingDivideByPOT by 2**e, half away from zero
@@ -374,9 +374,7 @@ def conv8(r0):
     mul(r4, r0)  # xh ml
     mul(r3, r1)  # xl mh
     mul(r0, r1)  # xh mh: the high word
-    mov(r1, 1)
-    lsl(r1, r1, 14)
-    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
+    data(2, 0x445B)  # add r3, r11: + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
     lsl(r1, r4, 16)
     asr(r4, r4, 16)
     add(r5, r5, r1)
@@ -425,11 +423,13 @@ def conv8(r0):
 def dw4(r0):
     # Depthwise convolution (one output channel per input channel), 4 channels per pass, each
     # tap's 4 inputs and 4 weights read as one word, requantized here. q = r0 -> int32 [0 NT,
-    # 1 NPIX, 2 -, 3 Y, 4 C, 5 C / 4, 6 W, 7 BIAS, 8 MQ, 9 4 C, 10 ZY, 11 LO - ZY, 12 HI - ZY,
-    # 13.. NT taps (PTR, STEP)]: for pixel p < NPIX, channel c < C:
+    # 1 NPIX, 2 ZROW, 3 Y, 4 C, 5 C / 4, 6 W, 7 BIAS, 8 MQ, 9 4 C, 10 ZY, 11 LO - ZY,
+    # 12 HI - ZY, 13.. NT taps (PTR, STEP, PLO, PHI)]: for pixel p < NPIX, channel c < C:
     #   acc = BIAS[c] + sum over taps t of W[t * C + c] * X_t[c], X_t = PTR_t + p * STEP_t
+    #         where PLO_t <= p < PHI_t (the tap inside the input), else ZROW (C zero points)
     #   Y[p * C + c] = ZY + clamp(mbqm(acc, MQ[c], MQ[C + c]), LO - ZY, HI - ZY)
-    # (C a multiple of 4; X_t, W, BIAS word-aligned; NT <= 25; int8 x and w)
+    # so one call covers a whole output row, its border pixels included (C a multiple of 4;
+    # X_t, ZROW, W, BIAS word-aligned; NT <= 25; int8 x and w)
     mov(r1, r8)
     mov(r2, r9)
     mov(r3, r10)
@@ -452,12 +452,23 @@ def dw4(r0):
     data(2, 0x9B02)  # ldr r3, [sp, #8]
     data(2, 0xAF0A)  # add r7, sp, #40
     label(taps)
-    data(2, 0xC930)  # ldm r1!, {r4, r5}: PTR, STEP
-    mul(r5, r3)
-    add(r4, r4, r5)
-    data(2, 0xC710)  # stm r7!, {r4}
+    data(2, 0xC971)  # ldm r1!, {r0, r4, r5, r6}: PTR, STEP, PLO, PHI
+    cmp(r3, r5)
+    blt(zero)
+    cmp(r3, r6)
+    bge(zero)
+    mul(r4, r3)
+    add(r0, r0, r4)
+    label(tapped)
+    data(2, 0xC701)  # stm r7!, {r0}
     sub(r2, 1)
     bne(taps)
+    b(tapsdone)
+    label(zero)  # a tap in the padding: the zero points
+    data(2, 0x9800)  # ldr r0, [sp, #0]
+    ldr(r0, [r0, 8])
+    b(tapped)
+    label(tapsdone)
     mov(r1, 0)
     data(2, 0x9104)  # str r1, [sp, #16]
     label(group)
@@ -515,8 +526,11 @@ def dw4(r0):
     mov(r0, r11)
     data(2, 0x9009)  # str r0, [sp, #36]
     # requantization as conv8's: r6 the accumulators, r7 the multipliers, r5 the output, r8 ZY,
-    # r9 LO - ZY, r10 HI - ZY, r12 4 C - 4, lr the accumulators' end
+    # r9 LO - ZY, r10 HI - ZY, r12 4 C - 4, lr the accumulators' end, r11 2**14
     data(2, 0x9800)  # ldr r0, [sp, #0]
+    mov(r1, 1)
+    lsl(r1, r1, 14)
+    mov(r11, r1)
     ldr(r1, [r0, 40])
     mov(r8, r1)
     ldr(r1, [r0, 44])
@@ -547,19 +561,16 @@ def dw4(r0):
     # floor((acc m + 2**30) / 2**31) (TFLM's SaturatingRoundingDoublingHighMul for m >= 0), m =
     # mh 2**16 + ml: for -2**15 <= acc < 2**15 (most outputs) from two products,
     # (acc mh + 2**14 + (acc ml >> 16)) >> 15 (acc ml fits int32), else from four (wide)
-    asr(r3, r0, 15)
-    add(r3, 1)
-    cmp(r3, 1)
-    bhi(wide)
+    data(2, 0xB203)  # sxth r3, r0: acc fits int16?
+    cmp(r3, r0)
+    bne(wide)
     lsr(r3, r1, 16)  # mh
     data(2, 0xB28C)  # uxth r4, r1: ml
     mul(r3, r0)
     mul(r0, r4)
     asr(r0, r0, 16)
     add(r0, r0, r3)
-    mov(r3, 1)
-    lsl(r3, r3, 14)
-    add(r0, r0, r3)
+    data(2, 0x4458)  # add r0, r11: + 2**14
     asr(r0, r0, 15)
     label(produced)
     neg(r2, r2)  # e = -s: TFLM's RoundingDivideByPOT by 2**e, half away from zero
@@ -608,9 +619,7 @@ def dw4(r0):
     mul(r4, r0)  # xh ml
     mul(r3, r1)  # xl mh
     mul(r0, r1)  # xh mh: the high word
-    mov(r1, 1)
-    lsl(r1, r1, 14)
-    add(r3, r3, r1)  # + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
+    data(2, 0x445B)  # add r3, r11: + 2**30, as 2**14 in xl mh (< 2**31 - 2**16: no carry)
     lsl(r1, r4, 16)
     asr(r4, r4, 16)
     add(r5, r5, r1)

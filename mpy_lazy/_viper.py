@@ -550,10 +550,10 @@ def conv8_rows(E, rec: uint, t):
 
 @micropython.viper
 def dw4_rows(E, rec: uint, t):
-    # depthwise (1hwo weights, multiplier 1, C a multiple of 4) on the assembler's dw4: per
-    # output row, the run of pixels whose taps are all inside horizontally in one call (the
-    # taps step SW pixels), then each border pixel in a call of its own; a padded tap reads C
-    # bytes of zero points (COL)
+    # depthwise (1hwo weights, multiplier 1, C a multiple of 4) on the assembler's dw4: one call
+    # per output row, its border pixels included: each tap gives the output columns where it
+    # lies inside the input (set once per layer, from its kx), outside which dw4 reads C bytes
+    # of zero points (COL); a tap in a padded row reads them for every column
     a = uint(ptr8(E.A))
     B = E.B
     pp = ptr32(rec)
@@ -582,52 +582,61 @@ def dw4_rows(E, rec: uint, t):
         i += 1
     rq8_setup(qo, rec, uint(ptr8(B[pp[36]])) + pp[37])
     q[0] = kh * kw
+    q[1] = ow
+    q[2] = zrow
     q[4] = c
     q[5] = c >> 2
     q[6] = uint(ptr8(B[pp[32]])) + pp[33]
     q[7] = uint(ptr8(B[pp[34]])) + pp[35]
     yb = a + pp[7]
     row = wd * c
-    lo = (pl + sw - 1) // sw  # the interior columns: lo <= ox < hi
-    if lo > ow:
-        lo = ow
-    hi = 0
-    top = wd - 1 - (kw - 1) * dw + pl
-    if top >= 0:
-        hi = top // sw + 1
-    if hi > ow:
-        hi = ow
-    if hi < lo:
-        hi = lo
+    step = sw * c
+    kx = 0
+    while kx < kw:  # the columns lo <= ox < hi where input column ox sw - pl + kx dw is inside
+        off = pl - kx * dw
+        lo = 0
+        if off > 0:
+            lo = (off + sw - 1) // sw
+        hi = 0
+        if wd - 1 + off >= 0:
+            hi = (wd - 1 + off) // sw + 1
+        if lo > ow:
+            lo = ow
+        if hi > ow:
+            hi = ow
+        if hi < lo:
+            hi = lo
+        n = 13 + 4 * kx
+        ky = 0
+        while ky < kh:
+            q[n + 2] = lo
+            q[n + 3] = hi
+            n += 4 * kw
+            ky += 1
+        kx += 1
     oy = 0
     while oy < oh:
         y0 = oy * sh - pt
-        ox = 0
-        while ox < ow:
-            x0 = ox * sw - pl
-            npix = 1
-            if ox == lo and hi > lo:
-                npix = hi - lo
-            n = 13
-            ky = 0
-            while ky < kh:
-                iy = y0 + ky * dh
-                kx = 0
-                while kx < kw:
-                    ix = x0 + kx * dw
-                    if 0 <= iy and iy < h and 0 <= ix and ix < wd:
-                        q[n] = xo + iy * row + ix * c
-                        q[n + 1] = sw * c
-                    else:
-                        q[n] = zrow
-                        q[n + 1] = 0
-                    n += 2
-                    kx += 1
-                ky += 1
-            q[1] = npix
-            q[3] = yb + (oy * ow + ox) * c
-            t.dw4(qo)
-            ox += npix
+        n = 13
+        ky = 0
+        while ky < kh:
+            iy = y0 + ky * dh
+            p = zrow
+            s = 0
+            d = 0
+            if 0 <= iy and iy < h:
+                p = xo + iy * row - pl * c
+                s = step
+                d = dw * c
+            kx = 0
+            while kx < kw:
+                q[n] = p + kx * d
+                q[n + 1] = s
+                n += 4
+                kx += 1
+            ky += 1
+        q[3] = yb + oy * ow * c
+        t.dw4(qo)
         oy += 1
 
 
