@@ -29,6 +29,20 @@ NO_RO = None  # rq_flush's ro for requant() (a global: viper gives a local None 
 
 
 @micropython.viper
+def run(E, P, K):
+    # program.Program.__call__'s loop over the records: K[kind](E, P, k) for each in order, the
+    # header's and records' words read as machine words (from Python each read of a program in
+    # flash makes an int through its typed view)
+    p = ptr32(P)
+    k = int(p[6])  # H_FIRST
+    n = int(p[2])  # H_RECORDS
+    while n:
+        K[p[k] & 255](E, P, k)
+        k += int(p[k + 1])
+        n -= 1
+
+
+@micropython.viper
 def requant(acc, mq, dst, p):
     # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])): int8 or int16 (ES = p[6]); ALT
     # (p[7]): negative accumulators use the second multipliers (negated for ALT 2); OC < 0: raw
