@@ -158,10 +158,10 @@ def rq_head(W, rec: uint):
 
 @micropython.viper
 def conv(E, P, k: int):
-    # Two loop orders, the same sums: few input channels per group (a first layer on an image)
-    # -> for each input pixel of the window, every output channel at once (long inner loop);
-    # else one output at a time, a dot product over the input channels (4 at a time when the
-    # weights are contiguous along them, as OHWI is).
+    # The window of each output pixel gathered once as int32 (COL), then each output channel a
+    # dot product with its filter, 8 products per turn (also for a first layer of 1-3 input
+    # channels: measured against a loop over the window's inputs with every output channel
+    # at once, 2.6x fewer instructions on KWS's 10x4 first layer, callgrind).
     a = ptr8(E.A)
     arena = uint(a)
     B = E.B
@@ -203,9 +203,6 @@ def conv(E, P, k: int):
     wb = int(pp[38])  # 3: weights in blocks of 8 output channels (ohwi8), else 0
     bm = (1 << wb) - 1
     kb = int(pp[29]) * oc  # accumulators requantized at once: RP pixels'
-    scatter = 0
-    if cpg < 4 and opg == oc:
-        scatter = 1
     ksize = kh * kw * cpg
     col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
@@ -226,7 +223,6 @@ def conv(E, P, k: int):
         asm = 1
         if wsc == 1 and dw == 1 and cpg == c and kw * c >= 8:
             rows = 1  # a window row is kw * c contiguous bytes, enough to pay for a call
-        scatter = 0
         qo = t.Q
         q = ptr32(qo)
         ro = t.R
@@ -247,46 +243,6 @@ def conv(E, P, k: int):
                 kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
-            if scatter:
-                o = 0
-                while o < oc:
-                    if hasb:
-                        acc[kk + o] = bias[o]
-                    else:
-                        acc[kk + o] = 0
-                    o += 1
-                ky = 0
-                while ky < kh:
-                    iy = y0 + ky * dh
-                    kx = 0
-                    while kx < kw:
-                        ix = x0 + kx * dw
-                        inside = 0
-                        if 0 <= iy and iy < h and 0 <= ix and ix < wd:
-                            inside = 1
-                        xi = xo + (iy * wd + ix) * c
-                        ci = 0
-                        while ci < cpg:
-                            v = zx
-                            if inside:
-                                v = (a[xi + ci] ^ 0x80) - 0x80
-                            if v != 0:
-                                wi = ky * wsy + kx * wsx + ci * wsc
-                                ko = kk
-                                end = kk + oc
-                                while ko < end:  # a block of 2**WB outputs, then the next
-                                    j = 0
-                                    while j <= bm:
-                                        acc[ko] = acc[ko] + ((w[wi + j] ^ 0x80) - 0x80) * v
-                                        ko += 1
-                                        j += 1
-                                    wi += wso
-                            ci += 1
-                        kx += 1
-                    ky += 1
-                kk += oc
-                ox += 1
-                continue
             # the window of this output pixel as int32 in the weights' order (ZX at padded
             # positions), once for every output channel: then each output is a plain dot
             g = 0
