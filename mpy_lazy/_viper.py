@@ -701,6 +701,25 @@ def depthwise(E, P, k: int):
         q[2] = c
         q[3] = nt
         q[4] = uint(bias)
+    three = 0  # a 3x3 filter, multiplier 1, 1hwo weights: inner pixels sum each channel's taps at once
+    if hasb and kh == 3 and kw == 3 and opg == 1 and wso == 1 and wsx == c and wsy == 3 * c:
+        three = 1
+    w1 = c  # the taps' offsets in the weights (ky * 3C + kx * C) and in the input
+    w2 = 2 * c
+    w3 = 3 * c
+    w4 = 4 * c
+    w5 = 5 * c
+    w6 = 6 * c
+    w7 = 7 * c
+    w8 = 8 * c
+    x1 = dw * c
+    x2 = 2 * x1
+    x3 = dh * wd * c
+    x4 = x3 + x1
+    x5 = x3 + x2
+    x6 = 2 * x3
+    x7 = x6 + x1
+    x8 = x6 + x2
     oy = 0
     while oy < oh:
         kk = 0
@@ -713,6 +732,30 @@ def depthwise(E, P, k: int):
                 kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
+            if three and not asm and 0 <= y0 and y0 + 2 * dh < h and 0 <= x0 and x0 + 2 * dw < wd:
+                pw = ptr8(wbase)  # pointers bumped one channel a turn, the taps at fixed offsets
+                px = ptr8(abase + xo + (y0 * wd + x0) * c)
+                pb = ptr32(uint(bias))
+                pa = ptr32(accbase + 4 * kk)
+                j = c
+                while j:
+                    pa[0] = (pb[0] + ((pw[0] ^ 0x80) - 0x80) * ((px[0] ^ 0x80) - 0x80)
+                             + ((pw[w1] ^ 0x80) - 0x80) * ((px[x1] ^ 0x80) - 0x80)
+                             + ((pw[w2] ^ 0x80) - 0x80) * ((px[x2] ^ 0x80) - 0x80)
+                             + ((pw[w3] ^ 0x80) - 0x80) * ((px[x3] ^ 0x80) - 0x80)
+                             + ((pw[w4] ^ 0x80) - 0x80) * ((px[x4] ^ 0x80) - 0x80)
+                             + ((pw[w5] ^ 0x80) - 0x80) * ((px[x5] ^ 0x80) - 0x80)
+                             + ((pw[w6] ^ 0x80) - 0x80) * ((px[x6] ^ 0x80) - 0x80)
+                             + ((pw[w7] ^ 0x80) - 0x80) * ((px[x7] ^ 0x80) - 0x80)
+                             + ((pw[w8] ^ 0x80) - 0x80) * ((px[x8] ^ 0x80) - 0x80))
+                    pw = ptr8(uint(pw) + 1)
+                    px = ptr8(uint(px) + 1)
+                    pb = ptr32(uint(pb) + 4)
+                    pa = ptr32(uint(pa) + 4)
+                    j -= 1
+                kk += oc
+                ox += 1
+                continue
             if asm:
                 q[0] = accbase + 4 * kk
                 j = 6
