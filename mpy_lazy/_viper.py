@@ -76,70 +76,75 @@ def requant(acc, mq, dst, p):
     d16 = ptr16(dst)
     d32 = ptr32(dst)
     c = 0
-    i = 0
-    while i < n:
-        x = int((pa[i] ^ sg) - sg)
-        flip = 0
-        if alt and x < 0:
-            m = int(pm[2 * oc + c])
-            s = int((pm[3 * oc + c] ^ sg) - sg)
-            if alt == 2:
-                flip = 1
-        else:
-            m = int(pm[c])
-            s = int((pm[oc + c] ^ sg) - sg)
-        rs = 0
-        if s > 0:
-            x = (((x << s) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
-        else:
-            rs = -s
-        # srdhm(x, m), m >= 0: floor((|x| * m + nudge) / 2**31), negated for x < 0
-        neg = 0
-        if x < 0:
-            neg = 1
-            x = -x  # -(-2**31) wraps to the bit pattern of 2**31 on 32 bits: the fields below are right
-        if wide:  # 64-bit words: the product fits
-            r = (x * m + one30 - neg) >> 31
-        else:  # 32-bit words: |x| * m from 16-bit pieces (every partial product < 2**31)
-            a0 = x & 0xFFFF
-            a1 = (x >> 16) & 0xFFFF
-            b0 = m & 0xFFFF
-            b1 = (m >> 16) & 0xFFFF
-            p00 = a0 * b0
-            p01 = a0 * b1
-            p10 = a1 * b0
-            c0 = (p00 & 0xFFFF) + 0xFFFF * neg  # nudge: 2**30 (product >= 0) or 2**30 - 1
-            t = ((p00 >> 16) & 0xFFFF) + (p01 & 0xFFFF) + (p10 & 0xFFFF) + 0x4000 - neg + (c0 >> 16)
-            u = (t >> 16) + (p01 >> 16) + (p10 >> 16) + a1 * b1
-            r = (u << 1) + ((t >> 15) & 1)
-        if neg:
-            r = -r
-        if rs:  # rounding divide by 2**rs, half away from zero
-            mask = (1 << rs) - 1
-            th = mask >> 1
-            if r < 0:
-                th += 1
-            rem = r & mask
-            r = r >> rs
-            if rem > th:
-                r += 1
-        if flip and r != 0 - sg:  # (C's int32 negation leaves INT32_MIN so)
-            r = 0 - r
-        if raw:
-            d32[y + i] = r
-        else:  # clamp before adding zy: r + zy could wrap around on 32-bit words
-            if r < lo:
-                r = lo
-            elif r > hi:
-                r = hi
-            if es == 1:
-                d8[y + i] = r + zy
-            else:
-                d16[y + i] = r + zy
+    while c < oc:  # channel by channel: its multipliers, shifts and rounding masks read once
+        m1 = int(pm[c])
+        s1 = int((pm[oc + c] ^ sg) - sg)
+        m2 = m1
+        s2 = s1
+        if alt:
+            m2 = int(pm[2 * oc + c])
+            s2 = int((pm[3 * oc + c] ^ sg) - sg)
+        i = c
+        while i < n:
+            x = int((pa[i] ^ sg) - sg)
+            m = m1
+            s = s1
+            flip = 0
+            if alt and x < 0:
+                m = m2
+                s = s2
+                if alt == 2:
+                    flip = 1
+            if s > 0:
+                x = (((x << s) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
+            # srdhm(x, m), m >= 0: TFLM's (x m + nudge) / 2**31 truncated, which is
+            # floor((x m + 2**30) / 2**31) for either sign of x m
+            if wide:  # 64-bit words: the product fits
+                r = (x * m + one30) >> 31
+            elif -32768 <= x and x < 32768:  # two products, each within 31 bits (m = mh 2**16 + ml)
+                r = (x * (m >> 16) + 0x4000 + ((x * (m & 0xFFFF)) >> 16)) >> 15
+            else:  # 32-bit words: |x| * m from 16-bit pieces (every partial product < 2**31)
+                neg = 0
+                if x < 0:
+                    neg = 1
+                    x = -x  # -(-2**31) wraps to the bit pattern of 2**31 on 32 bits: the fields below are right
+                a0 = x & 0xFFFF
+                a1 = (x >> 16) & 0xFFFF
+                b0 = m & 0xFFFF
+                b1 = (m >> 16) & 0xFFFF
+                p00 = a0 * b0
+                p01 = a0 * b1
+                p10 = a1 * b0
+                c0 = (p00 & 0xFFFF) + 0xFFFF * neg  # nudge: 2**30 (product >= 0) or 2**30 - 1
+                t = ((p00 >> 16) & 0xFFFF) + (p01 & 0xFFFF) + (p10 & 0xFFFF) + 0x4000 - neg + (c0 >> 16)
+                u = (t >> 16) + (p01 >> 16) + (p10 >> 16) + a1 * b1
+                r = (u << 1) + ((t >> 15) & 1)
+                if neg:
+                    r = -r
+            if s < 0:  # rounding divide by 2**-s, half away from zero
+                mask = (1 << (0 - s)) - 1
+                th = mask >> 1
+                if r < 0:
+                    th += 1
+                rem = r & mask
+                r = r >> (0 - s)
+                if rem > th:
+                    r += 1
+            if flip and r != 0 - sg:  # (C's int32 negation leaves INT32_MIN so)
+                r = 0 - r
+            if raw:
+                d32[y + i] = r
+            else:  # clamp before adding zy: r + zy could wrap around on 32-bit words
+                if r < lo:
+                    r = lo
+                elif r > hi:
+                    r = hi
+                if es == 1:
+                    d8[y + i] = r + zy
+                else:
+                    d16[y + i] = r + zy
+            i += oc
         c += 1
-        if c == oc:
-            c = 0
-        i += 1
 
 
 @micropython.viper
