@@ -84,19 +84,37 @@ def requant(acc, mq, dst, p):
         if alt:
             m2 = int(pm[2 * oc + c])
             s2 = int((pm[3 * oc + c] ^ sg) - sg)
+        ls1 = 0  # each set's left shift, or its right shift's count, mask and half (rounding)
+        rs1 = 0
+        if s1 > 0:
+            ls1 = s1
+        else:
+            rs1 = 0 - s1
+        mask1 = (1 << rs1) - 1
+        ls2 = 0
+        rs2 = 0
+        if s2 > 0:
+            ls2 = s2
+        else:
+            rs2 = 0 - s2
+        mask2 = (1 << rs2) - 1
         i = c
         while i < n:
             x = int((pa[i] ^ sg) - sg)
             m = m1
-            s = s1
+            ls = ls1
+            rs = rs1
+            mask = mask1
             flip = 0
             if alt and x < 0:
                 m = m2
-                s = s2
+                ls = ls2
+                rs = rs2
+                mask = mask2
                 if alt == 2:
                     flip = 1
-            if s > 0:
-                x = (((x << s) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
+            if ls:
+                x = (((x << ls) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
             # srdhm(x, m), m >= 0: TFLM's (x m + nudge) / 2**31 truncated, which is
             # floor((x m + 2**30) / 2**31) for either sign of x m
             if wide:  # 64-bit words: the product fits
@@ -121,13 +139,11 @@ def requant(acc, mq, dst, p):
                 r = (u << 1) + ((t >> 15) & 1)
                 if neg:
                     r = -r
-            if s < 0:  # rounding divide by 2**-s, half away from zero
-                mask = (1 << (0 - s)) - 1
-                th = mask >> 1
-                if r < 0:
-                    th += 1
+            if rs:  # rounding divide by 2**rs, half away from zero: the remainder against half the
+                # divisor, one more when r < 0 (r >> 31: -1 for a negative int32 on either word size)
                 rem = r & mask
-                r = r >> (0 - s)
+                th = (mask >> 1) - (r >> 31)
+                r = r >> rs
                 if rem > th:
                     r += 1
             if flip and r != 0 - sg:  # (C's int32 negation leaves INT32_MIN so)
