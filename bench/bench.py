@@ -8,8 +8,10 @@ Models (bench/models.py): the digits demo's MLP and CNN (trained) and the four M
 (kws, vww, resnet8, ad; seeded weights), each exported to ONNX with torch's dynamo exporter and
 packed f32 and int8 (calibrated), plus the .tflite fixture of the same architecture
 (tests/golden/tflite) packed as it is ("tflite-int8"); and .tflite-only rows (tests/golden/thirdparty):
-TFLM's micro_speech LSTM keyword spotter (49 steps of an int8 LSTM, 80 units) and a 16x8 layer of
-SEANet ("tflite-16x8": int16 activations, int8 weights; tflite-micro's seanet conv0).
+TFLM's micro_speech LSTM keyword spotter (49 steps of an int8 LSTM, 80 units), a 16x8 layer of
+SEANet ("tflite-16x8": int16 activations, int8 weights; tflite-micro's seanet conv0) and the
+hello_world sine model; tflite-micro's person_detect when PERSON_DETECT_TFLITE or PICO_TFLMICRO_DIR
+gives its file (bench/models.py).
 
 Memory (one micropython process, model after model, each after a warm-up: the same model
 declared once and dropped, so the op modules and interned names are not counted and no figure
@@ -32,7 +34,8 @@ uses double floats, so its float models run the same Python loops as viper: only
 are timed there.
 
 Targets, [ok]/[FAIL] (exit status 1 when a median misses one): int8 and 16x8 0 bytes per inference
-(viper, ulab); mpy-lazy RAM (live) <= TFLM arena + 2 KB; int8 and 16x8 time <= 3x TFLM's; open+bind <= 1% weights +
+(viper, ulab); mpy-lazy RAM (live) <= TFLM arena + 2 KB; int8 and 16x8 time <= 3x TFLM's; issue 31's
+<= 1.5x on KWS, VWW, ResNet-8 and person_detect, <= 3x on micro_speech and hello_world; open+bind <= 1% weights +
 2 KB; the reader's work linear in the file size on MicroPython (bench/linear.py: timed here, counted
 on CPython by make test); packing (bench/pack_bench.py, --no-pack skips it) >= 200 MB/s and peak RSS
 <= the largest tensor + 64 MB."""
@@ -64,6 +67,9 @@ PURE_MAX_MACS = 1000000  # the pure path only below this (about 1-3 s per infere
 ULAB_FLOAT_MAX_MACS = 1000000
 RAM_SLACK = 2048
 TIME_RATIO = 3.0
+# issue 31's speed targets for the viper path (time / TFLM's, median of paired batches), by fixture
+ISSUE31 = {"kws_int8": 1.5, "vww_int8": 1.5, "resnet8_int8": 1.5, "person_detect": 1.5, "micro_speech_lstm": 3.0,
+           "hello_world_int8": 3.0}
 TFLM_DTYPES = {"tflite-int8": "int8", "tflite-16x8": "int16"}  # rows run by TFLM too: their input type
 
 _COMMON = r"""
@@ -474,6 +480,7 @@ def main():
     print(head2)
     print("-" * len(head2))
     ram_miss, time_miss, n_tflm = [], [], 0
+    fast_miss, fast_n = [], 0
     for e in entries:
         if e.dtype not in TFLM_DTYPES:
             continue
@@ -497,6 +504,10 @@ def main():
         time_ok = ratio <= TIME_RATIO
         if not time_ok:
             time_miss.append("%s %.1fx" % (name, ratio))
+        if name in ISSUE31:
+            fast_n += 1
+            if ratio > ISSUE31[name]:
+                fast_miss.append("%s %.2fx > %.1fx" % (name, ratio, ISSUE31[name]))
         prep = r["model"] - r["bind"] - r["declare"] - r["arena"] - r["scratch"]
         print("%-16s %8d %7d %6d %6d %6d %6d %10d %7d  %-13s %8s %8s %18s  %-6s" % (
             name, ram, r["arena"] + r["scratch"], r["declare"], r["bind"], prep, ram - r["model"], t["arena"],
@@ -515,6 +526,9 @@ def main():
                     "MISS: " + ", ".join(ram_miss) if ram_miss else "all within", not ram_miss))
     targets.append(("int8, 16x8 time <= 3x TFLM's, median of paired-batch ratios (%d .tflite models)" % n_tflm,
                     "MISS: " + ", ".join(time_miss) if time_miss else "all within", not time_miss))
+    targets.append(("issue 31: time <= 1.5x TFLM's on KWS, VWW, ResNet-8, person_detect; <= 3x on micro_speech, "
+                    "hello_world (%d of 6 run)" % fast_n,
+                    "MISS: " + ", ".join(fast_miss) if fast_miss else "all within", not fast_miss))
     targets.append(("open+bind heap <= 1%% weights + 2 KB (%d rows)" % bind_rows,
                     "MISS: " + ", ".join(bind_miss) if bind_miss else "all within", not bind_miss))
     print()

@@ -4,7 +4,8 @@ seeded weights), each exported to ONNX with torch's default (dynamo) exporter an
 int8 (the integer pipeline: `--quantize int8 --calibrate`), plus the .tflite fixture of the same
 architecture (tests/golden/tflite, made by tools/make_tflite_fixtures.py) packed as it is; and
 .tflite models that have no ONNX twin here (TFLITE_ONLY, from tflite-micro, tests/golden/thirdparty:
-an int8 LSTM keyword spotter, and a 16x8 layer of SEANet: int16 activations, int8 weights).
+an int8 LSTM keyword spotter, a 16x8 layer of SEANet: int16 activations, int8 weights, and the
+hello_world sine model), and tflite-micro's person_detect when its file is given (PERSON_DETECT_HOW).
 
     entries = models.prepare(out_dir)   # [Entry], in table order
 
@@ -38,7 +39,13 @@ DTYPES = ("f32", "int8", "tflite-int8")
 # bias: 8x166x2 -> 8x160x28, 7x1 kernel, 250 k MACs; tflite-micro's integration test model)
 _THIRDPARTY = os.path.join(ROOT, "tests", "golden", "thirdparty", "tflite-micro")
 TFLITE_ONLY = {"lstm": (os.path.join(_THIRDPARTY, "micro_speech_lstm.tflite"), "tflite-int8"),
-               "seanet": (os.path.join(_THIRDPARTY, "seanet_conv0.tflite"), "tflite-16x8")}
+               "seanet": (os.path.join(_THIRDPARTY, "seanet_conv0.tflite"), "tflite-16x8"),
+               "hello": (os.path.join(_THIRDPARTY, "hello_world_int8.tflite"), "tflite-int8")}
+# tflite-micro's person_detect (MobileNet v1 0.25 on 96x96 grayscale, int8, 300 KB): not kept in the
+# repository; its row runs when PERSON_DETECT_TFLITE (the .tflite) or PICO_TFLMICRO_DIR (a
+# pico-tflmicro checkout, which holds it as a C array) is set (bench/tflm_pico.py's person_detect)
+PERSON_DETECT_HOW = ("set PERSON_DETECT_TFLITE (tflite-micro's tensorflow/lite/micro/models/person_detect.tflite) "
+                     "or PICO_TFLMICRO_DIR (a pico-tflmicro checkout)")
 SEED = 2026
 CALIB_N = 50  # seeded N(0, 1) calibration samples for the MLPerf models (the digits use training images)
 EXPORT_VERSION = 1
@@ -177,5 +184,25 @@ def prepare(out, log=print):
         with open(inp, "wb") as f:
             f.write(tflm_ref.sample_inputs(fx, 1, seed=SEED)[0].tobytes())  # what TFLM gets
         entries.append(Entry(name, dtype, cont, inp, fx))
+    entries.append(_person_detect(out))
     return entries
+
+
+def _person_detect(out):
+    """The person_detect entry: packed from PERSON_DETECT_TFLITE / PICO_TFLMICRO_DIR, else skipped."""
+    src = os.environ.get("PERSON_DETECT_TFLITE") or os.environ.get("PICO_TFLMICRO_DIR")
+    fx = os.path.join(out, "person_detect.tflite")
+    if not src:
+        return Entry("person", "tflite-int8", None, None, fx, note=PERSON_DETECT_HOW)
+    import tflm_pico  # bench/tflm_pico.py
+    import tflm_ref
+
+    with open(fx, "wb") as f:
+        f.write(tflm_pico.person_detect(src))
+    cont = os.path.join(out, "person-tflite-int8.mpyl")
+    inp = os.path.join(out, "person-tflite-int8.input")
+    _pack([fx, "-o", cont])
+    with open(inp, "wb") as f:
+        f.write(tflm_ref.sample_inputs(fx, 1, seed=SEED)[0].tobytes())  # what TFLM gets
+    return Entry("person", "tflite-int8", cont, inp, fx)
 

@@ -51,6 +51,7 @@ class Program:
     _seen = None  # the last array.array input found to hold int8 or int16 codes (see _set)
     _seen_es = 0  # its item size
     _in = None  # the inputs' views, when there are several
+    _put = _run = None  # the viper path's put and run loop (None: the Python ones)
     Pmv = None  # the program's bytes, when P is a typed view of them (made for float models)
     # typed views the pure and float kernels read (made by _env for the path that needs them)
     a8 = a16 = a32 = af = pf = s8 = s32 = sf = None
@@ -113,6 +114,7 @@ class Program:
             self._in = tuple([self._view(HEADER + IO * i) for i in range(nin)])
         outs = [self._view(HEADER + IO * (nin + i)) for i in range(nout)]
         self._out = outs[0] if nout == 1 else tuple(outs)
+        self._puts = tuple([_puts(P, HEADER + IO * i) for i in range(nin)])
 
     @property
     def output(self):
@@ -200,6 +202,9 @@ class Program:
             self.pf = slot_view(self.Pmv if self.Pmv is not None else self.P, "f32")
             self.sf = tuple([slot_view(b, "f32") for b in self.B])
         self._K = K
+        v = kernels.viper()
+        self._put = v.put if v is not None else None  # (None: ops/move.py's, on typed views)
+        self._run = v.run if v is not None else None
         self._path = path
 
     def _kinds(self):
@@ -223,10 +228,21 @@ class Program:
         in place, or None to run on what the inputs hold. Returns the output view (a tuple for
         several outputs). The arena is reused: give the input again for every call. (Up to
         three inputs are named parameters: a call allocates no tuple for them.)"""
+        # (kept to few locals, as _set is: a bytecode function whose locals and stack exceed 11
+        # words gets its frame from the heap, allocated and freed on every call)
         if self._path != kernels.path():
             self._env()
         if x is not None and x is not self.input:
             self._set(0, x)
+        if x2 is not None or x3 is not None or more:
+            self._set_more(x2, x3, more)
+        if self._run is not None:  # the loop in viper: P's words read as machine words
+            self._run(self, self.P, self._K, self._end)
+        else:
+            self._loop()
+        return self._out
+
+    def _set_more(self, x2, x3, more):
         if x2 is not None and x2 is not self._in[1]:
             self._set(1, x2)
         if x3 is not None and x3 is not self._in[2]:
@@ -234,6 +250,8 @@ class Program:
         for i in range(len(more)):
             if more[i] is not None and more[i] is not self._in[i + 3]:
                 self._set(i + 3, more[i])
+
+    def _loop(self):
         K = self._K
         P = self.P
         k = P[H_FIRST]
@@ -241,43 +259,41 @@ class Program:
         while k < end:  # (a control record returns where to go on: ops/control.py)
             j = K[P[k] & 255](self, P, k)
             k = k + P[k + 1] if j is None else j
-        return self._out
 
     def _set(self, i, x):
-        P = self.P
-        e = HEADER + IO * i
-        n = P[e + IO_SIZE]
+        n, planes = self._puts[i]
         if len(x) != n:
             raise ValueError("input %d has %d values, the model takes %d" % (i, len(x), n))
+        if planes and ((x is self._seen and len(planes) == self._seen_es) or
+                       (len(planes) == 1 and isinstance(x, _BYTES)) or _itemsize(x) == len(planes)):
+            if isinstance(x, array.array):
+                self._seen = x  # an array's item size is read once per object (reading it allocates)
+                self._seen_es = len(planes)
+            if self._put is None:
+                self._put_ref(x, n, planes)
+            else:  # (an item has at most two bytes)
+                self._put(x, self.A, planes[0])
+                if len(planes) > 1:
+                    self._put(x, self.A, planes[1])
+        else:
+            self._set_values(i, x, n)
+
+    def _put_ref(self, x, n, planes):
+        """The integer codes x copied in by the reference kernel, which reads items: signed."""
+        from .ops.move import put
+
+        x = backend.typed_view(memoryview(x), "i8", n * len(planes))
+        for p in planes:
+            put(x, self.view(1), p)
+
+    def _set_values(self, i, x, n):
+        """Input i from values one by one: floats (quantized) or ints (range-checked)."""
+        P = self.P
+        e = HEADER + IO * i
         dt = P[e + IO_DTYPE]
         chw = P[e + IO_LAYOUT] == 1
         c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
         hw = n // c
-        es = 1 if dt in (3, 4, 12) else (2 if dt == 5 else 0)  # int8, uint8, bool, int16 codes: copied byte by byte
-        if es and ((x is self._seen and es == self._seen_es) or (es == 1 and isinstance(x, _BYTES))
-                   or _itemsize(x) == es):
-            if isinstance(x, array.array):
-                self._seen = x  # an array's item size is read once per object (reading it allocates)
-                self._seen_es = es
-            put = kernels.put()
-            dst = self.A
-            if put is None:  # the reference kernel reads items: signed
-                from .ops.move import put
-
-                x = backend.typed_view(memoryview(x), "i8", n * es)
-                dst = self.view(1)
-            W = self.W  # move parameters, one by one (a tuple assignment would allocate)
-            for b in range(es):  # byte b of every item (little-endian items, as the arena's)
-                W[0] = b
-                W[1] = P[e + IO_OFF] + b
-                W[2] = c if chw else 1
-                W[3] = hw if chw else n
-                W[4] = es * hw if chw else 0
-                W[5] = es
-                W[6] = es if chw else 0
-                W[7] = es * c if chw else es
-                put(x, dst, W)
-            return
         dst = self.input if i == 0 else self._in[i]
         hi = 127 if dt == 3 else (32767 if dt == 5 else (255 if dt == 4 else (1 if dt == 12 else 2147483647)))
         lo = 0 if dt in (4, 12) else -hi - 1
@@ -389,6 +405,23 @@ def _room(n):
     if n > free:
         raise ContainerError("graph: needs %d bytes of activation memory, the heap has %d free" % (n, free),
                              None, "graph")
+
+
+def _puts(P, e):
+    """(n, planes) of input entry e: its n elements, and for integer codes (int8, uint8, bool:
+    one byte; int16: two) the parameters of one put() per byte of an item (little-endian items,
+    as the arena's) into the arena in its layout order ([SO, DO, ROWS, COLS, SS, SJ, DS, DJ]:
+    ops/move.py's put); floats and int32 have none. Made once: an input then goes in with one
+    kernel call per byte plane."""
+    n = P[e + IO_SIZE]
+    dt = P[e + IO_DTYPE]
+    es = 1 if dt in (3, 4, 12) else (2 if dt == 5 else 0)
+    chw = P[e + IO_LAYOUT] == 1
+    c = P[e + IO_DIMS + P[e + IO_NDIM] - 1]
+    hw = n // c
+    return n, tuple([array.array("i", (b, P[e + IO_OFF] + b, c if chw else 1, hw if chw else n,
+                                       es * hw if chw else 0, es, es if chw else 0, es * c if chw else es))
+                     for b in range(es)])
 
 
 def _itemsize(x):
