@@ -37,10 +37,10 @@ def run(E, P, K, end: int):
     k = int(p[6])  # H_FIRST
     while k < end:
         j = K[p[k] & 255](E, P, k)
-        if j is None:
-            k += int(p[k + 1])
-        else:
+        if j:  # (viper compares no object with None; a record's word index is never 0)
             k = int(j)
+        else:
+            k += int(p[k + 1])
 
 
 @micropython.viper
