@@ -13,7 +13,8 @@ from ..ir import Node
 # the tensor types each op takes, inputs and outputs (TFLM's interpreter the peer on micro_speech's
 # front ends, every value: tests/host/test_thirdparty.py, test_tflite_signal.py)
 TYPES = {
-    "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32", "CUSTOM SignalRfft": "int16 int32 float32",
+    "CUSTOM SignalWindow": "int16", "CUSTOM SignalFftAutoScale": "int16 int32",
+    "CUSTOM SignalRfft": "int16 int32 float32",
     "CUSTOM SignalEnergy": "int16 uint32", "CUSTOM SignalFilterBank": "uint32 int16 uint64",
     "CUSTOM SignalFilterBankSquareRoot": "uint64 int32 uint32", "CUSTOM SignalFilterBankSpectralSubtraction": "uint32",
     "CUSTOM SignalPCAN": "uint32 int16", "CUSTOM SignalFilterBankLog": "uint32 int16", "CUSTOM SignalDelay": "int16",

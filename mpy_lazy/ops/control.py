@@ -96,7 +96,8 @@ def _target(r, i, forward):
     to = r[i]
     t = r.k + to
     if forward and to <= 0 or not forward and to > 0 or not (t in at or forward and t == _end(r.P, at)):
-        r.fail("to", "%d words from word %d: not the start of a record %s it" % (to, r.k, "after" if forward else "before"))
+        r.fail("to", "%d words from word %d: not the start of a record %s it"
+               % (to, r.k, "after" if forward else "before"))
     return t, at
 
 

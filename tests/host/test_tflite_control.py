@@ -134,14 +134,16 @@ def while_input(nested=False, step=1):
     body = (body_t, [0, 1, 2], [4, 5, 2], body_ops)
     then = ([((1, 16), "i8", T, None), ((1, 16), "i8", T, None)], [0], [1], [(3, [0], [1], None)])
     other = ([((1, 16), "i8", T, None), ((1, 16), "i8", T, None)], [0], [1], [(5, [0], [1], None)])
-    return tflite([O.WHILE, O.LESS, O.ADD, O.TANH, O.IF, O.RELU], [main, cond, body] + ([then, other] if nested else []))
+    return tflite([O.WHILE, O.LESS, O.ADD, O.TANH, O.IF, O.RELU],
+                  [main, cond, body] + ([then, other] if nested else []))
 
 
 CODES = np.arange(-128, 128, 16).astype(np.int8)
 X2 = [CODES.reshape(1, 16), -CODES.reshape(1, 16) - 1]
 COUNTS = [np.array([n], np.int32) for n in (0, 1, 2, 3, 7)]
 # name -> (the .tflite, its samples: each a list of the model's inputs)
-MODELS = {"if_true": lambda: (if_int8(True), [[x] for x in X2]), "if_false": lambda: (if_int8(False), [[x] for x in X2]),
+MODELS = {"if_true": lambda: (if_int8(True), [[x] for x in X2]),
+          "if_false": lambda: (if_int8(False), [[x] for x in X2]),
           "while_3": lambda: (while_int8(3), [[x] for x in X2]), "while_0": lambda: (while_int8(0), [[x] for x in X2]),
           "if_input": lambda: (if_input(), [[np.array([f]), x] for x in X2 for f in (True, False)]),
           "while_input": lambda: (while_input(), [[n, X2[0]] for n in COUNTS]),

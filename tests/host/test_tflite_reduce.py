@@ -302,6 +302,26 @@ def _const_lhs():
     return model(OP.BATCH_MATMUL, tensors, [1], [2], [0, 1], _opts("BatchMatMulOptions", adjX=False, adjY=False))
 
 
+@pytest.mark.parametrize("dt", ["i8", "f32"])
+def test_a_reduction_to_a_scalar_runs(tmp_path, dt):
+    """SUM over every axis without keep_dims: a scalar output (shape []), one value on the board,
+    TFLM's on CPython's pure kernels and in the host reference."""
+    from host_util import run_cli, tensors_of
+
+    data, xs = reducer(OP.SUM, dt, (4, 6), [0, 1], False)
+    src, out = tmp_path / "sum.tflite", tmp_path / "sum.mpyl"
+    src.write_bytes(data)
+    want = np.asarray(tflm_ref.run(str(src), [xs[0]])[0]).reshape(-1)
+    run_cli("pack", src, "-o", out)
+    c = mpy_lazy.open(out.read_bytes())
+    with kernel_path("pure"):
+        m = mmodel.from_container(c)
+        m(np.asarray(xs[0]).reshape(-1).tolist())
+        assert np.asarray(m.tolist(), want.dtype).tolist() == want.tolist()
+    got = reference.run(c.meta["graph"], tensors_of(c), np.asarray(xs[0]).reshape(-1))[0]
+    assert np.asarray(got, want.dtype).reshape(-1).tolist() == want.tolist()
+
+
 def test_refusals(cli, tmp_path):
     """What TFLM refuses (or the board cannot hold), refused in one line naming the op."""
     bad = {
@@ -310,7 +330,6 @@ def test_refusals(cli, tmp_path):
         "argmax_i64": (_with(arg(OP.ARG_MAX, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT64), "INT64"),
         "argmin_i8": (_with_q(_with(arg(OP.ARG_MIN, "i8", (1, 4, 6), 1)[0], t2=S.TensorType.INT8), 2, 0),
                       "int32 indices"),
-        "sum_all_scalar": (reducer(OP.SUM, "i8", (4, 6), [0, 1], False)[0], "not supported"),
         "bmm_const_lhs": (_const_lhs(), "constant left-hand side"),
         "bmm_i16_zero_point": (_with_q(batch_matmul("i16", (1, 4, 6), (1, 6, 5))[0], 1, 5), "zero points"),
         "cumsum_i16": (cumsum("i16", (1, 4, 6), 1, False, False, QX["i16"])[0], "int16"),
