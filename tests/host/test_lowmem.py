@@ -296,7 +296,9 @@ def _outcome(r):
     if r.returncode == 0 and stages[-1:] == ["done"]:
         return "done", "done"
     assert r.returncode == 1, "not a clean exit (rc %d): %s" % (r.returncode, out[-2000:])
-    last = out.strip().splitlines()[-1]
+    # (the traceback goes to stdout, a kernel path's one-line warning to stderr: a heap too small
+    # for the viper module says so, then the import fails further on)
+    last = [line for line in out.strip().splitlines() if not line.startswith("mpy_lazy: warning:")][-1]
     assert last.startswith("MemoryError") or (
         stages[-1:] == ["prepare"] and last.startswith("ContainerError") and "heap" in last), out[-2000:]
     return (stages[-1] if stages else "startup"), last.split(":")[0]
