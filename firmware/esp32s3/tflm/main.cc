@@ -224,13 +224,10 @@ extern "C" void xtensa_fatal(uint32_t cause, uint32_t epc1, uint32_t excvaddr, u
 }
 
 extern "C" uint32_t _sbss, _ebss;
-extern "C" void (*__init_array_start[])(void);
-extern "C" void (*__init_array_end[])(void);
 
 // boards/qemu/ESP32S3/startup.S's entry, on its stack with the windowed ABI set up
 extern "C" void xtensa_start(void) {
   memset(&_sbss, 0, reinterpret_cast<char*>(&_ebss) - reinterpret_cast<char*>(&_sbss));
-  for (auto** f = __init_array_start; f < __init_array_end; f++) (*f)();
   say("TFLM_ESP32S3 image=0x%08x arena=%u\n", static_cast<unsigned>(TFLM_IMAGE_ADDR),
       static_cast<unsigned>(sizeof(tensor_arena)));
   run();
