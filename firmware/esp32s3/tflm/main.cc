@@ -32,6 +32,8 @@
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
+extern "C" int _write(int fd, const void* buf, size_t n);
+
 #ifndef TFLM_IMAGE_ADDR
 #define TFLM_IMAGE_ADDR 0x3E000000u
 #endif
@@ -42,10 +44,6 @@
 namespace {
 
 constexpr uint32_t kMagic = 0x4d4c4654;  // "TFLM" little-endian
-
-// qemu target/xtensa/xtensa-semi.c
-constexpr int kSysExit = 1;
-constexpr int kSysWrite = 4;
 
 struct ImageHeader {
   uint32_t magic;
@@ -62,18 +60,10 @@ alignas(tflite::MicroInterpreter) uint8_t interpreter_storage[sizeof(tflite::Mic
 // "Didn't find op for builtin opcode" at AllocateTensors.
 using Resolver = tflite::MicroMutableOpResolver<9>;
 
-int simcall(int nr, int a, int b, int c) {
-  register int a2 __asm__("a2") = nr;
-  register int a3 __asm__("a3") = a;
-  register int a4 __asm__("a4") = b;
-  register int a5 __asm__("a5") = c;
-  __asm__ volatile("simcall" : "+r"(a2), "+r"(a3) : "r"(a4), "r"(a5) : "memory");
-  return a2;
-}
-
+// the semihosting console's write (syscalls.c)
 void write_out(const char* s, size_t n) {
   while (n > 0) {
-    int k = simcall(kSysWrite, 1, reinterpret_cast<int>(s), static_cast<int>(n));
+    int k = _write(1, s, n);
     if (k <= 0) return;
     s += k;
     n -= k;
@@ -206,12 +196,6 @@ extern "C" int DebugVsnprintf(char* buffer, size_t buf_size, const char* format,
 // here): microseconds since boot, from CCOUNT at the core's 240 MHz.
 extern "C" int64_t esp_timer_get_time(void) {
   return ccount() / 240;
-}
-
-extern "C" void exit(int status) {
-  simcall(kSysExit, status, 0, 0);
-  for (;;) {
-  }
 }
 
 // boards/qemu/ESP32S3/startup.S calls this on a fatal exception (an illegal instruction too).

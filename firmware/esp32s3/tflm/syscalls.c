@@ -1,4 +1,4 @@
-// The system calls newlib's stdio, abort() and malloc() end in, for bare metal on the
+// The system calls newlib's stdio, abort() and malloc() end in, and exit(), for bare metal on the
 // semihosting console (what an OS port provides; ESP-IDF has its own). TFLM's paths reach them
 // only on errors: esp-nn's softmax and assert() print through printf, abort() raises a signal.
 #include <errno.h>
@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+// qemu target/xtensa/xtensa-semi.c
+#define SYS_EXIT (1)
 #define SYS_WRITE (4)
-
-void exit(int status);
 
 static int simcall(int nr, int a, int b, int c) {
     register int a2 __asm__ ("a2") = nr;
@@ -17,6 +17,13 @@ static int simcall(int nr, int a, int b, int c) {
     register int a5 __asm__ ("a5") = c;
     __asm__ volatile ("simcall" : "+r" (a2), "+r" (a3) : "r" (a4), "r" (a5) : "memory");
     return a2;
+}
+
+// ends qemu with that exit status
+void exit(int status) {
+    simcall(SYS_EXIT, status, 0, 0);
+    for (;;) {
+    }
 }
 
 int _write(int fd, const void *buf, size_t n) {
