@@ -6,18 +6,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-// qemu target/xtensa/xtensa-semi.c
-#define SYS_EXIT (1)
-#define SYS_WRITE (4)
-
-static int simcall(int nr, int a, int b, int c) {
-    register int a2 __asm__ ("a2") = nr;
-    register int a3 __asm__ ("a3") = a;
-    register int a4 __asm__ ("a4") = b;
-    register int a5 __asm__ ("a5") = c;
-    __asm__ volatile ("simcall" : "+r" (a2), "+r" (a3) : "r" (a4), "r" (a5) : "memory");
-    return a2;
-}
+#include "semihosting.h"  // boards/qemu/ESP32S3 (the Makefile's -I)
 
 // ends qemu with that exit status
 void exit(int status) {
