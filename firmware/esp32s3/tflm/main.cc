@@ -70,7 +70,7 @@ void write_out(const char* s, size_t n) {
   }
 }
 
-// printf to the console through vsnprintf: newlib's stdio streams would want file syscalls
+// printf to the console through vsnprintf, without newlib's stdio streams (buffers, locks)
 void say(const char* format, ...) {
   static char line[256];
   va_list args;
