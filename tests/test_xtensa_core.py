@@ -75,9 +75,8 @@ def test_gcc_targets_the_esp32s3_core(prefix):
 
 def test_cxx_with_libstdcxx(prefix, tmp_path):
     if not os.access(os.path.join(prefix, "bin", TARGET + "g++"), os.X_OK):
-        # not part of `make xtensa-toolchain` yet (docs/FIRMWARE.md): a skip even under
-        # MPY_LAZY_REQUIRE_EMULATORS=1
-        pytest.skip("no %sg++: the C++ pass (LANGUAGES=c,c++ after newlib) is not built" % TARGET)
+        emulator_unavailable("MPY_LAZY_XTENSA_PREFIX=%s has no bin/%sg++: build_toolchain.sh's gxx step"
+                             % (prefix, TARGET))
     src = tmp_path / "v.cpp"
     src.write_text("#include <algorithm>\n#include <numeric>\n#include <vector>\n"
                    "int f(int n) { std::vector<int> v(n); std::iota(v.begin(), v.end(), 0);\n"

@@ -10,17 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYS_EXIT (1)
-#define SYS_WRITE (4)
-
-static int simcall(int nr, int a, int b, int c) {
-    register int a2 __asm__ ("a2") = nr;
-    register int a3 __asm__ ("a3") = a;
-    register int a4 __asm__ ("a4") = b;
-    register int a5 __asm__ ("a5") = c;
-    __asm__ volatile ("simcall" : "+r" (a2), "+r" (a3) : "r" (a4), "r" (a5) : "memory");
-    return a2;
-}
+#include "../../boards/qemu/ESP32S3/semihosting.h"
 
 static void say(const char *s) {
     simcall(SYS_WRITE, 1, (int)s, strlen(s));

@@ -32,6 +32,8 @@
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
+extern "C" int _write(int fd, const void* buf, size_t n);
+
 #ifndef TFLM_IMAGE_ADDR
 #define TFLM_IMAGE_ADDR 0x3E000000u
 #endif
@@ -42,10 +44,6 @@
 namespace {
 
 constexpr uint32_t kMagic = 0x4d4c4654;  // "TFLM" little-endian
-
-// qemu target/xtensa/xtensa-semi.c
-constexpr int kSysExit = 1;
-constexpr int kSysWrite = 4;
 
 struct ImageHeader {
   uint32_t magic;
@@ -62,25 +60,17 @@ alignas(tflite::MicroInterpreter) uint8_t interpreter_storage[sizeof(tflite::Mic
 // "Didn't find op for builtin opcode" at AllocateTensors.
 using Resolver = tflite::MicroMutableOpResolver<9>;
 
-int simcall(int nr, int a, int b, int c) {
-  register int a2 __asm__("a2") = nr;
-  register int a3 __asm__("a3") = a;
-  register int a4 __asm__("a4") = b;
-  register int a5 __asm__("a5") = c;
-  __asm__ volatile("simcall" : "+r"(a2), "+r"(a3) : "r"(a4), "r"(a5) : "memory");
-  return a2;
-}
-
+// the semihosting console's write (syscalls.c)
 void write_out(const char* s, size_t n) {
   while (n > 0) {
-    int k = simcall(kSysWrite, 1, reinterpret_cast<int>(s), static_cast<int>(n));
+    int k = _write(1, s, n);
     if (k <= 0) return;
     s += k;
     n -= k;
   }
 }
 
-// printf to the console through vsnprintf: newlib's stdio streams would want file syscalls
+// printf to the console through vsnprintf, without newlib's stdio streams (buffers, locks)
 void say(const char* format, ...) {
   static char line[256];
   va_list args;
@@ -208,12 +198,6 @@ extern "C" int64_t esp_timer_get_time(void) {
   return ccount() / 240;
 }
 
-extern "C" void exit(int status) {
-  simcall(kSysExit, status, 0, 0);
-  for (;;) {
-  }
-}
-
 // boards/qemu/ESP32S3/startup.S calls this on a fatal exception (an illegal instruction too).
 extern "C" void xtensa_fatal(uint32_t cause, uint32_t epc1, uint32_t excvaddr, uint32_t depc) {
   say("ERROR Xtensa exception caught: %s %u EPC1=0x%08x EXCVADDR=0x%08x DEPC=0x%08x\n",
@@ -224,13 +208,10 @@ extern "C" void xtensa_fatal(uint32_t cause, uint32_t epc1, uint32_t excvaddr, u
 }
 
 extern "C" uint32_t _sbss, _ebss;
-extern "C" void (*__init_array_start[])(void);
-extern "C" void (*__init_array_end[])(void);
 
 // boards/qemu/ESP32S3/startup.S's entry, on its stack with the windowed ABI set up
 extern "C" void xtensa_start(void) {
   memset(&_sbss, 0, reinterpret_cast<char*>(&_ebss) - reinterpret_cast<char*>(&_sbss));
-  for (auto** f = __init_array_start; f < __init_array_end; f++) (*f)();
   say("TFLM_ESP32S3 image=0x%08x arena=%u\n", static_cast<unsigned>(TFLM_IMAGE_ADDR),
       static_cast<unsigned>(sizeof(tensor_arena)));
   run();
