@@ -76,6 +76,7 @@ def requant(acc, mq, dst, p):
     d8 = ptr8(dst)
     d16 = ptr16(dst)
     d32 = ptr32(dst)
+    byte = es == 1
     c = 0
     while c < oc:  # channel by channel: its multipliers, shifts and rounding masks read once
         m1 = int(pm[c])
@@ -99,21 +100,27 @@ def requant(acc, mq, dst, p):
         else:
             rs2 = 0 - s2
         mask2 = (1 << rs2) - 1
+        m = m1
+        ls = ls1
+        rs = rs1
+        mask = mask1
+        flip = 0
         i = c
         while i < n:
             x = int((pa[i] ^ sg) - sg)
-            m = m1
-            ls = ls1
-            rs = rs1
-            mask = mask1
-            flip = 0
-            if alt and x < 0:
-                m = m2
-                ls = ls2
-                rs = rs2
-                mask = mask2
-                if alt == 2:
-                    flip = 1
+            if alt:  # this output's set: the second for a negative accumulator
+                m = m1
+                ls = ls1
+                rs = rs1
+                mask = mask1
+                flip = 0
+                if x < 0:
+                    m = m2
+                    ls = ls2
+                    rs = rs2
+                    mask = mask2
+                    if alt == 2:
+                        flip = 1
             if ls:
                 x = (((x << ls) & m32) ^ sg) - sg  # wraps to int32 on both word sizes (TFLM's C)
             # srdhm(x, m), m >= 0: TFLM's (x m + nudge) / 2**31 truncated, which is
@@ -156,7 +163,7 @@ def requant(acc, mq, dst, p):
                     r = lo
                 elif r > hi:
                     r = hi
-                if es == 1:
+                if byte:
                     d8[y + i] = r + zy
                 else:
                     d16[y + i] = r + zy
