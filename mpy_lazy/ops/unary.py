@@ -76,7 +76,10 @@ def _one(fn, v):
     if fn == 3:
         return v * v
     if fn == 4:
-        return _INF if v > 709.0 else math.exp(v)
+        try:
+            return _INF if v > 709.0 else math.exp(v)
+        except (OverflowError, ValueError):  # a float32 board's exp overflows above 88.7
+            return _INF
     if fn == 5:
         return _NAN if v < 0.0 else (-_INF if v == 0.0 else (v if v == _INF else math.log(v)))
     if fn <= 7:
