@@ -18,21 +18,12 @@
 // the core's clock as imported into qemu (firmware/esp32s3/build_qemu.sh)
 #define CPU_FREQ_MHZ (240)
 
-// qemu target/xtensa/xtensa-semi.c
-#define SYS_EXIT (1)
+#include "semihosting.h"  // simcall(), SYS_EXIT, SYS_WRITE
+
+// qemu target/xtensa/xtensa-semi.c: the calls the console needs besides those
 #define SYS_READ (3)
-#define SYS_WRITE (4)
 #define SYS_SELECT_ONE (29)
 #define SELECT_ONE_READ (1)
-
-static int simcall(int nr, int a, int b, int c) {
-    register int a2 __asm__ ("a2") = nr;
-    register int a3 __asm__ ("a3") = a;
-    register int a4 __asm__ ("a4") = b;
-    register int a5 __asm__ ("a5") = c;
-    __asm__ volatile ("simcall" : "+r" (a2), "+r" (a3) : "r" (a4), "r" (a5) : "memory");
-    return a2;
-}
 
 void uart_init(void) {
 }

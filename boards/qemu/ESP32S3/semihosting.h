@@ -1,6 +1,6 @@
 // qemu's Xtensa semihosting (target/xtensa/xtensa-semi.c): SIMCALL with the call number in a2,
 // arguments in a3..a5, the result in a2. For the bare-metal programs on this board's start-up
-// code (firmware/esp32s3/hello.c, firmware/esp32s3/tflm).
+// code (firmware/esp32s3/hello.c, firmware/esp32s3/tflm) and the MicroPython board (esp32s3_sim.c).
 #ifndef ESP32S3_SEMIHOSTING_H
 #define ESP32S3_SEMIHOSTING_H
 
