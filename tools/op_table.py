@@ -50,7 +50,7 @@ TFLM = {
     "PACK": "int8 int16 int32 float32 int64", "PAD": "int8 int16 int32 float32",
     "PADV2": "int8 int16 int32 float32", "PRELU": "int8 int16 float32",
     "QUANTIZE": "int8 int16 int32 float32 uint8", "READ_VARIABLE": ANY, "REDUCE_ALL": "bool",
-    "REDUCE_MAX": "int8 int16 float32", "REDUCE_MIN": "int8 int16 float32", "RELU": "int8 int16 float32",
+    "REDUCE_MAX": "int8 float32", "REDUCE_MIN": "int8 float32", "RELU": "int8 int16 float32",
     "RELU6": "int8 int16 float32", "RESHAPE": ANY, "RESIZE_BILINEAR": "int8 float32",
     "RESIZE_NEAREST_NEIGHBOR": "int8 int16 float32", "REVERSE_V2": "int8 int16 int32 float32 bool uint8 int64",
     "ROUND": "float32", "RSQRT": "int8 float32", "SELECT_V2": "int8 int16 float32", "SHAPE": ANY,

@@ -322,6 +322,19 @@ def test_a_reduction_to_a_scalar_runs(tmp_path, dt):
     assert np.asarray(got, want.dtype).reshape(-1).tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("op", [OP.REDUCE_MAX, OP.REDUCE_MIN])
+def test_tflm_refuses_int16_max_and_min(tmp_path, op):
+    """TFLM's REDUCE_MAX / REDUCE_MIN take int8 and float32 only (reduce_common.cc: "Only float32
+    and int8 types are supported"), with one quantization or another: tools/op_table.py's TFLM
+    column says so, and pack refuses them (test_refusals)."""
+    for yq in ("same", (0.002, 0)):
+        data, xs = reducer(op, "i16", (1, 4, 6), [1], False, yq)
+        src = tmp_path / "m.tflite"
+        src.write_bytes(data)
+        with pytest.raises(RuntimeError):
+            tflm_ref.run(str(src), [xs[0]])
+
+
 def test_refusals(cli, tmp_path):
     """What TFLM refuses (or the board cannot hold), refused in one line naming the op."""
     bad = {
