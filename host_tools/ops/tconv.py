@@ -9,7 +9,7 @@ from . import HYBRID, check_scales
 # the tensor types taken (proven against TFLM's interpreter: tests/host/test_tflite*.py; 16x8 with an
 # int64 bias, or an int16 one, which TFLM widens to int64)
 TYPES = {
-    "TRANSPOSE_CONV": "int8 int16",
+    "TRANSPOSE_CONV": "int8 int16 float32",
 }
 
 
@@ -38,8 +38,18 @@ def op_TRANSPOSE_CONV(r):
     xq, yq = r.qof(x_t), r.qof(r.outs[0])
     if yq is None and w.dtype == np.int8:
         raise r.err(HYBRID)
-    if yq is None:
-        raise r.err("a float TRANSPOSE_CONV is not supported (int8 and 16x8 are)")
+    if yq is None:  # float: TFLM's reference TransposeConv, its fused activation within float32's range
+        if w.dtype != np.float32 or bias is not None and bias.dtype != np.float32:
+            raise r.err("a float TRANSPOSE_CONV with %s weights and a %s bias (float32 expected)"
+                        % (w.dtype, None if bias is None else bias.dtype))
+        if act == "relu_n1_to_1":
+            raise r.err("fused activation RELU_N1_TO_1 on a float TRANSPOSE_CONV is not supported")
+        n = r.emit("tconv", [x], out=oc, k=(kh, kw), stride=(sh, sw) if (sh, sw) != (1, 1) else None,
+                   pad=(pads[0], pads[1]) if any(pads[:2]) else None, size=(oh, ow), act=act or "finite")
+        n.t["w"] = r.add("weight", w)
+        if bias is not None:
+            n.t["b"] = r.add("bias", bias)
+        return
     if w.dtype != np.int8:
         raise r.err("quantized model with %s weights (only int8 weights are supported)" % w.dtype)
     dt = r.dtof(r.outs[0])
