@@ -750,12 +750,17 @@ def div(ins, kv, qin, tensors):
 def prelu(ins, kv, qin, tensors):
     """Float: x if x >= 0 else x alpha. int8 (TFLM's PRELU): x >= z_x from the table t (the
     packer's clamp(z_y + mbqm(x - z_x, m1, s1))), else clamp(z_y + mbqm((x - z_x)(alpha - ZA),
-    M, S))."""
+    M, S)); int16 (m=M1,S1,M,S,ZA): the first half through mbqm(x - z_x, M1, S1) too."""
     x, alpha = ins[0], _second(ins, kv, tensors)
     if "q" not in kv:
         return np.where(x >= 0, x, (x.astype(np.float32) * alpha.astype(np.float32)).astype(np.float64))
-    m, s, za = kv["m"]
     d = x - qin[0][1]
+    if len(kv["m"]) == 5:  # int16, int8 alpha: both halves per element
+        m1, s1, m, s, za = kv["m"]
+        lo, hi = kv.get("clamp", RANGE["i16"])
+        neg = np.clip(mbqm_np(d * (alpha - za), m, s) + kv["q"][1], lo, hi)
+        return np.where(d >= 0, np.clip(mbqm_np(d, m1, s1) + kv["q"][1], lo, hi), neg)
+    m, s, za = kv["m"]
     neg = np.clip(mbqm_np(d * (alpha - za), m, s) + kv["q"][1], *kv.get("clamp", RANGE["i8"]))
     return np.where(d >= 0, _t(tensors, kv["t"], np.int64)[x + 128], neg)
 

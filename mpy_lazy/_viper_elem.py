@@ -1,5 +1,5 @@
 # Viper kernels of the elementwise ops, cast, resize, comparisons, logical ops, select and the
-# index ops (kinds 44..51, 65, 67, 68, 80, 81; the records and their plain-Python versions:
+# index ops (kinds 44..51, 65, 67, 68, 80, 81, 120; the records and their plain-Python versions:
 # ops/elementwise.py, cast.py, resize.py, compare.py, index.py, whose FAST names this module):
 # imported only for a program that has such a record. The
 # same rules as _viper.py (no allocation, no floats, 31-bit literals).
@@ -281,6 +281,57 @@ def prelu(E, P, k: int):
                 a[y + i + q] = tb[v + 128]
             q += 1
         i += m
+
+
+@micropython.viper
+def prelu16(E, P, k: int):
+    # TFLM's 16x8 PRELU element by element (see ops/elementwise.py's prelu16): mbqm through
+    # _srdhm and _rdbpot on W[8..10] (no int of 2**30 or more in an argument or a result)
+    pp = ptr32(uint(ptr32(P)) + 4 * k)
+    a = ptr16(E.A)
+    t = uint(ptr32(E.W)) + 32
+    pt = ptr32(t)
+    al = ptr8(uint(ptr8(E.B[pp[16]])) + pp[17])
+    sg = 1
+    sg <<= 31
+    zy = int((pp[3] ^ sg) - sg)
+    lo = int((pp[4] ^ sg) - sg)
+    hi = int((pp[5] ^ sg) - sg)
+    x = int(pp[6]) >> 1
+    y = int(pp[7]) >> 1
+    n = int(pp[8])
+    bc = int(pp[9])
+    zx = int((pp[10] ^ sg) - sg)
+    za = int((pp[11] ^ sg) - sg)
+    i = 0
+    j = 0
+    while i < n:
+        d = ((a[x + i] ^ 0x8000) - 0x8000) - zx
+        if d >= 0:
+            m = int(pp[12])
+            s = int((pp[13] ^ sg) - sg)
+        else:
+            d = d * (((al[j] ^ 0x80) - 0x80) - za)
+            m = int(pp[14])
+            s = int((pp[15] ^ sg) - sg)
+        pt[1] = m
+        if s > 0:
+            pt[0] = d << s  # (wraps to 32 bits in the store, as TFLM's x * (1 << s))
+            _srdhm(t)
+        else:
+            pt[0] = d
+            _srdhm(t)
+            _rdbpot(t, 0 - s)
+        r = int((pt[2] ^ sg) - sg) + zy
+        if r < lo:
+            r = lo
+        elif r > hi:
+            r = hi
+        a[y + i] = r
+        j += 1
+        if j == bc:
+            j = 0
+        i += 1
 
 
 # --- index ops: gathernd, update (kinds 80, 81; the records: ops/index.py) -------------------

@@ -26,7 +26,7 @@ def _operands(r, commutes):
         if sy != sx and int(np.prod(sy)) not in (1, sx[-1]):
             raise r.err("shapes %s and %s: equal, one per channel or one value" % (sx, sy))
         return x, y
-    if r.dtof(b) != r.dtof(a):
+    if r.dtof(b) != r.dtof(a) and (r.opname, r.dtof(b), r.dtof(a)) != ("prelu", "i8", "i16"):  # (16x8 PRELU)
         raise r.err("a %s constant with a %s activation" % (r.tensor(b)[2], r.tensor(a)[2]))
     shape = r.ir.shapes[x]
     if c.size == 1:
@@ -103,14 +103,20 @@ def op_PRELU(r):
     n.t["w"] = r.add("alpha", codes)
     if yq is None:
         return
-    if r.dtof(r.outs[0]) != "i8":
-        raise r.err("%s PRELU is not supported (float32 and int8 are)" % r.tensor(r.outs[0])[2])
+    dt = r.dtof(r.outs[0])
+    if dt not in ("i8", "i16"):
+        raise r.err("%s PRELU is not supported (float32, int8 and int16 are)" % r.tensor(r.outs[0])[2])
     xq, aq = r.qof(r.ins[0]), r.qof(r.ins[1])
     m1, s1, m2, s2 = tflm.prelu_params(xq[0], aq[0], yq[0])
+    if dt == "i16":  # TFLM's 16x8 PRELU: int8 alpha, both halves requantized per element
+        if r.dtof(r.ins[1]) != "i8":
+            raise r.err("a %s alpha: TFLM's int16 PRELU takes int8" % r.tensor(r.ins[1])[2])
+        n.attrs["m"] = (m1, s1, m2, s2, aq[1])
+        return
     n.attrs["m"] = (m2, s2, aq[1])
     n.t["t"] = r.add("lut", np.array(tflm.prelu_table(xq[1], yq[1], m1, s1), np.int8))
 
 
 # the tensor types each builtin takes (TFLM's interpreter the peer: tests/host/test_tflite_elem.py)
 TYPES = {"MINIMUM": "int8 int16 int32 float32", "MAXIMUM": "int8 int16 int32 float32", "DIV": "int8 int32 float32",
-         "PRELU": "int8 float32"}
+         "PRELU": "int8 int16 float32"}

@@ -7,13 +7,14 @@
 # i32; no requantization: the converter gives inputs and output one quantization); int8 div
 # computes TFLM's fixed-point quotient with t= the table of its reciprocals (made at pack
 # time), m=M,S the multiplier of scale1 / (scale2 x output scale); int8 prelu: m=M,S,ZA for
-# x < z_x (the product (x - z_x)(alpha - ZA) requantized), t= the table of the other half.
+# x < z_x (the product (x - z_x)(alpha - ZA) requantized), t= the table of the other half; int16
+# prelu (int8 alpha, TFLM's 16x8): m=M1,S1,M2,S2,ZA, both halves requantized per element.
 # int32 div (unquantized, q=1.0,0): t= its constant divisors, C's truncated quotient (the iarith
 # kind, which add, sub and mul of int32 values use too: ops/binary.py).
 import math
 
-from .._arith import ACTS, head, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
-from ..kinds import DIV, FBINARY, IARITH, INT32_MAX, MINMAX, PRELU
+from .._arith import ACTS, head, mbqm, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
+from ..kinds import DIV, FBINARY, IARITH, INT32_MAX, MINMAX, PRELU, PRELU16
 from . import Op as Base, act_code
 
 BLOCK = 256  # prelu's int32 accumulators per requantization call
@@ -33,14 +34,14 @@ class Op(Base):
             raise self.fail("takes x=a,b%s" % (" or x=a %s=tensor" % const if const else ""), "x")
         if name == "prelu":
             self.inplace = False
-        dt = self.quantized({"div": ("i8", "i32"), "prelu": ("i8",)}.get(name, ("i8", "i16", "i32")))
+        dt = self.quantized({"div": ("i8", "i32"), "prelu": ("i8", "i16")}.get(name, ("i8", "i16", "i32")))
         if len(ins) == 2:
             other = ins[1].shape
             if "shape" in kv:
                 raise self.fail("shape= is the shape of a constant operand", "shape")
         else:
             other = tuple(kv.get("shape", (x.shape[-1],)))
-            self.param("weight", const, other, "f32" if dt == "f32" else dt, init)
+            self.param("weight", const, other, "f32" if dt == "f32" else ("i8" if name == "prelu" else dt), init)
         size = 1
         for d in other:
             size *= d
@@ -52,6 +53,15 @@ class Op(Base):
             raise self.fail("second operand of shape %s: %s, one per channel or one value" % (other, x.shape), "x")
         self.act = act_code(kv)
         if dt == "i32" and name == "div":
+            self.clamp = clamp(kv, n, dt)
+        elif dt == "i16" and name == "prelu":
+            m = kv.get("m")
+            if m is None or len(m) != 5 or not 0 <= m[0] < 2 ** 31 or not 0 <= m[2] < 2 ** 31 \
+                    or not -31 <= m[1] <= 30 or not -31 <= m[3] <= 30 or not -128 <= m[4] <= 127:
+                raise self.fail("int16 prelu needs m=M1,S1,M2,S2,ZA (M 0..2**31-1, S -31..30, ZA -128..127)", "m")
+            if "t" in kv:
+                raise self.fail("t= is for int8 prelu", "t")
+            self.mult = tuple(m)
             self.clamp = clamp(kv, n, dt)
         elif dt != "f32" and name in ("div", "prelu"):
             m = kv.get("m")
@@ -88,6 +98,9 @@ class Op(Base):
             return [c.record(MINMAX, [1 if self.name == "maximum" else 0, es, c.off(x), c.off(y), y.size,
                                       self.bc] + x2)]
         head = [1, y.q[1], self.clamp[0], self.clamp[1]]
+        if x.dtype == "i16":
+            return [c.record(PRELU16, head + [c.off(x), c.off(y), y.size, self.bc, x.q[1], self.mult[4]]
+                             + list(self.mult[:4]) + c.ref(self.weight))]
         if self.name == "div":
             return [c.record(DIV, head + [c.off(x), c.off(self.x[1]), c.off(y), y.size, self.bc, x.q[1],
                                           self.x[1].q[1], self.mult[0], self.mult[1]] + c.ref(self.table))]
@@ -100,7 +113,8 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu', IARITH: 'iarith'}
+KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu', IARITH: 'iarith',
+           PRELU16: 'prelu16'}
 FAST = '_viper_elem'
 
 
@@ -162,6 +176,20 @@ def check_prelu(r, E):
     r.region(18, "scratch", 4 * block, 4)
 
 
+def check_prelu16(r, E):
+    """int16 prelu: 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y 8 N 9 BC 10 ZX 11 ZA 12 M1 13 S1 (x >= ZX)
+    14 M2 15 S2 (x < ZX) 16-17 alpha (i8 [BC])."""
+    r.clamp(2)
+    r.range(2, "out", 1, 1)
+    n, bc = r.broadcast(8)
+    r.region(6, "x", 2 * n, 2)
+    r.region(7, "y", 2 * n, 2)
+    r.range(10, "zero_point", -32768, 32767)
+    r.range(11, "zero_point", -128, 127)
+    r.mq(12, 2, "m")
+    r.tensor(16, "alpha", ("i8",), bc)
+
+
 def check_iarith(r, E):
     """int32 add, sub, mul, div: 2 OP 3 LO 4 HI 5 X1 6 Y 7 N 8 BC 9 SRC (0: x2 in the arena at
     10; 1: a tensor at 11-12)."""
@@ -193,6 +221,9 @@ def check(r, E):
         r.inplace = 5
     elif kind == PRELU:
         check_prelu(r, E)
+    elif kind == PRELU16:
+        check_prelu16(r, E)
+        r.inplace = 6  # (each element read before it is written)
     elif kind == DIV:
         check_div(r, E)
         r.inplace = 6
@@ -291,6 +322,36 @@ def prelu(E, P, k):
             if v >= zx:
                 a[y + i + q] = tab[t0 + v]
         i += m
+
+
+# prelu16 record (int16 x and y, int8 alpha): 2 OC (1) 3 ZY 4 LO 5 HI 6 X 7 Y (bytes) 8 N 9 BC
+# 10 ZX 11 ZA 12 M1 13 S1 14 M2 15 S2 16-17 alpha (i8 [BC]). TFLM's 16x8 PRELU, element by
+# element: d = x - ZX; clamp(ZY + mbqm(d, M1, S1)) for d >= 0, else clamp(ZY + mbqm(d (alpha -
+# ZA), M2, S2)).
+
+def prelu16(E, P, k):
+    a = E.a16
+    al, a0 = E.s8[P[k + 16]], P[k + 17]
+    zy = P[k + 3]
+    lo = P[k + 4]
+    hi = P[k + 5]
+    x = P[k + 6] // 2
+    y = P[k + 7] // 2
+    n = P[k + 8]
+    bc = P[k + 9]
+    zx = P[k + 10]
+    za = P[k + 11]
+    j = 0
+    for i in range(n):
+        d = a[x + i] - zx
+        if d >= 0:
+            v = mbqm(d, P[k + 12], P[k + 13]) + zy
+        else:
+            v = mbqm(d * (al[a0 + j] - za), P[k + 14], P[k + 15]) + zy
+        a[y + i] = lo if v < lo else (hi if v > hi else v)
+        j += 1
+        if j == bc:
+            j = 0
 
 
 # iarith record (int32): 2 OP (0 add, 1 sub, 2 mul, 3 div) 3 LO 4 HI 5 X1 6 Y (bytes) 7 N 8 BC

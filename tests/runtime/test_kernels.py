@@ -2313,6 +2313,45 @@ def test_prelu():
         run_each(build, ar.expected, "prelu case %d %s" % (case, fields[:12]), ELEM_IMPLS)
 
 
+def test_prelu16():
+    """TFLM's 16x8 PRELU (int16 x and y, int8 alpha): d = x - ZX; clamp(ZY + mbqm(d, M1, S1)) for
+    d >= 0, else clamp(ZY + mbqm(d (alpha - ZA), M2, S2)); alpha repeating every BC elements;
+    written over its input too (the check allows x == y)."""
+    r = Lcg(95)
+    for case in range(CASES):
+        c = r.int(1, 6)
+        n = c * r.pick((1, 4, 90))
+        bc = r.pick((n, c, 1))
+        zx = r.pick((0, 0, r.int(-32768, 32767)))
+        za = r.int(-128, 127)
+        m1, s1 = multiplier(r), shift16(r, 65535)
+        m2, s2 = multiplier(r), shift16(r, 65535 * 255)
+        zy = r.pick((0, 0, -32768, 32767, r.int(-32768, 32767)))
+        lo, hi = (-32768, 32767) if not r.chance(3) else (r.int(-32768, 0), r.int(0, 32767))
+        edge = (-32768, 32767, -1, 0, 1, zx)
+        x = [r.pick(edge) if r.chance(4) else r.int(-32768, 32767) for _ in range(n)]
+        alpha = i8s(r, bc, za)
+        inplace = case % 4 == 3
+        ar = Arena(r, [2 * n] if inplace else [2 * n, 2 * n], aligns=(2, 2))
+        xo = ar.offsets[0]
+        yo = xo if inplace else ar.offsets[1]
+        for i in range(n):
+            ar.put(xo + 2 * i, i16_bytes(x[i]))
+        for i in range(n):
+            d = x[i] - zx
+            v = ref_requant(d, m1, s1, zy, lo, hi) if d >= 0 else \
+                ref_requant(d * (alpha[i % bc] - za), m2, s2, zy, lo, hi)
+            ar.expected[yo + 2 * i], ar.expected[yo + 2 * i + 1] = i16_bytes(v)
+        slot = Slot()
+        fields = [1, zy, lo, hi, xo, yo, n, bc, zx, za, m1, s1, m2, s2, 0, slot.i8(alpha)]
+
+        def build(mod):
+            a = ar.fresh()
+            return (lambda: run_record(mod, "prelu16", a, (slot.b,), kinds.PRELU16, fields)), a
+
+        run_each(build, ar.expected, "prelu16 case %d %s" % (case, fields[:14]), ELEM_IMPLS)
+
+
 # --- float kernels of kinds 44..53 (_float.py: one implementation, against the formulas) ------
 
 class FEnv(Env):
