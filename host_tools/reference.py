@@ -1016,7 +1016,11 @@ def svdf(ins, kv, qin, tensors, state):
     """TFLM's integer SVDF: the state (F filters x memory steps, initially its zero point) moves
     one step; each filter's newest entry is its feature product requantized, saturated to the
     state's dtype, plus the state's zero point (wrapping around that dtype as TFLM's cast); each
-    unit sums its rank filters' time products (int32, wrapping) and its bias, requantized."""
+    unit sums its rank filters' time products (int32, wrapping) and its bias, requantized.
+    Float (no q=): the newest entry w_f . x, each unit act(b + its filters' t_f . state_f), in
+    float32 as TFLM's."""
+    if "q" not in kv:
+        return _fsvdf(ins[0].reshape(-1), kv, tensors, state)
     x = ins[0].reshape(-1) - qin[0][1]
     w = _t(tensors, kv["w"], np.int64)
     tw = _t(tensors, kv["t"], np.int64)
@@ -1037,6 +1041,21 @@ def svdf(ins, kv, qin, tensors, state):
     acc = _wrap32(acc.reshape(units, -1).sum(axis=1) + b)
     state[kv["y"]] = s.reshape(-1)
     return np.clip(mbqm_np(acc, m2, s2) + kv["q"][1], -128, 127)
+
+
+def _fsvdf(x, kv, tensors, state):
+    f32 = np.float32
+    w, tw = _t(tensors, kv["w"], f32), _t(tensors, kv["t"], f32)
+    filters, mem = tw.shape
+    s = state.get(kv["y"])
+    if s is None:
+        s = np.zeros(filters * mem, f32)
+    s = np.concatenate([s[1:], s[:1]]).reshape(filters, mem)
+    s[:, -1] = w @ x.astype(f32)
+    acc = (tw * s).sum(axis=1, dtype=f32).reshape(kv["out"], -1).sum(axis=1, dtype=f32)
+    acc = acc + _t(tensors, kv["b"], f32)
+    state[kv["y"]] = s.reshape(-1)
+    return _act(acc.astype(np.float64), kv)
 
 
 def _var_line(lines, name):

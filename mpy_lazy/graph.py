@@ -73,7 +73,7 @@ OPS = {
     "softmax": (("x", "y"), ("beta", "q", "m", "t", "dtype")),
     "lstm": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "cell", "clip", "state")),
     "gru": (("x", "y", "w", "r", "b", "out"), ("q", "m", "t", "state")),
-    "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory", "q", "m", "sq"), ("sdtype",)),
+    "svdf": (("x", "y", "w", "t", "b", "out", "rank", "memory"), ("q", "m", "sq", "sdtype", "act")),
     "quantize": (("x", "y", "q"), ("dtype", "m")),
     "dequantize": (("x", "y"), ()),
     # elementwise ops, cast, resize, layernorm, groupnorm

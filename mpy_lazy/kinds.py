@@ -57,7 +57,8 @@ AVGPOOL_U8 = 107  # legacy uint8 models' avgpool: TFLite's uint8 rounding (half 
 BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on the board (ops/control.py)
 SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
 PRELU16 = 120  # int16 prelu, int8 alpha: TFLM's two multipliers per element (ops/elementwise.py)
-KINDS = 121  # kinds are 1..KINDS-1
+FSVDF = 121  # float32 svdf (ops/svdf.py)
+KINDS = 122  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -83,7 +84,7 @@ NAMES = (
     "irfft conv2d depthwise avgpool - - branch jump loop "  # 104..
     "next fft "  # 112..
     "- - - - - "  # 115..119
-    "prelu "  # 120..
+    "prelu svdf "  # 120..
 )
 LENGTH = (
     0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
@@ -95,7 +96,7 @@ LENGTH = (
     10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
     40, 40, 21, 0, 0, 4, 3, 3, 5, 12,  # 105..
     0, 0, 0, 0, 0,  # 115..119
-    18,  # 120..
+    18, 16,  # 120..
 )
 ROOM = (
     "- conv conv linear binary binary pool pool "  # 0..
@@ -114,13 +115,14 @@ ROOM = (
     "signal conv conv pool - - control control control "  # 104..
     "control signal "  # 112..
     "- - - - - "  # 115..119
-    "elementwise "  # 120..
+    "elementwise svdf "  # 120..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):
 # QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB
 # FLSTM FGRU FBINARY FCAST FRESIZE FLAYERNORM FGROUPNORM FTCONV FREDUCE FCUMSUM FBMM FNORM FUNARY
-# FCOMPARE FARITH FOVERLAP SFFT (its int32 form too: one kind)
-FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103, 114)
+# FCOMPARE FARITH FOVERLAP SFFT (its int32 form too: one kind) FSVDF
+FLOATS = (13, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 35, 37, 41, 45, 47, 50, 52, 53, 54, 73, 75, 77, 79, 64, 66, 69, 103, 114,
+          121)
 
 
 def word(table, kind):

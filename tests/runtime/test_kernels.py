@@ -2391,6 +2391,42 @@ def f32_bits_of(v):
 FLT_MAX = (2.0 - 2.0 ** -23) * 2.0 ** 127  # (float32's largest; a literal may parse to inf on a board)
 
 
+def test_fsvdf():
+    """TFLM's float SVDF over two calls on one arena: the state (garbage-free, F x M f32) moves one
+    element left across the filters, filter f's newest entry is w_f . x, y_u = act(b_u + the sum
+    of the unit's rank filters' t_f . state_f); act none, relu, relu6."""
+    r = Lcg(96)
+    for case in range(CASES // 4):
+        units, rank, mem, nin = r.int(1, 4), r.int(1, 3), r.int(1, 5), r.int(1, 6)
+        f, act = units * rank, case % 3
+        w = [f32r(r.int(-64, 64) / 16.0) for _ in range(f * nin)]
+        t = [f32r(r.int(-64, 64) / 16.0) for _ in range(f * mem)]
+        b = [f32r(r.int(-64, 64) / 8.0) for _ in range(units)]
+        st = [f32r(r.int(-64, 64) / 32.0) for _ in range(f * mem)]
+        slot = Slot()
+        wo, to, bo = slot.add(w, "f"), slot.add(t, "f"), slot.add(b, "f")
+        xo, yo, so = 0, 4 * nin, 4 * (nin + units)
+        a = bytearray(4 * (nin + units + f * mem))
+        af = _slot_view(a, "f32")
+        for i in range(f * mem):
+            af[nin + units + i] = st[i]
+        for call in range(2):
+            x = [f32r(r.int(-64, 64) / 16.0) for _ in range(nin)]
+            for i in range(nin):
+                af[i] = x[i]
+            st = st[1:] + [0.0]
+            for o in range(f):
+                st[o * mem + mem - 1] = f32r(sum(w[o * nin + i] * x[i] for i in range(nin)))
+            want = []
+            for u in range(units):
+                y = b[u] + sum(t[o * mem + j] * st[o * mem + j] for o in range(u * rank, (u + 1) * rank) for j in range(mem))
+                y = max(y, 0.0) if act else y
+                want.append(f32r(min(y, 6.0) if act == 2 else y))
+            got = run_float("fsvdf", a, (slot.b,), kinds.FSVDF, [f, nin, mem, units, xo, yo, so, act, 0, wo, 0, to, 0, bo])
+            close_to([got[nin + u] for u in range(units)], want, "fsvdf case %d call %d" % (case, call))
+            close_to([got[nin + units + i] for i in range(f * mem)], st, "fsvdf state case %d call %d" % (case, call))
+
+
 def test_float_binary_cast_act():
     """binary (min, max, div with IEEE's zeros, prelu; a fused activation; x2 from the arena or
     a tensor, repeating), cast (TFLM's: f32 to integers truncated and saturated, NaN to 0), and
