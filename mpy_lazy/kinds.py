@@ -56,7 +56,8 @@ CONV_U8, DW_U8 = 105, 106  # legacy uint8 models' conv2d / depthwise: int8 recor
 AVGPOOL_U8 = 107  # legacy uint8 models' avgpool: TFLite's uint8 rounding (half up)
 BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on the board (ops/control.py)
 SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
-KINDS = 115  # kinds are 1..KINDS-1
+LSTM16 = 125  # 16x8 lstm: int16 x, h, y, int8 weights, int64 accumulators (ops/lstm.py)
+KINDS = 126  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -80,7 +81,8 @@ NAMES = (
     "window fftbits fftscale rfft energy filterbank fbsqrt specsub "  # 88..
     "pcan fblog iarith delay stacker framer overlap overlap "  # 96..
     "irfft conv2d depthwise avgpool - - branch jump loop "  # 104..
-    "next fft "  # 112..
+    "next fft - - - - - "  # 113..
+    "- - - - - lstm "  # 120..
 )
 LENGTH = (
     0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
@@ -91,6 +93,7 @@ LENGTH = (
     18, 15, 0, 0, 8, 0, 0, 0, 9, 5, 6, 10, 7, 9, 6, 14,  # 80..
     10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
     40, 40, 21, 0, 0, 4, 3, 3, 5, 12,  # 105..
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25,  # 115..
 )
 ROOM = (
     "- conv conv linear binary binary pool pool "  # 0..
@@ -107,7 +110,8 @@ ROOM = (
     "signal signal signal signal signal signal signal signal "  # 88..
     "signal signal elementwise signal signal signal signal signal "  # 96..
     "signal conv conv pool - - control control control "  # 104..
-    "control signal "  # 112..
+    "control signal - - - - - "  # 113..
+    "- - - - - lstm "  # 120..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):
 # QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB
