@@ -177,6 +177,8 @@ def _check(r, E):
     for i in range(1, 256):
         if t[i] & 0xFFFF < t[i - 1] & 0xFFFF:
             r.fail("table", "entry %d decreases (a sigmoid table never does)" % i)
+    if t[254] & 0xFFFF == 65535:  # (TFLM's is 65534)
+        r.fail("table", "entry 254 is 65535: a gate of 32768 the int16 gates cannot hold")
 
 
 def lstm_lag(steps, nin, hid):
