@@ -18,7 +18,7 @@ flatbuffers = pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from host_tools import reference  # noqa: E402
-from host_util import Board, kernel_path, run_cli, tensors_of  # noqa: E402
+from host_util import Board, cli, kernel_path, run_cli, tensors_of  # noqa: E402,F401 (cli: a fixture)
 from test_tflite_elem import ARENA, _opts, model  # noqa: E402
 from test_tflite_moves import _save  # noqa: E402
 
@@ -28,10 +28,10 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  
 
 
 def lstm16(steps, nin, hid, seed, s_x=2.0 ** -12, s_h=1.0 / 32767, cell=-11, clip=0.0, time_major=False,
-           w_scale=0.5, bias_scale=1.0):
+           w_scale=0.5, bias_scale=1.0, bias_dt="i64", zp=0):
     """A 16x8 LSTM (batch 1) with seeded weights, and two seeded inputs over the int16 range."""
     rng = np.random.default_rng(seed)
-    tensors = [((steps, 1, nin) if time_major else (1, steps, nin), "i16", (s_x, 0), None)]
+    tensors = [((steps, 1, nin) if time_major else (1, steps, nin), "i16", (s_x, zp), None)]
     sw = []
     for k in range(8):  # input weights (i, f, c, o), then recurrent: the converter's scales max|w| / 127
         w = rng.normal(0, w_scale, (hid, nin if k < 4 else hid)).astype(np.float32)
@@ -41,7 +41,7 @@ def lstm16(steps, nin, hid, seed, s_x=2.0 ** -12, s_h=1.0 / 32767, cell=-11, cli
     for k in range(4):  # biases: int64 at s_x * s_w (the forget gate's leaning to 1)
         b = rng.normal(1.0 if k == 1 else 0.0, bias_scale, hid)
         q = (s_x * sw[k], 0)
-        tensors.append(((hid,), "i64", q, np.round(b / q[0]).astype(np.int64)))
+        tensors.append(((hid,), bias_dt, q, np.round(b / q[0]).astype(np.int64)))
     tensors.append(((1, hid), "i16", (s_h, 0), None))  # h
     tensors.append(((1, hid), "i16", (2.0 ** cell, 0), None))  # c
     tensors.append((((steps, 1, hid) if time_major else (1, steps, hid)), "i16", (s_h, 0), None))  # y
@@ -137,3 +137,18 @@ def test_host_reference_matches_tflm(cases, name):
     for x, want in zip(c.inputs, c.want):
         got = reference.run(c.c.meta["graph"], tensors_of(c.c), np.array(x), state=state)[0]
         assert np.asarray(got).reshape(-1).tolist() == want.astype(np.int64).tolist(), name
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(bias_dt="i32"), "int16 with int8 weights and int64 biases"),  # (TFLM reads them as int64)
+    (dict(zp=3), "symmetric"),
+    (dict(bias_scale=1e4), "beyond int32"),
+])
+def test_pack_refuses_what_tflm_or_the_board_would_not_run(cli, tmp_path, kw, match):
+    """A 16x8 LSTM with int32 biases (TFLM's kernel reads int64 ones), an input zero point, or
+    biases past int32 (the container's): one line naming the operator, no output written."""
+    src, out = tmp_path / "m.tflite", tmp_path / "m.mpyl"
+    src.write_bytes(lstm16(3, 4, 5, 7, **kw)[0])
+    line = cli.fails("pack", src, "-o", out)
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in line and match in line, line
+    assert not out.exists()
