@@ -135,6 +135,8 @@ def lstm(E, P, k: int):
     colx = arena + pp[14]
     colh = colx + 4 * nin
     accb = colh + 4 * hid
+    if wide:  # (no int32 columns: _dots16 reads the int16 values)
+        accb = colx
     acc = ptr32(accb)
     gb = accb + 4 * h4  # the four gates, int16
     g16 = ptr16(gb)

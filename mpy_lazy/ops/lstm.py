@@ -84,11 +84,14 @@ class Op(Base):
         return 8 * hid
 
     def _work_bytes(self):
-        """The kernel's scratch: int8 and int16: x_t and h as int32 columns, 4H int32
-        accumulators, two vectors of 4H int16 (the gates); float: the four gates."""
+        """The kernel's scratch: int8: x_t and h as int32 columns, 4H int32 accumulators, two
+        vectors of 4H int16 (the gates); int16: the same without the columns; float: the four
+        gates."""
         _, nin, hid = self.dims
-        if self.y.dtype != "f32":
+        if self.y.dtype == "i8":
             return 4 * (nin + 9 * hid)
+        if self.y.dtype == "i16":
+            return 32 * hid
         return 16 * hid
 
     @property
@@ -161,7 +164,7 @@ def _check(r, E):
     r.range(11, "clip", -1, 32767)
     r.range(12, "cell", 1, 3 << 14)  # the tanh input's multiplier: |x * M| < 2**31
     r.range(13, "cell", 0, 31)
-    r.region(14, "scratch", 4 * (nin + 9 * hid), 4)
+    r.region(14, "scratch", 32 * hid if wide else 4 * (nin + 9 * hid), 4)
     r.tensor(19, "bias", ("i32",), (16 if wide else 32) * hid)
     r.tensor(21, "requant", ("i32",), 4 * (16 * hid + 6))
     m = E.words(r[21], r[22], 16 * hid + 6)
@@ -216,7 +219,8 @@ def state(P, k):
 # 23 24 t [256] i16 (TFLM's sigmoid_table_uint16). TFLM's lstm_eval (8x8 -> 16): every gate
 # gx = sat16(mbqm(bx + w x_t)) + sat16(mbqm(bh + r h)) (saturated), sigmoid16 or tanh16 of it;
 # c = sat16(sat16(mbqm(f c)) + sat16(mbqm(i g))), clipped; h = clamp8(ZH + mbqm(tanh16(c) o)).
-# lstm16 record (16x8): the same fields, x, y, h int16 (XO, YO, HO in bytes, ZH 0), b [4H] i32
+# lstm16 record (16x8): the same fields, x, y, h int16 (XO, YO, HO in bytes, ZH 0), S 4H int32
+# and 8H int16 (no columns), b [4H] i32
 # (x's products'; h's have none) and the products' shifts -31..7: TFLM's lstm_eval (16x8 -> 16,
 # int64 biases): gx = sat16(mbqm64(bx + w x_t)) + sat16(mbqm64(r h)) (saturated), then as
 # above, h = clamp16(mbqm(tanh16(c) o)).

@@ -1453,7 +1453,7 @@ def test_lstm16():
                 h, c = ref_lstm_step(x[step * nin:(step + 1) * nin], h, c, W, R, bias, mq, 0, qclip, power, t, hid,
                                      wide=True)
                 ys += h
-        ar = Arena(r, [2 * steps * nin, 2 * steps * hid], (nin + 9 * hid, (hid + 1) // 2, (hid + 1) // 2), (2, 2))
+        ar = Arena(r, [2 * steps * nin, 2 * steps * hid], (8 * hid, (hid + 1) // 2, (hid + 1) // 2), (2, 2))
         xo, yo = ar.offsets
         ho, co = ar.scratch[1], ar.scratch[2]
         ar.put(xo, [b for v in x for b in i16_bytes(v)])
@@ -1481,7 +1481,8 @@ def test_lstm16():
 
 def test_lstm16_check():
     """The 16x8 LSTM record's load-time check refuses each field its kernels assume: h's zero
-    point not 0, x, y and the state outside the arena or odd (int16), the bias outside its slot,
+    point not 0, x, y, the state and the scratch (32H bytes) outside the arena or x, y, h odd
+    (int16), the bias outside its slot,
     a product's shift past 7 (TFLM's int64 MultiplyByQuantizedMultiplier), the sigmoid table's
     entry 254 at 65535; each with one ContainerError line naming it."""
     from mpy_lazy import ContainerError
@@ -1507,7 +1508,7 @@ def test_lstm16_check():
     m_far[16 * hid] = 7  # (the inter-gate products' shifts take -31..30: an int32 multiply)
     room.check(*rec(m=m_far, t=table[:255] + [65535]))
     bad = [("zero_point", rec(w5=1)), ("x", rec(w6=arena - 4)), ("x", rec(w6=1)), ("y", rec(w7=arena - 2)),
-           ("y", rec(w7=65)), ("state", rec(w8=129)), ("state", rec(w8=arena - 2)), ("bias", rec(w20=1 << 20)),
+           ("y", rec(w7=65)), ("state", rec(w8=129)), ("state", rec(w8=arena - 2)), ("bias", rec(w20=1 << 20)), ("scratch", rec(w14=arena - 32 * hid + 4)),
            ("table", rec(t=table[:254] + [65535, 65535]))]
     for k in (4 * hid, 12 * hid + 1):  # a product's shift past 7
         m = list(m_good)
