@@ -17,8 +17,9 @@ _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "pro
 
 def op_UNIDIRECTIONAL_SEQUENCE_LSTM(r):
     """TFLM's standard LSTM (no peephole, projection, layer norm nor CIFG), batch 1: int8
-    (int16 cell state), 16x8 (int16 activations, int8 weights, int64 biases) or float. Its state tensors are variables: the state persists from
-    one call to the next (state=keep), as in TFLM."""
+    (int16 cell state), 16x8 (int16 activations, int8 weights, int64 biases) or float. Its
+    state tensors are variables: the state persists from one call to the next (state=keep),
+    as in TFLM."""
     ins = list(r.ins) + [-1] * (24 - len(r.ins))
     for i, what in _LSTM_VARIANTS:
         if ins[i] >= 0:

@@ -119,7 +119,8 @@ class Op(Base):
         head = [steps, nin, hid]
         w, r, b = c.ref(self.weight), c.ref(self.recurrent), c.ref(self.bias)
         if y.dtype != "f32":
-            return [c.record(LSTM if y.dtype == "i8" else LSTM16, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
+            kind = LSTM if y.dtype == "i8" else LSTM16
+            return [c.record(kind, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
                                            self.qclip, self.tanh[0], self.tanh[1], s] + w + r + b
                              + c.ref(self.requant) + c.ref(self.table))]
 
@@ -220,10 +221,9 @@ def state(P, k):
 # gx = sat16(mbqm(bx + w x_t)) + sat16(mbqm(bh + r h)) (saturated), sigmoid16 or tanh16 of it;
 # c = sat16(sat16(mbqm(f c)) + sat16(mbqm(i g))), clipped; h = clamp8(ZH + mbqm(tanh16(c) o)).
 # lstm16 record (16x8): the same fields, x, y, h int16 (XO, YO, HO in bytes, ZH 0), S 4H int32
-# and 8H int16 (no columns), b [4H] i32
-# (x's products'; h's have none) and the products' shifts -31..7: TFLM's lstm_eval (16x8 -> 16,
-# int64 biases): gx = sat16(mbqm64(bx + w x_t)) + sat16(mbqm64(r h)) (saturated), then as
-# above, h = clamp16(mbqm(tanh16(c) o)).
+# and 8H int16 (no columns), b [4H] i32 (x's products'; h's have none), the products' shifts
+# -31..7. TFLM's lstm_eval (16x8 -> 16, int64 biases): gx = sat16(mbqm64(bx + w x_t)) +
+# sat16(mbqm64(r h)) (saturated), then as above, h = clamp16(mbqm(tanh16(c) o)).
 
 def lstm(E, P, k):
     p = rec(P, k)
