@@ -6,7 +6,8 @@ x the weight scale, a power-of-two cell scale), run by the tflite-micro wheel (t
 packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure kernels), on the MicroPython
 unix port (viper, 0 bytes allocated per inference) and by the host reference interpreter: every
 output of every step equal. Each model runs two invokes of one interpreter: the state (TFLM's
-variable tensors) carries from the first to the second."""
+variable tensors) carries from the first to the second; after reset() the first input gives
+the first outputs again."""
 import json
 import os
 
@@ -91,7 +92,7 @@ def cases(tmp_path_factory):
     for c in out.values():
         xs_path = os.path.join(workdir, c.name + ".json")
         with open(xs_path, "w") as f:
-            json.dump([[x] for x in c.inputs], f)
+            json.dump([[x] for x in c.inputs] + ["reset", [c.inputs[0]]], f)  # (then from the start again)
         jobs.append({"name": os.path.basename(c.pack), "xs": xs_path, "multi": True, "alloc": True})
     board = Board(workdir, "lstm16", [c.pack for c in out.values()], jobs)
     try:
@@ -101,14 +102,16 @@ def cases(tmp_path_factory):
 
 
 def test_the_models_are_16x8_lstms(cases):
-    """TFLM runs each as an int16 LSTM, and its outputs reach far into the int16 range (the
-    gates are neither all saturated nor all at rest)."""
+    """TFLM runs each as an int16 LSTM, its outputs reach far into the int16 range (the gates
+    are neither all saturated nor all at rest), and its second invoke depends on the first."""
     for c in cases[0].values():
         assert tflm_ref.op_names(c.src) == ["UNIDIRECTIONAL_SEQUENCE_LSTM"]
         assert all(y.dtype == np.int16 for y in c.want)
         y = np.concatenate(c.want)
         assert np.abs(y).max() > 3000 and len(set(y.tolist())) > len(y) // 3, c.name
         assert [line.split()[0] for line in c.c.meta["graph"].splitlines()].count("lstm") == 1
+        fresh = np.asarray(tflm_ref.run(c.src, c.xs[1:], arena_size=ARENA)[0]).reshape(-1)
+        assert fresh.tolist() != c.want[1].tolist(), c.name  # (the second invoke starts from the first's state)
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -119,6 +122,9 @@ def test_cpython_matches_tflm(cases, name):
         for x, want in zip(c.inputs, c.want):
             m(x)
             assert m.tolist() == want.astype(np.int64).tolist(), name
+        m.reset()  # the state starts again: the first call's outputs again
+        m(c.inputs[0])
+        assert m.tolist() == c.want[0].astype(np.int64).tolist(), name
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -126,8 +132,8 @@ def test_micropython_matches_tflm(cases, name):
     c = cases[0][name]
     r = cases[1].get(os.path.basename(c.pack))
     assert r["path"] == "viper"
-    assert [y[0] for y in r["ys"]] == [w.astype(np.int64).tolist() for w in c.want], name
-    assert r["alloc"] == [0, 0], r["alloc"]
+    assert [y[0] for y in r["ys"]] == [w.astype(np.int64).tolist() for w in c.want + c.want[:1]], name
+    assert r["alloc"] == [0, 0, 0], r["alloc"]
 
 
 @pytest.mark.parametrize("name", list(MODELS))
