@@ -920,7 +920,9 @@ def lstm(ins, kv, qin, tensors, state):
     """One LSTM layer over the rows of x (gates i, f, c, o). Float: g = act(W x_t + b + R h),
     c = f c + i g (clipped), h = o tanh(c). int8: TFLM's integer LSTM (lstm_eval.h): the two
     products requantized to int16 Q3.12 apart and added with saturation, the gates through
-    TFLM's int16 sigmoid/tanh (Q0.15), c and h by its int16 multiplications."""
+    TFLM's int16 sigmoid/tanh (Q0.15), c and h by its int16 multiplications. int16 (16x8): the
+    same with int64 sums requantized by TFLM's int64 MultiplyByQuantizedMultiplier, no
+    recurrent bias, h int16."""
     x = ins[0]
     hid = kv["out"]
     key = kv["y"]
@@ -953,9 +955,14 @@ def lstm(ins, kv, qin, tensors, state):
         # shifted right (rounding) by -(12 + p)
         lsh = 12 + p
         qclip = min(int(clip * 2.0 ** -p), 32767) if clip > 0 else None
+        wide = kv["dtype"] == "i16"
         for xt in x:
-            gx = np.clip(mbqm_np(_wrap32(b[:4 * hid] + w @ xt), mx, sx), -32768, 32767)
-            gh = np.clip(mbqm_np(_wrap32(b[4 * hid:] + r @ h), mh, sh), -32768, 32767)
+            if wide:
+                gx = np.clip(mbqm64_np(b + w @ xt, mx, sx), -32768, 32767)
+                gh = np.clip(mbqm64_np(r @ h, mh, sh), -32768, 32767)
+            else:
+                gx = np.clip(mbqm_np(_wrap32(b[:4 * hid] + w @ xt), mx, sx), -32768, 32767)
+                gh = np.clip(mbqm_np(_wrap32(b[4 * hid:] + r @ h), mh, sh), -32768, 32767)
             z = np.clip(gx + gh, -32768, 32767)
             i, f, o = (_sigmoid_q15(3 * z[k * hid:(k + 1) * hid], table) for k in (0, 1, 3))
             g = _tanh_q15(3 * z[2 * hid:3 * hid], table)
@@ -964,7 +971,7 @@ def lstm(ins, kv, qin, tensors, state):
             if qclip is not None:
                 c = np.clip(c, -qclip, qclip)
             tc = _tanh_q15(c * (3 << lsh) if lsh >= 0 else (3 * c + (1 << (-lsh - 1))) >> -lsh, table)
-            h = np.clip(zh + mbqm_np(tc * o, e[4], e[5]), -128, 127)
+            h = np.clip(zh + mbqm_np(tc * o, e[4], e[5]), *((-32768, 32767) if wide else (-128, 127)))
             ys.append(h)
     if kv.get("state") == "keep":
         state[key] = (h, c)

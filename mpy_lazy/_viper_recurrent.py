@@ -56,17 +56,63 @@ def _asm_dots(t, accb: uint, xb: uint, wb: uint, n: int, rows: int, bias: uint):
 
 
 @micropython.viper
+def _dots16(t, yb: uint, xb: uint, wb: uint, n: int, rows: int, bias: uint, mq: uint):
+    # y[o] = TFLM's int64 MultiplyByQuantizedMultiplier(bias[o] + sum_i w[o n + i] x[i]) by
+    # mq[o], mq[rows + o], saturated to int16, o < rows: int8 weights [rows, n] at wb, int16 x
+    # at xb, int32 biases (0: none), int16 y at yb. The sum in int32 chunks of 256 products
+    # (|.| < 2**30) gathered into _viper._out16's limbs (t: the work array W), as dense16's.
+    tw = ptr32(t)
+    sg = 1
+    sg <<= 31
+    pb = ptr32(bias)
+    m = ptr32(mq)
+    x = ptr16(xb)
+    o = 0
+    while o < rows:
+        s32 = 0
+        if bias:
+            s32 = int((pb[o] ^ sg) - sg)
+        tw[0] = s32 & 0xFFFF
+        tw[1] = s32 >> 16
+        s32 = 0
+        pw = ptr8(wb + o * n)
+        i = 0
+        while i < n:
+            s32 += ((pw[i] ^ 0x80) - 0x80) * ((x[i] ^ 0x8000) - 0x8000)
+            i += 1
+            if (i & 255) == 0:
+                tw[0] = int(tw[0]) + (s32 & 0xFFFF)
+                tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
+                s32 = 0
+        tw[0] = int(tw[0]) + (s32 & 0xFFFF)
+        tw[1] = int((tw[1] ^ sg) - sg) + (s32 >> 16)
+        tw[3] = m[o]
+        tw[4] = m[rows + o]
+        _viper._out16(t, 1, yb + 2 * o, -32768, 32767, 0)
+        o += 1
+
+
+@micropython.viper
 def lstm(E, P, k: int):
     # see _recurrent.lstm. Per step: x_t and h become int32 columns; the 4H rows of w . x_t and
     # of r . h are dot products (_dots) requantized to int16 by requant() with a multiplier per
     # row; the gates are their saturated sums through TFLM's int16 sigmoid or tanh (the table
     # t, inline); f c and i g go through one requant() (two channels, interleaved), o tanh(c)
     # through one more, into h. Seven calls per step: the step's work is the dot products.
+    # lstm16 (int16 x, h, y): the products in int64 by _dots16, straight to int16.
     arena = uint(ptr8(E.A))
     B = E.B
     W = E.W
     wk = ptr32(W)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
+    wide = (int(pp[0]) & 255) == 125  # LSTM16
+    es = 1
+    lo = -128
+    hi = 127
+    if wide:
+        es = 2
+        lo = -32768
+        hi = 32767
     sg = 1
     sg <<= 31
     steps = int(pp[2])
@@ -78,6 +124,7 @@ def lstm(E, P, k: int):
     yo = int(pp[7])
     hb = arena + pp[8]
     h8 = ptr8(hb)
+    h16 = ptr16(hb)
     c16 = ptr16(arena + pp[9])
     qclip = int((pp[11] ^ sg) - sg)
     tm = int(pp[12])
@@ -88,6 +135,8 @@ def lstm(E, P, k: int):
     colx = arena + pp[14]
     colh = colx + 4 * nin
     accb = colh + 4 * hid
+    if wide:  # (no int32 columns: _dots16 reads the int16 values)
+        accb = colx
     acc = ptr32(accb)
     gb = accb + 4 * h4  # the four gates, int16
     g16 = ptr16(gb)
@@ -101,7 +150,10 @@ def lstm(E, P, k: int):
     if int(pp[10]) & 1:
         j = 0
         while j < hid:
-            h8[j] = zh
+            if wide:
+                h16[j] = zh
+            else:
+                h8[j] = zh
             c16[j] = 0
             j += 1
     cx = ptr32(colx)
@@ -109,11 +161,14 @@ def lstm(E, P, k: int):
     t = _viper.T  # the 'thumb' path: the dot products in assembler (_thumb.dots)
     step = 0
     while step < steps:
-        xb = arena + xo + step * nin
+        xb = arena + xo + step * nin * es
         x8 = ptr8(xb)
         csx = 0
         csh = 0
-        if not t:
+        if wide:
+            _dots16(W, gb, xb, wb, nin, h4, bb, mq)
+            _dots16(W, tb, hb, rb, hid, h4, 0, mq + 8 * h4)
+        elif not t:
             i = 0
             while i < nin:
                 v = (x8[i] ^ 0x80) - 0x80
@@ -134,18 +189,19 @@ def lstm(E, P, k: int):
         wk[5] = 32767
         wk[6] = 2
         wk[7] = 0
-        if t:
-            _asm_dots(t, accb, xb, wb, nin, h4, bb)
-        else:
-            _dots(accb, colx, 0 - (csx << 7), wb, nin, h4, bb)
-        wk[0] = 0
-        requant(accb, mq, gb, W)
-        if t:
-            _asm_dots(t, accb, hb, rb, hid, h4, bb + 4 * h4)
-        else:
-            _dots(accb, colh, 0 - (csh << 7), rb, hid, h4, bb + 4 * h4)
-        wk[0] = 0
-        requant(accb, mq + 8 * h4, tb, W)
+        if not wide:
+            if t:
+                _asm_dots(t, accb, xb, wb, nin, h4, bb)
+            else:
+                _dots(accb, colx, 0 - (csx << 7), wb, nin, h4, bb)
+            wk[0] = 0
+            requant(accb, mq, gb, W)
+            if t:
+                _asm_dots(t, accb, hb, rb, hid, h4, bb + 4 * h4)
+            else:
+                _dots(accb, colh, 0 - (csh << 7), rb, hid, h4, bb + 4 * h4)
+            wk[0] = 0
+            requant(accb, mq + 8 * h4, tb, W)
         q = 0
         while q < h4:
             v = ((g16[q] ^ 0x8000) - 0x8000) + ((t16[q] ^ 0x8000) - 0x8000)
@@ -225,16 +281,19 @@ def lstm(E, P, k: int):
         wk[1] = hid
         wk[2] = 1
         wk[3] = zh
-        wk[4] = -128
-        wk[5] = 127
-        wk[6] = 1
+        wk[4] = lo
+        wk[5] = hi
+        wk[6] = es
         requant(accb, mq + 16 * h4 + 16, hb, W)
-        y8 = ptr8(arena + yo + step * hid)
+        y8 = ptr8(arena + yo + step * hid * es)
         j = 0
-        while j < hid:
+        while j < hid * es:
             y8[j] = h8[j]
             j += 1
         step += 1
+
+
+lstm16 = lstm  # (one kernel: the kind tells the widths)
 
 
 @micropython.viper

@@ -58,7 +58,8 @@ BRANCH, JUMP, LOOP, NEXT = 110, 111, 112, 113  # control flow: IF and WHILE on t
 SFFT = 114  # the signal library's rfft and irfft of int32 and float32 values (ops/signal.py)
 PRELU16 = 120  # int16 prelu, int8 alpha: TFLM's two multipliers per element (ops/elementwise.py)
 FSVDF = 121  # float32 svdf (ops/svdf.py)
-KINDS = 122  # kinds are 1..KINDS-1
+LSTM16 = 125  # 16x8 lstm: int16 x, h, y, int8 weights, int64 accumulators (ops/lstm.py)
+KINDS = 126  # kinds are 1..KINDS-1
 DENSE_COL = 256  # int8 dense: the viper kernel converts the input to int32 this many at a time
 
 # by kind (index = kind): the op's name in messages, the record's length in words, and the
@@ -81,10 +82,9 @@ NAMES = (
     "gathernd update - - var - - - "  # 80..
     "window fftbits fftscale rfft energy filterbank fbsqrt specsub "  # 88..
     "pcan fblog iarith delay stacker framer overlap overlap "  # 96..
-    "irfft conv2d depthwise avgpool - - branch jump loop "  # 104..
-    "next fft "  # 112..
-    "- - - - - "  # 115..119
-    "prelu svdf "  # 120..
+    "irfft conv2d depthwise avgpool - - branch jump "  # 104..
+    "loop next fft - - - - - "  # 112..
+    "prelu svdf - - - lstm "  # 120..
 )
 LENGTH = (
     0, 39, 39, 21, 22, 17, 21, 21, 14, 11, 12, 14, 6, 8, 8, 0,  # 0..
@@ -93,10 +93,8 @@ LENGTH = (
     17, 13, 13, 20, 14, 12, 26, 16, 10, 0, 17, 6, 0, 0, 0, 0,  # 48..
     6, 13, 9, 9, 11, 9, 21, 19, 18, 9, 16, 8, 22, 14, 18, 18,  # 64..
     18, 15, 0, 0, 8, 0, 0, 0, 9, 5, 6, 10, 7, 9, 6, 14,  # 80..
-    10, 7, 13, 8, 9, 10, 9, 9, 9,  # 96..
-    40, 40, 21, 0, 0, 4, 3, 3, 5, 12,  # 105..
-    0, 0, 0, 0, 0,  # 115..119
-    18, 16,  # 120..
+    10, 7, 13, 8, 9, 10, 9, 9, 9, 40, 40, 21, 0, 0, 4, 3,  # 96..
+    3, 5, 12, 0, 0, 0, 0, 0, 18, 16, 0, 0, 0, 25,  # 112..
 )
 ROOM = (
     "- conv conv linear binary binary pool pool "  # 0..
@@ -112,10 +110,9 @@ ROOM = (
     "index index - - variable - - - "  # 80..
     "signal signal signal signal signal signal signal signal "  # 88..
     "signal signal elementwise signal signal signal signal signal "  # 96..
-    "signal conv conv pool - - control control control "  # 104..
-    "control signal "  # 112..
-    "- - - - - "  # 115..119
-    "elementwise svdf "  # 120..
+    "signal conv conv pool - - control control "  # 104..
+    "control control signal - - - - - "  # 112..
+    "elementwise svdf - - - lstm "  # 120..
 )
 # the kinds that compute on or move f32 values (a program with one gets the float views):
 # QUANTIZE DEQUANTIZE FCONV FDEPTHWISE FDENSE FADD FMUL FMAXPOOL FAVGPOOL FMEAN FACT FSOFTMAX FSUB

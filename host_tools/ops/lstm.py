@@ -7,7 +7,7 @@ from .. import tflm
 from ..ir import Node
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 float32"}
+TYPES = {"UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 int16 float32"}
 
 
 _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "projection"),
@@ -17,8 +17,9 @@ _LSTM_VARIANTS = ((9, "peephole"), (10, "peephole"), (11, "peephole"), (16, "pro
 
 def op_UNIDIRECTIONAL_SEQUENCE_LSTM(r):
     """TFLM's standard LSTM (no peephole, projection, layer norm nor CIFG), batch 1: int8
-    (int16 cell state) or float. Its state tensors are variables: the state persists from
-    one call to the next (state=keep), as in TFLM."""
+    (int16 cell state), 16x8 (int16 activations, int8 weights, int64 biases) or float. Its
+    state tensors are variables: the state persists from one call to the next (state=keep),
+    as in TFLM."""
     ins = list(r.ins) + [-1] * (24 - len(r.ins))
     for i, what in _LSTM_VARIANTS:
         if ins[i] >= 0:
@@ -64,13 +65,18 @@ def op_UNIDIRECTIONAL_SEQUENCE_LSTM(r):
         n.t["w"], n.t["r"] = r.add("weight", w), r.add("recurrent", rw)
         n.t["b"] = r.add("bias", np.concatenate(bs).astype(np.float32))
         return
-    if xtyp != "INT8" or any(v.dtype != np.int8 for v in ws) or any(v.dtype != np.int32 for v in bs):
-        raise r.err("a %s LSTM is not supported (int8 with int8 weights and int32 biases, and "
-                       "float, are)" % xtyp.lower())
+    wide = xtyp == "INT16"  # TFLM's 16x8 LSTM: int64 biases (it reads them as int64 whatever their type)
+    if xtyp not in ("INT8", "INT16") or any(v.dtype != np.int8 for v in ws) or \
+            any(v.dtype != (np.int64 if wide else np.int32) for v in bs):
+        raise r.err("a %s LSTM with %s weights and %s biases is not supported (int8 with int8 weights and "
+                    "int32 biases, int16 with int8 weights and int64 biases, and float, are)"
+                    % (xtyp.lower(), ws[0].dtype, bs[0].dtype))
     xq, hq = r.qof(ins[0]), r.qof(ins[18])
     _, _, ctyp, cscales, czps, _ = r.tensor(ins[19])
-    if r.dtof(ins[18]) != "i8" or hq != yq:
-        raise r.err("the hidden state must be int8 with the output's quantization")
+    if r.dtof(ins[18]) != ("i16" if wide else "i8") or hq != yq:
+        raise r.err("the hidden state must be %s with the output's quantization" % xtyp.lower())
+    if wide and (xq[1] or hq[1]):
+        raise r.err("a 16x8 LSTM's input and output must be symmetric (zero points %d, %d)" % (xq[1], hq[1]))
     if ctyp != "INT16" or len(cscales) != 1 or any(czps):
         raise r.err("the cell state must be int16, symmetric")
     scales = []
@@ -80,18 +86,26 @@ def op_UNIDIRECTIONAL_SEQUENCE_LSTM(r):
             raise r.err("per-channel or asymmetric LSTM weights are not supported")
         scales.append(float(sc[0]))
     s_cell = float(np.float32(cscales[0]))
-    try:
-        bx = tflm.fold_input_zero_point(np.concatenate(bs), w, 0, xq[1])
-        bh = tflm.fold_input_zero_point(None, rw, 0, hq[1])
-    except ValueError as e:
-        raise r.err(str(e))
+    if wide:
+        bias = np.concatenate(bs)
+        if np.any(np.abs(bias) > 2 ** 31 - 1):
+            raise r.err("a 16x8 LSTM bias beyond int32: not supported (the container stores int32)")
+        bias = bias.astype(np.int32)
+    else:
+        try:
+            bias = np.concatenate([tflm.fold_input_zero_point(np.concatenate(bs), w, 0, xq[1]),
+                                   tflm.fold_input_zero_point(None, rw, 0, hq[1])])
+        except ValueError as e:
+            raise r.err(str(e))
     n = _lstm_node(r, x, steps, hid, o.TimeMajor(), cell=tflm.lstm_cell_power(s_cell), **attrs)
     n.t["w"], n.t["r"] = r.add("weight", w), r.add("recurrent", rw)
     for key, sc in (("w", scales[:4]), ("r", scales[4:])):  # each gate's scale on its rows
         r.ir.wquant[n.t[key]] = (np.repeat(np.asarray(sc, np.float32), hid), 0)
-    n.t["b"] = r.add("bias", np.concatenate([bx, bh]))
-    n.t["m"] = r.add("requant", np.array(tflm.lstm_params(xq[0], scales[:4], hq[0], scales[4:], s_cell, hid),
-                                            dtype=np.int32))
+    n.t["b"] = r.add("bias", bias)
+    m = tflm.lstm_params(xq[0], scales[:4], hq[0], scales[4:], s_cell, hid)
+    if wide:  # the products' shifts: TFLM's int64 MultiplyByQuantizedMultiplier takes -31..7
+        r._check_shifts(m[4 * hid:8 * hid] + m[12 * hid:16 * hid], 7)
+    n.t["m"] = r.add("requant", np.array(m, dtype=np.int32))
     n.t["t"] = r.add("sigmoid", np.array(tflm.SIGMOID16, dtype=np.int32).astype(np.uint16).view(np.int16))
 
 

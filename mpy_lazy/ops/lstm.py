@@ -9,14 +9,17 @@
 #   scale 2**cell; b [2, 4 out] i32 (the input and the recurrent products' biases, the zero
 #   points folded in), m [16 out + 6] i32 (multipliers and shifts, per row for the products),
 #   t [256] i16 (TFLM's sigmoid table): docs/FORMAT.md "int8 arithmetic".
+#   int16 (TFLM's 16x8 LSTM): x, y, h int16 (zero points 0), int8 weights, the products
+#   accumulated in int64 (TFLM's int64 biases, within int32 here: b [4 out], no recurrent
+#   bias) and requantized by TFLM's int64 MultiplyByQuantizedMultiplier; the rest as int8's.
 # The state (h, c) starts at zero (h at its zero point). state=keep: it persists from one call
 # to the next, as TFLM's variable tensors do across Invoke() (Program.reset() starts it again,
 # TFLM's MicroInterpreter::Reset()); state=zero (the default, ONNX's semantics): every call
 # starts from zero.
 import math
 
-from .._arith import bits_f32, f32_bits, head, mbqm, rec, sat16, sigmoid, sigmoid16, tanh16, wrap32
-from ..kinds import FLSTM, LSTM
+from .._arith import bits_f32, f32_bits, head, mbqm, mbqm64, rec, sat16, sigmoid, sigmoid16, tanh16, wrap32
+from ..kinds import FLSTM, LSTM, LSTM16
 from . import Op as Base
 
 
@@ -34,13 +37,13 @@ class Op(Base):
         hid = kv["out"]
         if not 1 <= hid <= 16383:
             raise self.fail("out=%d: the hidden size is 1..16383" % hid, "out")
-        dt = self.quantized(("i8",))
+        dt = self.quantized(("i8", "i16"))
         self.keep = kv.get("state", "zero") == "keep"
         clip = kv.get("clip", 0.0)
         if not clip >= 0:
             raise self.fail("clip=%r: the cell clip is >= 0 (0: none)" % clip, "clip")
         self.dims = (steps, nin, hid)
-        if dt == "i8":
+        if dt != "f32":
             self.needs("m", "t", "cell")
             p = kv["cell"]
             if not -31 <= p <= 2:
@@ -51,13 +54,16 @@ class Op(Base):
             self.tanh = (3 << s, 0) if s >= 0 else (3, -s)
             self.param("weight", "w", (4 * hid, nin), "i8", init)
             self.param("recurrent", "r", (4 * hid, hid), "i8", init)
-            self.param("bias", "b", (8 * hid,), "i32", init)
+            if dt == "i16" and kv["q"][1] != 0:
+                raise self.fail("q=%r: a 16x8 lstm's output (and hidden state) is symmetric, zero point 0"
+                                % (kv["q"],), "q")
+            self.param("bias", "b", ((8 if dt == "i8" else 4) * hid,), "i32", init)
             self.param("requant", "m", (16 * hid + 6,), "i32", init)
             self.param("table", "t", (256,), "i16", init)
         else:
             for key in ("m", "t", "cell"):
                 if key in kv:
-                    raise self.fail("%s= is for an int8 lstm; the input is f32" % key, key)
+                    raise self.fail("%s= is for an integer lstm; the input is f32" % key, key)
             self.clip = clip
             self.param("weight", "w", (4 * hid, nin), "f32", init)
             self.param("recurrent", "r", (4 * hid, hid), "f32", init)
@@ -73,14 +79,19 @@ class Op(Base):
         hid = self.dims[2]
         if self.y.dtype == "i8":
             return 4 * (words(hid) + words(2 * hid))  # h int8, c int16
+        if self.y.dtype == "i16":
+            return 8 * words(2 * hid)  # h, c int16
         return 8 * hid
 
     def _work_bytes(self):
         """The kernel's scratch: int8: x_t and h as int32 columns, 4H int32 accumulators, two
-        vectors of 4H int16 (the gates); float: the four gates."""
+        vectors of 4H int16 (the gates); int16: the same without the columns; float: the four
+        gates."""
         _, nin, hid = self.dims
         if self.y.dtype == "i8":
             return 4 * (nin + 9 * hid)
+        if self.y.dtype == "i16":
+            return 32 * hid
         return 16 * hid
 
     @property
@@ -92,20 +103,24 @@ class Op(Base):
         return self._state_bytes() if self.keep else 0
 
     def lag(self):
-        # int8: step t reads x_t whole before it writes y_t, so y may lie over a dying x as long
-        # as no later row of x is under y_t: y starting (T - 1)(H - I) bytes or more before x
-        return lstm_lag(*self.dims) if self.y.dtype == "i8" else None
+        # int8, int16: step t reads x_t whole before it writes y_t, so y may lie over a dying x
+        # as long as no later row of x is under y_t: y starting (T - 1)(H - I) elements or more
+        # before x
+        if self.y.dtype == "f32":
+            return None
+        return lstm_lag(*self.dims) * (2 if self.y.dtype == "i16" else 1)
 
     def records(self, c):
         steps, nin, hid = self.dims
         x, y = self.x[0], self.y
         s = c.scratch
         ho = c.state if self.keep else s + self._work_bytes()
-        co = ho + (4 * words(hid) if y.dtype == "i8" else 4 * hid)
+        co = ho + {"i8": 4 * words(hid), "i16": 4 * words(2 * hid), "f32": 4 * hid}[y.dtype]
         head = [steps, nin, hid]
         w, r, b = c.ref(self.weight), c.ref(self.recurrent), c.ref(self.bias)
-        if y.dtype == "i8":
-            return [c.record(LSTM, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
+        if y.dtype != "f32":
+            kind = LSTM if y.dtype == "i8" else LSTM16
+            return [c.record(kind, head + [y.q[1], c.off(x), c.off(y), ho, co, 0 if self.keep else 1,
                                            self.qclip, self.tanh[0], self.tanh[1], s] + w + r + b
                              + c.ref(self.requant) + c.ref(self.table))]
 
@@ -117,7 +132,7 @@ class Op(Base):
 
 # the kernel of each kind, by name: here, and in the fast path (FAST on the viper paths for the
 # integer kinds, _nd on the ulab path for the float ones: kernels.kernel)
-KERNELS = {LSTM: 'lstm', FLSTM: 'flstm'}
+KERNELS = {LSTM: 'lstm', FLSTM: 'flstm', LSTM16: 'lstm16'}
 FAST = '_viper_recurrent'
 
 
@@ -127,14 +142,14 @@ def _check(r, E):
     hid = r.range(4, "out", 1, 16383)
     if steps * nin > 1 << 24 or steps * hid > 1 << 24:
         r.fail("x", "more than 2**24 elements")
-    size = 4 if fl else 1
+    size = 4 if fl else (2 if r.kind == LSTM16 else 1)
     r.region(6, "x", steps * nin * size, size)
     r.region(7, "y", steps * hid * size, size)
     r.region(8, "state", hid * size, size)
     r.region(9, "state", hid * (4 if fl else 2), 4 if fl else 2)
     r.range(10, "state", 0, 1)
-    r.tensor(15, "weight", ("f32" if fl else "i8",), 4 * hid * nin * size)
-    r.tensor(17, "recurrent", ("f32" if fl else "i8",), 4 * hid * hid * size)
+    r.tensor(15, "weight", ("f32" if fl else "i8",), 4 * hid * nin * (4 if fl else 1))
+    r.tensor(17, "recurrent", ("f32" if fl else "i8",), 4 * hid * hid * (4 if fl else 1))
     if fl:
         clip = bits_f32(r[11])
         if not (clip - clip == 0 and clip >= 0):
@@ -142,18 +157,23 @@ def _check(r, E):
         r.region(14, "scratch", 16 * hid, 4)
         r.tensor(19, "bias", ("f32",), 16 * hid)
         return
-    r.range(5, "zero_point", -128, 127)
+    wide = r.kind == LSTM16
+    if wide:
+        r.range(5, "zero_point", 0, 0)  # (TFLM's 16x8 FullyConnected takes symmetric int16)
+    else:
+        r.range(5, "zero_point", -128, 127)
     r.range(11, "clip", -1, 32767)
     r.range(12, "cell", 1, 3 << 14)  # the tanh input's multiplier: |x * M| < 2**31
     r.range(13, "cell", 0, 31)
-    r.region(14, "scratch", 4 * (nin + 9 * hid), 4)
-    r.tensor(19, "bias", ("i32",), 32 * hid)
+    r.region(14, "scratch", 32 * hid if wide else 4 * (nin + 9 * hid), 4)
+    r.tensor(19, "bias", ("i32",), (16 if wide else 32) * hid)
     r.tensor(21, "requant", ("i32",), 4 * (16 * hid + 6))
     m = E.words(r[21], r[22], 16 * hid + 6)
     for at, n in ((0, 4 * hid), (8 * hid, 4 * hid), (16 * hid, 2), (16 * hid + 4, 1)):
+        top = 7 if wide and at < 16 * hid else 30  # (TFLM's int64 MultiplyByQuantizedMultiplier: 7)
         for i in range(at, at + n):  # n multipliers, then n shifts
-            if m[i] < 0 or not -31 <= m[i + n] <= 30:
-                r.fail("requant", "multiplier %d, shift %d: TFLM takes 0..2**31-1 and -31..30" % (m[i], m[i + n]))
+            if m[i] < 0 or not -31 <= m[i + n] <= top:
+                r.fail("requant", "multiplier %d, shift %d: TFLM takes 0..2**31-1 and -31..%d" % (m[i], m[i + n], top))
     r.tensor(23, "table", ("i16",), 512)
     t = E.halfs(r[23], r[24], 256)
     if t[0] & 0xFFFF < 32768:
@@ -161,6 +181,8 @@ def _check(r, E):
     for i in range(1, 256):
         if t[i] & 0xFFFF < t[i - 1] & 0xFFFF:
             r.fail("table", "entry %d decreases (a sigmoid table never does)" % i)
+    if t[254] & 0xFFFF == 65535:  # (TFLM's is 65534)
+        r.fail("table", "entry 254 is 65535: a gate of 32768 the int16 gates cannot hold")
 
 
 def lstm_lag(steps, nin, hid):
@@ -171,8 +193,8 @@ def lstm_lag(steps, nin, hid):
 
 def check(r, E):
     _check(r, E)
-    if r.kind == LSTM:  # step t reads x_t whole before it writes y_t (lag())
-        r.lag = lstm_lag(r[2], r[3], r[4])
+    if r.kind != FLSTM:  # step t reads x_t whole before it writes y_t (lag())
+        r.lag = lstm_lag(r[2], r[3], r[4]) * (2 if r.kind == LSTM16 else 1)
 
 
 def macs(P, k):  # every step: four gates over the input and the hidden state
@@ -183,6 +205,8 @@ def state(P, k):
     """The hidden and cell state kept across calls (kernels.state)."""
     if P[k] & 255 == LSTM:
         return ((P[k + 8], P[k + 4], P[k + 5], 1), (P[k + 9], P[k + 4], 0, 2))
+    if P[k] & 255 == LSTM16:
+        return ((P[k + 8], P[k + 4], 0, 2), (P[k + 9], P[k + 4], 0, 2))
     return ((P[k + 8], P[k + 4], 0, 4), (P[k + 9], P[k + 4], 0, 4))
 
 
@@ -196,12 +220,21 @@ def state(P, k):
 # 23 24 t [256] i16 (TFLM's sigmoid_table_uint16). TFLM's lstm_eval (8x8 -> 16): every gate
 # gx = sat16(mbqm(bx + w x_t)) + sat16(mbqm(bh + r h)) (saturated), sigmoid16 or tanh16 of it;
 # c = sat16(sat16(mbqm(f c)) + sat16(mbqm(i g))), clipped; h = clamp8(ZH + mbqm(tanh16(c) o)).
+# lstm16 record (16x8): the same fields, x, y, h int16 (XO, YO, HO in bytes, ZH 0), S 4H int32
+# and 8H int16 (no columns), b [4H] i32 (x's products'; h's have none), the products' shifts
+# -31..7. TFLM's lstm_eval (16x8 -> 16, int64 biases): gx = sat16(mbqm64(bx + w x_t)) +
+# sat16(mbqm64(r h)) (saturated), then as above, h = clamp16(mbqm(tanh16(c) o)).
 
 def lstm(E, P, k):
     p = rec(P, k)
-    a, a16 = E.a8, E.a16
+    a16 = E.a16
     steps, nin, hid, zh, xo, yo, ho, co, flags, qclip, tm, ts = p[2:14]
     co //= 2
+    wide = p[0] & 255 == LSTM16
+    a, lo, hi, hb = E.a8, -128, 127, 4 * hid  # the values, h's range, where h's biases start
+    if wide:
+        a, lo, hi, hb = a16, -32768, 32767, -1
+        xo, yo, ho = xo // 2, yo // 2, ho // 2
     w, w0, r, r0 = E.s8[p[15]], p[16], E.s8[p[17]], p[18]
     b, b0, m, m0 = E.s32[p[19]], p[20] // 4, E.s32[p[21]], p[22] // 4
     t8, t0 = E.s8[p[23]], p[24]
@@ -218,11 +251,16 @@ def lstm(E, P, k):
             ax = b[b0 + row]
             for i in range(nin):
                 ax += w[w0 + row * nin + i] * a[x0 + i]
-            ah = b[b0 + 4 * hid + row]
+            ah = b[b0 + hb + row] if hb >= 0 else 0
             for i in range(hid):
                 ah += r[r0 + row * hid + i] * a[ho + i]
-            v = sat16(sat16(mbqm(wrap32(ax), m[m0 + row], m[m0 + 4 * hid + row]))
-                      + sat16(mbqm(wrap32(ah), m[m0 + 8 * hid + row], m[m0 + 12 * hid + row])))
+            if wide:  # int64 sums, TFLM's int64 MultiplyByQuantizedMultiplier
+                gx = mbqm64(ax, m[m0 + row], m[m0 + 4 * hid + row])
+                gh = mbqm64(ah, m[m0 + 8 * hid + row], m[m0 + 12 * hid + row])
+            else:
+                gx = mbqm(wrap32(ax), m[m0 + row], m[m0 + 4 * hid + row])
+                gh = mbqm(wrap32(ah), m[m0 + 8 * hid + row], m[m0 + 12 * hid + row])
+            v = sat16(sat16(gx) + sat16(gh))
             gate[row] = tanh16(3 * v, t) if 2 * hid <= row < 3 * hid else sigmoid16(3 * v, t)
         e = m0 + 16 * hid  # the inter-gate products': m_fc, m_ig, s_fc, s_ig, m_h, s_h
         for j in range(hid):
@@ -232,9 +270,12 @@ def lstm(E, P, k):
                 c = -qclip if c < -qclip else (qclip if c > qclip else c)
             a16[co + j] = c
             v = zh + mbqm(tanh16((c * tm + rnd) >> ts, t) * og, m[e + 4], m[e + 5])
-            v = -128 if v < -128 else (127 if v > 127 else v)
+            v = lo if v < lo else (hi if v > hi else v)
             a[ho + j] = v
             a[yo + step * hid + j] = v
+
+
+lstm16 = lstm  # (one kernel: the kind tells the widths)
 
 
 # flstm record (f32): 2 T 3 I 4 H 6 XO 7 YO 8 HO 9 CO (f32 H each) 10 FLAGS (1: the state starts

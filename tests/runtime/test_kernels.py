@@ -1251,11 +1251,13 @@ class _Recurrent(_Viper):
 
 def sigmoid_table(r):
     """A table as TFLM's int16 sigmoid reads one (its sigmoid_table_uint16, or any other): from
-    32768 up, never decreasing, at most 65535."""
+    32768 up, never decreasing, at most 65534 but for the last entry (65535 interpolated from
+    makes a gate of 32768, which TFLM's int16 gates wrap: the LSTM's check refuses it)."""
     t = [32768 + r.pick((0, 0, r.int(1, 50)))]
-    for _ in range(255):
+    for i in range(255):
         v = t[-1] + r.pick((0, 1, 5, 40, 200, 700))
-        t.append(65535 if v > 65535 else v)
+        top = 65535 if i == 254 else 65534
+        t.append(top if v > top else v)
     return t
 
 
@@ -1300,21 +1302,25 @@ def sat(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
-def ref_lstm_step(x, h, c, W, R, bias, mq, zh, qclip, power, t, hid):
+def ref_lstm_step(x, h, c, W, R, bias, mq, zh, qclip, power, t, hid, wide=False):
     """One step of TFLM's integer LSTM (lstm_eval.h LstmStep, 8x8 -> 16): per gate (i, f, c, o
     rows of W, R; bias[0:4H] with the input's products, bias[4H:] with the hidden state's) the
     two FullyConnected outputs to int16, AddElementWise saturating, Sigmoid (Tanh for the cell
     gate, power -12); UpdateLstmCell: Mul(f, c), Mul(i, g), AddElementWise, Clipping;
     UpdateLstmHidden: Tanh(cell power), Mul(., o) to int8. Returns the new (h, c). mq: the m
-    tensor (per row the products' multipliers and shifts, then the inter-gate ones)."""
+    tensor (per row the products' multipliers and shifts, then the inter-gate ones). wide: the
+    16x8 LSTM (LstmStep<int16_t, int8_t, int16_t, int64_t>): int64 sums through the int64
+    MultiplyByQuantizedMultiplier, bias[0:4H] only (the recurrent FullyConnected has none), h
+    int16."""
     gates = []
     n4 = 4 * hid
+    mul = ref_mbqm64 if wide else ref_mbqm
     for row in range(n4):
         g = row // hid
         ax = bias[row] + sum(W[row][i] * x[i] for i in range(len(x)))
-        ah = bias[n4 + row] + sum(R[row][i] * h[i] for i in range(hid))
-        a = sat(ref_mbqm(ax, mq[row], mq[n4 + row]), -32768, 32767)
-        b = sat(ref_mbqm(ah, mq[2 * n4 + row], mq[3 * n4 + row]), -32768, 32767)
+        ah = (0 if wide else bias[n4 + row]) + sum(R[row][i] * h[i] for i in range(hid))
+        a = sat(mul(ax, mq[row], mq[n4 + row]), -32768, 32767)
+        b = sat(mul(ah, mq[2 * n4 + row], mq[3 * n4 + row]), -32768, 32767)
         v = sat(a + b, -32768, 32767)
         gates.append(ref_tanh16(v, -12, t) if g == 2 else ref_logistic16(v, t))
     h2, c2 = [], []
@@ -1326,7 +1332,7 @@ def ref_lstm_step(x, h, c, W, R, bias, mq, zh, qclip, power, t, hid):
         if qclip >= 0:
             cv = sat(cv, -qclip, qclip)
         c2.append(cv)
-        h2.append(sat(zh + ref_mbqm(ref_tanh16(cv, power, t) * og, m_h, s_h), -128, 127))
+        h2.append(sat(zh + ref_mbqm(ref_tanh16(cv, power, t) * og, m_h, s_h), *((-32768, 32767) if wide else (-128, 127))))
     return h2, c2
 
 
@@ -1404,6 +1410,114 @@ def test_lstm():
             assert got[ho:ho + hid] == h, (what, name, "h")
             cs = array.array("h", bytes(a[co:co + 2 * hid]))
             assert list(cs) == c, (what, name, "c")
+
+
+def test_lstm16():
+    """TFLM's 16x8 LSTM (kind lstm16) over T steps, one record, as test_lstm: int16 x and h
+    (their extremes now and then), int32 biases up to the int32 extremes (TFLM's int64 ones
+    within int32), inputs of more than 256 values (viper's int32 chunks), shifts -31..7 that
+    bring the int64 sums near the int16 range, past it (saturation) or past int32 (TFLM's int32
+    cast wraps); FLAGS 1 and 0. The outputs and the state equal the formula on every impl."""
+    r = Lcg(91)
+    impls = recurrent_impls()
+    for case in range(CASES // 2):
+        steps, nin, hid = r.int(1, 3), r.pick((1, 3, 8, 9, 17, 300, r.int(1, 12))), r.int(1, 5)
+        keep = case % 2
+        W = [i8s(r, nin) for _ in range(4 * hid)]
+        R = [i8s(r, hid) for _ in range(4 * hid)]
+        bias = [r.pick((INT32_MAX, -INT32_MAX - 1, 0, r.int(-(1 << 24), 1 << 24))) for _ in range(4 * hid)]
+        mq = []
+        for n in (nin, hid):  # per row: the products' multipliers, then their shifts (-31..7)
+            mq += [multiplier(r) for _ in range(4 * hid)]
+            mq += [min(7, shift16(r, 32768 * 128 * n)) for _ in range(4 * hid)]
+        ms = [multiplier(r) for _ in range(3)]
+        ss = [r.pick((-14, -15, -17, -22, r.int(-31, -1))) for _ in range(3)]
+        mq += [ms[0], ms[1], ss[0], ss[1], ms[2], ss[2]]
+        t = sigmoid_table(r)
+        power = r.pick((-12, -11, -15, -20, r.int(-20, 2)))
+        sh = 12 + power
+        tm, ts = (3 << sh, 0) if sh >= 0 else (3, -sh)
+        qclip = r.pick((-1, -1, 0, r.int(0, 32767), r.int(100, 5000)))
+
+        def i16s(n):
+            return [r.pick((-32768, 32767, 0, r.int(-32768, 32767), r.int(-300, 300))) for _ in range(n)]
+
+        x = i16s(steps * nin)
+        h0 = i16s(hid) if keep else [0] * hid
+        c0 = [r.int(-32768, 32767) for _ in range(hid)] if keep else [0] * hid
+        runs = 2 if keep else 1
+        h, c, ys = h0, c0, []
+        for _ in range(runs):
+            ys = []
+            for step in range(steps):
+                h, c = ref_lstm_step(x[step * nin:(step + 1) * nin], h, c, W, R, bias, mq, 0, qclip, power, t, hid,
+                                     wide=True)
+                ys += h
+        ar = Arena(r, [2 * steps * nin, 2 * steps * hid], (8 * hid, (hid + 1) // 2, (hid + 1) // 2), (2, 2))
+        xo, yo = ar.offsets
+        ho, co = ar.scratch[1], ar.scratch[2]
+        ar.put(xo, [b for v in x for b in i16_bytes(v)])
+        for i in range(steps * hid):
+            ar.expected[yo + 2 * i:yo + 2 * i + 2] = i16_bytes(ys[i])
+        for j in range(hid):
+            ar.put_init(ho + 2 * j, i16_bytes(h0[j]))
+            ar.put_init(co + 2 * j, i16_bytes(c0[j]))
+        slot = Slot()
+        wo = slot.i8([v for row in W for v in row])
+        ro = slot.i8([v for row in R for v in row])
+        bo, mo = slot.i32(bias), slot.i32(mq)
+        to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")
+        fields = [steps, nin, hid, 0, xo, yo, ho, co, 0 if keep else 1, qclip, tm, ts, ar.scratch[0],
+                  0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+        what = "lstm16 case %d T %d I %d H %d keep %d power %d clip %d" % (case, steps, nin, hid, keep, power, qclip)
+        for name, mod in impls:
+            a = ar.fresh()
+            for _ in range(runs):
+                run_record(mod, "lstm16", a, (slot.b,), kinds.LSTM16, fields)
+            assert signed(a)[:ar.size] == ar.expected, (what, name)
+            assert list(array.array("h", bytes(a[ho:ho + 2 * hid]))) == h, (what, name, "h")
+            assert list(array.array("h", bytes(a[co:co + 2 * hid]))) == c, (what, name, "c", list(array.array("h", bytes(a[co:co + 2 * hid]))), c, qclip)
+
+
+def test_lstm16_check():
+    """The 16x8 LSTM record's load-time check refuses each field its kernels assume: h's zero
+    point not 0, x, y, the state and the scratch (32H bytes) outside the arena or x, y, h odd
+    (int16), the bias outside its slot,
+    a product's shift past 7 (TFLM's int64 MultiplyByQuantizedMultiplier), the sigmoid table's
+    entry 254 at 65535; each with one ContainerError line naming it."""
+    from mpy_lazy import ContainerError
+
+    room = kernels.room(kinds.LSTM16)
+    steps, nin, hid = 3, 4, 2
+    arena = 1024
+    m_good = ([1 << 30] * (4 * hid) + [-3] * (4 * hid)) * 2 + [1 << 30, 1 << 30, -2, -2, 1 << 30, -2]
+    table = list(range(32768, 32768 + 256))
+
+    def rec(m=m_good, t=table, **change):
+        slot = Slot()
+        wo, ro = slot.i8([1] * (4 * hid * nin)), slot.i8([1] * (4 * hid * hid))
+        bo, mo = slot.i32([0] * (4 * hid)), slot.i32(m)
+        to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")
+        f = [steps, nin, hid, 0, 0, 64, 128, 160, 1, -1, 6, 0, 256, 0, wo, 0, ro, 0, bo, 0, mo, 0, to]
+        for i, v in change.items():
+            f[int(i[1:]) - 2] = v
+        return check._Rec(record(kinds.LSTM16, f), 0, arena, (slot.b,), None), check._Env((slot.b,))
+
+    room.check(*rec())
+    m_far = list(m_good)
+    m_far[16 * hid] = 7  # (the inter-gate products' shifts take -31..30: an int32 multiply)
+    room.check(*rec(m=m_far, t=table[:255] + [65535]))
+    bad = [("zero_point", rec(w5=1)), ("x", rec(w6=arena - 4)), ("x", rec(w6=1)), ("y", rec(w7=arena - 2)),
+           ("y", rec(w7=65)), ("state", rec(w8=129)), ("state", rec(w8=arena - 2)), ("bias", rec(w20=1 << 20)), ("scratch", rec(w14=arena - 32 * hid + 4)),
+           ("table", rec(t=table[:254] + [65535, 65535]))]
+    for k in (4 * hid, 12 * hid + 1):  # a product's shift past 7
+        m = list(m_good)
+        m[k] = 8
+        bad.append(("requant", rec(m=m)))
+    for field, args in bad:
+        e = raises(ContainerError, room.check, *args)
+        assert (e.field, e.tensor) == ("program", field) and "\n" not in str(e) \
+            and str(e).startswith("graph line 0: lstm: " + field), (field, str(e))
 
 
 def ref_gru_step(x, h, W, R, bias, mq, zy, t, hid):
