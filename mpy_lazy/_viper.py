@@ -44,13 +44,11 @@ def run(E, P, K, end: int):
 
 
 @micropython.viper
-def requant(acc, mq, dst, p):
+def requant(pa: ptr32, pm: ptr32, d8: ptr8, pp: ptr32):
     # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])): int8 or int16 (ES = p[6]); ALT
     # (p[7]): negative accumulators use the second multipliers (negated for ALT 2); OC < 0: raw
-    # int32 into dst (see _arith.requant)
-    pa = ptr32(acc)
-    pm = ptr32(mq)
-    pp = ptr32(p)
+    # int32 into dst (see _arith.requant). requant(acc, mq, dst, p): the arguments typed, the
+    # first three locals, which viper keeps in registers
     sg = 1
     sg <<= 31
     y = int(pp[0])
@@ -73,38 +71,43 @@ def requant(acc, mq, dst, p):
     one30 = 1
     one30 <<= 30
     m32 = (sg << 1) - 1  # 0xFFFFFFFF: 2**32 - 1 on 64-bit words, all ones (-1) on 32-bit ones
-    d8 = ptr8(dst)
-    d16 = ptr16(dst)
-    d32 = ptr32(dst)
+    d16 = ptr16(uint(d8))
+    d32 = ptr32(uint(d8))
     byte = es == 1
     c = 0
+    m1 = 0  # (ALT: the first set, kept while an output takes the second)
+    ls1 = 0
+    rs1 = 0
+    mask1 = 0
+    m2 = 0
+    ls2 = 0
+    rs2 = 0
+    mask2 = 0
+    flip = 0
     while c < oc:  # channel by channel: its multipliers, shifts and rounding masks read once
-        m1 = int(pm[c])
-        s1 = int((pm[oc + c] ^ sg) - sg)
-        m2 = m1
-        s2 = s1
-        if alt:
+        m = int(pm[c])
+        s = int((pm[oc + c] ^ sg) - sg)
+        ls = 0  # the left shift, or the right shift's count, mask and half (rounding)
+        rs = 0
+        if s > 0:
+            ls = s
+        else:
+            rs = 0 - s
+        mask = (1 << rs) - 1
+        if alt:  # (one output per channel at RP 1: this set-up is paid per output)
+            m1 = m
+            ls1 = ls
+            rs1 = rs
+            mask1 = mask
             m2 = int(pm[2 * oc + c])
-            s2 = int((pm[3 * oc + c] ^ sg) - sg)
-        ls1 = 0  # each set's left shift, or its right shift's count, mask and half (rounding)
-        rs1 = 0
-        if s1 > 0:
-            ls1 = s1
-        else:
-            rs1 = 0 - s1
-        mask1 = (1 << rs1) - 1
-        ls2 = 0
-        rs2 = 0
-        if s2 > 0:
-            ls2 = s2
-        else:
-            rs2 = 0 - s2
-        mask2 = (1 << rs2) - 1
-        m = m1
-        ls = ls1
-        rs = rs1
-        mask = mask1
-        flip = 0
+            s = int((pm[3 * oc + c] ^ sg) - sg)
+            ls2 = 0
+            rs2 = 0
+            if s > 0:
+                ls2 = s
+            else:
+                rs2 = 0 - s
+            mask2 = (1 << rs2) - 1
         i = c
         while i < n:
             x = int((pa[i] ^ sg) - sg)
