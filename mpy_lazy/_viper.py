@@ -253,7 +253,7 @@ def conv(E, P, k: int):
         return
     gy = wsy >> wb  # the window's int32 column in the weights' order, without the blocks
     gx = wsx >> wb
-    gc = wsc >> wb
+    gstep = 4 * (wsc >> wb)  # bytes between a tap's channels in COL
     asm = 0
     ro = NO_RO  # T.R when the requantization runs in assembler
     rows = 0
@@ -342,33 +342,32 @@ def conv(E, P, k: int):
                     t.dots(qo)
                     g += 1
                     continue
+                csum = 0  # w * c = (w ^ 0x80) * c - WO * c: the weights' sign costs one sum
                 ky = 0
                 while ky < kh:
                     iy = y0 + ky * dh
                     kx = 0
                     while kx < kw:
                         ix = x0 + kx * dw
-                        ci = 0
-                        ci_ = ky * gy + kx * gx
+                        pc = ptr32(uint(col) + 4 * (ky * gy + kx * gx))  # (bumped pointers)
+                        j = cpg
                         if 0 <= iy and iy < h and 0 <= ix and ix < wd:
-                            xi = xo + (iy * wd + ix) * c + ci0
-                            while ci < cpg:
-                                col[ci_] = (a[xi] ^ 0x80) - 0x80
-                                ci_ += gc
-                                xi += 1
-                                ci += 1
+                            px = ptr8(uint(a) + xo + (iy * wd + ix) * c + ci0)
+                            while j:
+                                v = (px[0] ^ 0x80) - 0x80
+                                pc[0] = v
+                                csum += v
+                                px = ptr8(uint(px) + 1)
+                                pc = ptr32(uint(pc) + gstep)
+                                j -= 1
                         else:
-                            while ci < cpg:
-                                col[ci_] = zx
-                                ci_ += gc
-                                ci += 1
+                            while j:
+                                pc[0] = zx
+                                pc = ptr32(uint(pc) + gstep)
+                                j -= 1
+                            csum += zx * cpg
                         kx += 1
                     ky += 1
-                csum = 0  # w * c = (w ^ 0x80) * c - WO * c: the weights' sign costs one sum
-                j = 0
-                while j < ksize:
-                    csum += col[j]
-                    j += 1
                 o = g * opg
                 oend = o + opg
                 while o < oend:
