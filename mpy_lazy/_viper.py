@@ -44,13 +44,11 @@ def run(E, P, K, end: int):
 
 
 @micropython.viper
-def requant(acc, mq, dst, p):
+def requant(pa: ptr32, pm: ptr32, d8: ptr8, pp: ptr32):
     # dst[RQ_Y + i] = clamp(ZY + mbqm(acc[i], m[c], s[c])): int8 or int16 (ES = p[6]); ALT
     # (p[7]): negative accumulators use the second multipliers (negated for ALT 2); OC < 0: raw
-    # int32 into dst (see _arith.requant)
-    pa = ptr32(acc)
-    pm = ptr32(mq)
-    pp = ptr32(p)
+    # int32 into dst (see _arith.requant). requant(acc, mq, dst, p): the arguments typed, the
+    # first three locals, which viper keeps in registers
     sg = 1
     sg <<= 31
     y = int(pp[0])
@@ -73,38 +71,43 @@ def requant(acc, mq, dst, p):
     one30 = 1
     one30 <<= 30
     m32 = (sg << 1) - 1  # 0xFFFFFFFF: 2**32 - 1 on 64-bit words, all ones (-1) on 32-bit ones
-    d8 = ptr8(dst)
-    d16 = ptr16(dst)
-    d32 = ptr32(dst)
+    d16 = ptr16(uint(d8))
+    d32 = ptr32(uint(d8))
     byte = es == 1
     c = 0
+    m1 = 0  # (ALT: the first set, kept while an output takes the second)
+    ls1 = 0
+    rs1 = 0
+    mask1 = 0
+    m2 = 0
+    ls2 = 0
+    rs2 = 0
+    mask2 = 0
+    flip = 0
     while c < oc:  # channel by channel: its multipliers, shifts and rounding masks read once
-        m1 = int(pm[c])
-        s1 = int((pm[oc + c] ^ sg) - sg)
-        m2 = m1
-        s2 = s1
-        if alt:
+        m = int(pm[c])
+        s = int((pm[oc + c] ^ sg) - sg)
+        ls = 0  # the left shift, or the right shift's count, mask and half (rounding)
+        rs = 0
+        if s > 0:
+            ls = s
+        else:
+            rs = 0 - s
+        mask = (1 << rs) - 1
+        if alt:  # (one output per channel at RP 1: this set-up is paid per output)
+            m1 = m
+            ls1 = ls
+            rs1 = rs
+            mask1 = mask
             m2 = int(pm[2 * oc + c])
-            s2 = int((pm[3 * oc + c] ^ sg) - sg)
-        ls1 = 0  # each set's left shift, or its right shift's count, mask and half (rounding)
-        rs1 = 0
-        if s1 > 0:
-            ls1 = s1
-        else:
-            rs1 = 0 - s1
-        mask1 = (1 << rs1) - 1
-        ls2 = 0
-        rs2 = 0
-        if s2 > 0:
-            ls2 = s2
-        else:
-            rs2 = 0 - s2
-        mask2 = (1 << rs2) - 1
-        m = m1
-        ls = ls1
-        rs = rs1
-        mask = mask1
-        flip = 0
+            s = int((pm[3 * oc + c] ^ sg) - sg)
+            ls2 = 0
+            rs2 = 0
+            if s > 0:
+                ls2 = s
+            else:
+                rs2 = 0 - s
+            mask2 = (1 << rs2) - 1
         i = c
         while i < n:
             x = int((pa[i] ^ sg) - sg)
@@ -238,6 +241,7 @@ def conv(E, P, k: int):
     ksize = kh * kw * cpg
     col = ptr32(arena + pp[31])  # int32 scratch: one output pixel's window
     wbase = uint(w)
+    accbase = uint(acc)
     t = T
     if wo != 0x80:
         t = NO_RO  # (conv_u8: the viper loops)
@@ -249,7 +253,7 @@ def conv(E, P, k: int):
         return
     gy = wsy >> wb  # the window's int32 column in the weights' order, without the blocks
     gx = wsx >> wb
-    gc = wsc >> wb
+    gstep = 4 * (wsc >> wb)  # bytes between a tap's channels in COL
     asm = 0
     ro = NO_RO  # T.R when the requantization runs in assembler
     rows = 0
@@ -262,7 +266,6 @@ def conv(E, P, k: int):
         ro = t.R
         colb = ptr8(arena + pp[31])
         abase = uint(a)
-        accbase = uint(acc)
         biasbase = uint(bias)
         rq_setup(ro, mq, uint(pp))
     oy = 0
@@ -339,76 +342,48 @@ def conv(E, P, k: int):
                     t.dots(qo)
                     g += 1
                     continue
+                csum = 0  # w * c = (w ^ 0x80) * c - WO * c: the weights' sign costs one sum
                 ky = 0
                 while ky < kh:
                     iy = y0 + ky * dh
                     kx = 0
                     while kx < kw:
                         ix = x0 + kx * dw
-                        ci = 0
-                        ci_ = ky * gy + kx * gx
+                        pc = ptr32(uint(col) + 4 * (ky * gy + kx * gx))  # (bumped pointers)
+                        j = cpg
                         if 0 <= iy and iy < h and 0 <= ix and ix < wd:
-                            xi = xo + (iy * wd + ix) * c + ci0
-                            while ci < cpg:
-                                col[ci_] = (a[xi] ^ 0x80) - 0x80
-                                ci_ += gc
-                                xi += 1
-                                ci += 1
+                            px = ptr8(uint(a) + xo + (iy * wd + ix) * c + ci0)
+                            while j:
+                                v = (px[0] ^ 0x80) - 0x80
+                                pc[0] = v
+                                csum += v
+                                px = ptr8(uint(px) + 1)
+                                pc = ptr32(uint(pc) + gstep)
+                                j -= 1
                         else:
-                            while ci < cpg:
-                                col[ci_] = zx
-                                ci_ += gc
-                                ci += 1
+                            while j:
+                                pc[0] = zx
+                                pc = ptr32(uint(pc) + gstep)
+                                j -= 1
+                            csum += zx * cpg
                         kx += 1
                     ky += 1
-                csum = 0  # w * c = (w ^ 0x80) * c - WO * c: the weights' sign costs one sum
-                j = 0
-                while j < ksize:
-                    csum += col[j]
-                    j += 1
-                csum = 0 - csum * wo
                 o = g * opg
                 oend = o + opg
                 while o < oend:
-                    s = csum
                     if hasb:
-                        s += bias[o]
-                    pw = ptr8(wbase + (o >> wb) * wso + (o & bm))  # pointers bumped, loads at
-                    pc = col  # constant offsets: about half the instructions of indexed loads
-                    if wb:  # blocked weights: this output's every 8th byte
-                        j = ksize >> 3
-                        while j:
-                            s += ((pw[0] ^ 0x80) * pc[0] + (pw[8] ^ 0x80) * pc[1]
-                                  + (pw[16] ^ 0x80) * pc[2] + (pw[24] ^ 0x80) * pc[3]
-                                  + (pw[32] ^ 0x80) * pc[4] + (pw[40] ^ 0x80) * pc[5]
-                                  + (pw[48] ^ 0x80) * pc[6] + (pw[56] ^ 0x80) * pc[7])
-                            pw = ptr8(uint(pw) + 64)
-                            pc = ptr32(uint(pc) + 32)
-                            j -= 1
-                        j = ksize & 7
-                        while j:
-                            s += (pw[0] ^ 0x80) * pc[0]
-                            pw = ptr8(uint(pw) + 8)
-                            pc = ptr32(uint(pc) + 4)
-                            j -= 1
+                        acc[kk + o] = bias[o]
                     else:
-                        j = ksize >> 3
-                        while j:
-                            s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
-                                  + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
-                                  + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
-                                  + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
-                            pw = ptr8(uint(pw) + 8)
-                            pc = ptr32(uint(pc) + 32)
-                            j -= 1
-                        j = ksize & 7
-                        while j:
-                            s += (pw[0] ^ 0x80) * pc[0]
-                            pw = ptr8(uint(pw) + 1)
-                            pc = ptr32(uint(pc) + 4)
-                            j -= 1
-                    acc[kk + o] = s
+                        acc[kk + o] = 0
                     o += 1
+                o = g * opg
+                wk[12] = opg
+                wk[13] = ksize
+                wk[14] = wso
+                wk[15] = wb
+                wk[16] = int(accbase + 4 * (kk + o) - uint(col))
+                wk[17] = 0 - csum * wo
+                dots(wbase + (o >> wb) * wso, col, 0, W)
                 g += 1
             kk += oc
             ox += 1
@@ -416,6 +391,67 @@ def conv(E, P, k: int):
         wk[1] = kk
         rq_flush(ro, accb, mq, arena, W)
         oy += 1
+
+
+
+@micropython.viper
+def dots(pw: ptr8, pc: ptr32, j: int, W):
+    # conv's and dense's dot products: for o < N (W[12]), the accumulator at byte pc + W[16]
+    # + 4 o gets W[17] + sum over i < KSIZE (W[13]) of (w ^ 0x80) pc[i], w output o's weight i:
+    # its filter at pw + (o >> WB) WSO + (o & 7 if WB) (W[14], W[15]), byte i at i or (WB 3,
+    # ohwi8 / oi8) 8 i. (pw, pc and j come first: viper keeps a function's first three locals
+    # in registers, the rest in its stack frame: 20% fewer instructions per MAC on x64.)
+    wk = ptr32(W)
+    sg = 1
+    sg <<= 31
+    n = int(wk[12])
+    ksize = int(wk[13])
+    wso = int(wk[14])
+    wb = int(wk[15])
+    bm = (1 << wb) - 1
+    pa = ptr32(uint(pc) + ((wk[16] ^ sg) - sg))
+    csum = int(wk[17])
+    wbase = uint(pw)
+    col = uint(pc)
+    o = 0
+    while o < n:
+        s = int(pa[o]) + csum
+        pc = ptr32(col)  # pointers bumped, loads at constant offsets: half the instructions of indexed loads
+        pw = ptr8(wbase + (o >> wb) * wso + (o & bm))
+        if wb:  # blocked weights: this output's every 8th byte
+            j = ksize >> 3
+            while j:
+                s += ((pw[0] ^ 0x80) * pc[0] + (pw[8] ^ 0x80) * pc[1]
+                      + (pw[16] ^ 0x80) * pc[2] + (pw[24] ^ 0x80) * pc[3]
+                      + (pw[32] ^ 0x80) * pc[4] + (pw[40] ^ 0x80) * pc[5]
+                      + (pw[48] ^ 0x80) * pc[6] + (pw[56] ^ 0x80) * pc[7])
+                pw = ptr8(uint(pw) + 64)
+                pc = ptr32(uint(pc) + 32)
+                j -= 1
+            j = ksize & 7
+            while j:
+                s += (pw[0] ^ 0x80) * pc[0]
+                pw = ptr8(uint(pw) + 8)
+                pc = ptr32(uint(pc) + 4)
+                j -= 1
+        else:
+            j = ksize >> 3
+            while j:
+                s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
+                      + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
+                      + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
+                      + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
+                pw = ptr8(uint(pw) + 8)
+                pc = ptr32(uint(pc) + 32)
+                j -= 1
+            j = ksize & 7
+            while j:
+                s += (pw[0] ^ 0x80) * pc[0]
+                pw = ptr8(uint(pw) + 1)
+                pc = ptr32(uint(pc) + 4)
+                j -= 1
+        pa[o] = s
+        o += 1
 
 
 conv_u8 = conv  # (WO: the record's 40th word)
@@ -752,25 +788,18 @@ def depthwise(E, P, k: int):
         q[2] = c
         q[3] = nt
         q[4] = uint(bias)
-    three = 0  # a 3x3 filter, multiplier 1, 1hwo weights: inner pixels sum each channel's taps at once
-    if hasb and kh == 3 and kw == 3 and opg == 1 and wso == 1 and wsx == c and wsy == 3 * c:
+    three = 0  # a 3x3 filter, multiplier 1, 1hwo weights: each channel's nine taps summed at once (dw9)
+    inner = 0
+    zbase = arena + pp[31]
+    if not asm and hasb and kh == 3 and kw == 3 and opg == 1 and wso == 1 and wsx == c and wsy == 3 * c:
         three = 1
-    w1 = c  # the taps' offsets in the weights (ky * 3C + kx * C) and in the input
-    w2 = 2 * c
-    w3 = 3 * c
-    w4 = 4 * c
-    w5 = 5 * c
-    w6 = 6 * c
-    w7 = 7 * c
-    w8 = 8 * c
-    x1 = dw * c
-    x2 = 2 * x1
-    x3 = dh * wd * c
-    x4 = x3 + x1
-    x5 = x3 + x2
-    x6 = 2 * x3
-    x7 = x6 + x1
-    x8 = x6 + x2
+        zrow = ptr8(zbase)  # C bytes of the zero point: what a padded tap reads
+        i = 0
+        while i < c:
+            zrow[i] = zx
+            i += 1
+        wk[12] = c
+        wk[13] = wo
     oy = 0
     while oy < oh:
         kk = 0
@@ -783,27 +812,29 @@ def depthwise(E, P, k: int):
                 kk = 0
             y0 = oy * sh - pt
             x0 = ox * sw - pl
-            if three and not asm and 0 <= y0 and y0 + 2 * dh < h and 0 <= x0 and x0 + 2 * dw < wd:
-                pw = ptr8(wbase)  # pointers bumped one channel a turn, the taps at fixed offsets
-                px = ptr8(abase + xo + (y0 * wd + x0) * c)
-                pb = ptr32(uint(bias))
-                pa = ptr32(accbase + 4 * kk)
-                j = c
-                while j:
-                    pa[0] = (pb[0] + ((pw[0] ^ 0x80) - wo) * ((px[0] ^ 0x80) - 0x80)
-                             + ((pw[w1] ^ 0x80) - wo) * ((px[x1] ^ 0x80) - 0x80)
-                             + ((pw[w2] ^ 0x80) - wo) * ((px[x2] ^ 0x80) - 0x80)
-                             + ((pw[w3] ^ 0x80) - wo) * ((px[x3] ^ 0x80) - 0x80)
-                             + ((pw[w4] ^ 0x80) - wo) * ((px[x4] ^ 0x80) - 0x80)
-                             + ((pw[w5] ^ 0x80) - wo) * ((px[x5] ^ 0x80) - 0x80)
-                             + ((pw[w6] ^ 0x80) - wo) * ((px[x6] ^ 0x80) - 0x80)
-                             + ((pw[w7] ^ 0x80) - wo) * ((px[x7] ^ 0x80) - 0x80)
-                             + ((pw[w8] ^ 0x80) - wo) * ((px[x8] ^ 0x80) - 0x80))
-                    pw = ptr8(uint(pw) + 1)
-                    px = ptr8(uint(px) + 1)
-                    pb = ptr32(uint(pb) + 4)
-                    pa = ptr32(uint(pa) + 4)
-                    j -= 1
+            if three:  # the taps' offsets from the pixel's first input byte in W[18..26]
+                pxa = abase + xo + (y0 * wd + x0) * c  # (a border pixel's may lie outside the input)
+                edge = 1
+                if 0 <= y0 and y0 + 2 * dh < h and 0 <= x0 and x0 + 2 * dw < wd:
+                    edge = 0
+                if edge or not inner:  # (an inner pixel's offsets are those of the one before)
+                    inner = 1 - edge
+                    i = 18
+                    ky = 0
+                    while ky < 3:
+                        iy = y0 + ky * dh
+                        kx = 0
+                        while kx < 3:
+                            ix = x0 + kx * dw
+                            if 0 <= iy and iy < h and 0 <= ix and ix < wd:
+                                wk[i] = (ky * dh * wd + kx * dw) * c
+                            else:  # outside the input: the C zero points (ZROW)
+                                wk[i] = int(zbase - pxa)
+                            i += 1
+                            kx += 1
+                        ky += 1
+                wk[16] = int(accbase + 4 * kk - pxa)
+                dw9(wbase, pxa, uint(bias), W)
                 kk += oc
                 ox += 1
                 continue
@@ -890,6 +921,55 @@ def depthwise(E, P, k: int):
         oy += 1
 
 
+
+@micropython.viper
+def dw9(pw: ptr8, px: ptr8, pb: ptr32, W):
+    # depthwise 3x3, multiplier 1, one output pixel: for each of the C (W[12]) channels, the
+    # accumulator at byte px + W[16] (+ 4 per channel) = its bias + the nine taps, tap t's
+    # weight at pw + t C, its input at px + W[18 + t] (a padded tap's offset points at C bytes
+    # of the zero point); WO (W[13]): a weight is (b ^ 0x80) - WO. (pw, px and pb first: viper
+    # keeps a function's first three locals in registers.)
+    wk = ptr32(W)
+    sg = 1
+    sg <<= 31
+    c = int(wk[12])
+    wo = int(wk[13])
+    pa = ptr32(uint(px) + ((wk[16] ^ sg) - sg))
+    x0 = int((wk[18] ^ sg) - sg)
+    x1 = int((wk[19] ^ sg) - sg)
+    x2 = int((wk[20] ^ sg) - sg)
+    x3 = int((wk[21] ^ sg) - sg)
+    x4 = int((wk[22] ^ sg) - sg)
+    x5 = int((wk[23] ^ sg) - sg)
+    x6 = int((wk[24] ^ sg) - sg)
+    x7 = int((wk[25] ^ sg) - sg)
+    x8 = int((wk[26] ^ sg) - sg)
+    w1 = c
+    w2 = 2 * c
+    w3 = 3 * c
+    w4 = 4 * c
+    w5 = 5 * c
+    w6 = 6 * c
+    w7 = 7 * c
+    w8 = 8 * c
+    j = c
+    while j:
+        pa[0] = (pb[0] + ((pw[0] ^ 0x80) - wo) * ((px[x0] ^ 0x80) - 0x80)
+                 + ((pw[w1] ^ 0x80) - wo) * ((px[x1] ^ 0x80) - 0x80)
+                 + ((pw[w2] ^ 0x80) - wo) * ((px[x2] ^ 0x80) - 0x80)
+                 + ((pw[w3] ^ 0x80) - wo) * ((px[x3] ^ 0x80) - 0x80)
+                 + ((pw[w4] ^ 0x80) - wo) * ((px[x4] ^ 0x80) - 0x80)
+                 + ((pw[w5] ^ 0x80) - wo) * ((px[x5] ^ 0x80) - 0x80)
+                 + ((pw[w6] ^ 0x80) - wo) * ((px[x6] ^ 0x80) - 0x80)
+                 + ((pw[w7] ^ 0x80) - wo) * ((px[x7] ^ 0x80) - 0x80)
+                 + ((pw[w8] ^ 0x80) - wo) * ((px[x8] ^ 0x80) - 0x80))
+        pw = ptr8(uint(pw) + 1)
+        px = ptr8(uint(px) + 1)
+        pb = ptr32(uint(pb) + 4)
+        pa = ptr32(uint(pa) + 4)
+        j -= 1
+
+
 dw_u8 = depthwise
 
 
@@ -970,54 +1050,26 @@ def dense(E, P, k: int):
             csum += v
             i += 1
         csum = 0 - (csum << 7)  # w * c = (w ^ 0x80) * c - 128 * c
-        o = 0
-        while o < oc:
-            s = csum
-            if wsi == 8 and wb == 3:  # oi8: this output's every 8th byte, 8 at a time
-                pw = ptr8(wbase + (o >> 3) * wso + (o & 7) + 8 * c0)
-                pc = col
-                i = m >> 3
-                while i:
-                    s += ((pw[0] ^ 0x80) * pc[0] + (pw[8] ^ 0x80) * pc[1]
-                          + (pw[16] ^ 0x80) * pc[2] + (pw[24] ^ 0x80) * pc[3]
-                          + (pw[32] ^ 0x80) * pc[4] + (pw[40] ^ 0x80) * pc[5]
-                          + (pw[48] ^ 0x80) * pc[6] + (pw[56] ^ 0x80) * pc[7])
-                    pw = ptr8(uint(pw) + 64)
-                    pc = ptr32(uint(pc) + 32)
-                    i -= 1
-                i = m & 7
-                while i:
-                    s += (pw[0] ^ 0x80) * pc[0]
-                    pw = ptr8(uint(pw) + 8)
-                    pc = ptr32(uint(pc) + 4)
-                    i -= 1
-            elif wsi == 1 and wb == 0:  # [out, in]: a contiguous row, 8 at a time through bumped pointers
-                pw = ptr8(wbase + o * wso + c0)
-                pc = col
-                i = m >> 3
-                while i:
-                    s += ((pw[0] ^ 0x80) * pc[0] + (pw[1] ^ 0x80) * pc[1]
-                          + (pw[2] ^ 0x80) * pc[2] + (pw[3] ^ 0x80) * pc[3]
-                          + (pw[4] ^ 0x80) * pc[4] + (pw[5] ^ 0x80) * pc[5]
-                          + (pw[6] ^ 0x80) * pc[6] + (pw[7] ^ 0x80) * pc[7])
-                    pw = ptr8(uint(pw) + 8)
-                    pc = ptr32(uint(pc) + 32)
-                    i -= 1
-                i = m & 7
-                while i:
-                    s += (pw[0] ^ 0x80) * pc[0]
-                    pw = ptr8(uint(pw) + 1)
-                    pc = ptr32(uint(pc) + 4)
-                    i -= 1
-            else:
+        if (wsi == 8 and wb == 3) or (wsi == 1 and wb == 0):  # oi8 or [out, in]
+            wk[12] = oc
+            wk[13] = m
+            wk[14] = wso
+            wk[15] = wb
+            wk[16] = int(uint(acc) - uint(col))
+            wk[17] = csum
+            dots(wbase + wsi * c0, col, 0, W)
+        else:
+            o = 0
+            while o < oc:
+                s = csum
                 wi = (o >> wb) * wso + (o & bm) + c0 * wsi
                 i = 0
                 while i < m:
                     s += (w[wi] ^ 0x80) * col[i]
                     wi += wsi
                     i += 1
-            acc[o] += s
-            o += 1
+                acc[o] += s
+                o += 1
         c0 += m
     wk[0] = pp[7]
     wk[1] = oc
