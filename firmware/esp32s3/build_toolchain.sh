@@ -174,7 +174,7 @@ build_idf_newlib() {
     mkdir -p "$t/include/newlib-nano"
     cp "$stage/nano/xtensa-esp-elf/include/newlib.h" "$t/include/newlib-nano/"
     # crosstool-NG's nano.specs, but for the paths (this GCC has no sysroot: the nano newlib.h is
-    # found next to the libraries, %s) and the lib spec (-lc_nano: esp-idf.specs's -lc would come
+    # found next to the libraries, %s) and the lib spec (-lc_nano: the lib spec's -lc would come
     # first)
     cat > "$t/lib/nano.specs" <<'SPECS'
 %rename link                nano_link

@@ -72,6 +72,10 @@ if [ -d "$local_components/espressif__mdns" ] && [ -d "$local_components/espress
 fi
 
 make -C "$MPY_DIR/mpy-cross"
+# The frozen code's compiler, named, so the build does not run make in mpy-cross itself: that
+# make would inherit BUILD=$build from the port's make (MAKEFLAGS) and generate mpy-cross's
+# headers into the firmware's genhdr.
+export MICROPY_MPYCROSS="$MPY_DIR/mpy-cross/build/mpy-cross"
 # IDFPY_FLAGS from the environment: the port's Makefile appends its own (+=).
 IDFPY_FLAGS="$flags" make -C "$MPY_DIR/ports/esp32" BOARD_DIR="$board_dir" BUILD="$build" \
     ${BOARD_VARIANT:+BOARD_VARIANT=$BOARD_VARIANT} USER_C_MODULES="$user_c_modules"
