@@ -72,6 +72,8 @@ firmware-help:
 	@echo "                         [BUILD_DIR/tflm-esp32s3/tflm_esp32s3.elf]; ESP_TFLITE_MICRO_DIR, ESP_NN_DIR: checkouts"
 	@echo "  make bench-xtensa      MLPerf Tiny on the core: mpy-lazy against that TFLM, instructions per inference"
 	@echo "ESP32_S3_MPY_LAZY with ESP-IDF (firmware/esp32.mk; docs/FIRMWARE.md \"ESP-IDF firmware\"):"
+	@echo "  make xtensa-idf-toolchain  XTENSA_PREFIX's GCC with newlib for ESP-IDF -> XTENSA_IDF_PREFIX [$(XTENSA_IDF_PREFIX)]"
+	@echo "  MPY_LAZY_XTENSA_IDF_PREFIX that toolchain for tests/test_xtensa_idf_toolchain.py"
 	@echo "  make esp-idf-tree      ESP-IDF $(ESP_IDF_TESTED) + submodules from git snapshots -> IDF_PATH (no network)"
 	@echo "  make esp-idf-venv      IDF's Python tools from PyPI -> IDF_PYTHON_ENV [$(IDF_PYTHON_ENV)]"
 	@echo "  IDF_PATH, ESP32_VARIANT make firmware BOARD=ESP32_S3_MPY_LAZY IDF_PATH=... [ESP32_VARIANT=NO_RADIO]"

@@ -16,5 +16,10 @@ set(SDKCONFIG_DEFAULTS
     ${MICROPY_BOARD_DIR}/sdkconfig.board
     ${CMAKE_BINARY_DIR}/sdkconfig.mpy_lazy_partitions
 )
+# firmware/esp32s3/idf_build.sh's settings for its toolchain and IDF tree (no SPIRAM without
+# Espressif's GCC, ...; none of them a variant's)
+if(MPY_LAZY_SDKCONFIG_EXTRA)
+    list(APPEND SDKCONFIG_DEFAULTS ${MPY_LAZY_SDKCONFIG_EXTRA})
+endif()
 
 set(MICROPY_FROZEN_MANIFEST ${MICROPY_BOARD_DIR}/manifest.py)

@@ -27,6 +27,7 @@ NEWLIB_DIR=${NEWLIB_DIR:-/opt/src/newlib-esp32}
 LANGUAGES=${LANGUAGES:-c}
 HOST_CFLAGS=${HOST_CFLAGS:--O1 -g0}
 TARGET=xtensa-esp32s3-elf
+here=$(cd "$(dirname "$0")" && pwd)
 CORE=$OVERLAYS/xtensa_esp32s3
 
 die() { echo "build_toolchain.sh: $*" >&2; exit 1; }
@@ -73,7 +74,7 @@ build_gcc() {
 
 # Upstream newlib 3.3.0 (Debian's newlib-source) has no Xtensa port ("Newlib does not support CPU
 # xtensa"): newlib is Espressif's, espressif/newlib-esp32 at esp-4.3.0_20240322 (NEWLIB_DIR).
-build_newlib() {
+newlib_tree() {
     [ -f "$NEWLIB_DIR/newlib/configure.ac" ] || die "no newlib-esp32 checkout at $NEWLIB_DIR (set NEWLIB_DIR)"
     rm -rf "$WORK/newlib-esp32" && cp -r "$NEWLIB_DIR" "$WORK/newlib-esp32" && rm -rf "$WORK/newlib-esp32/.git"
     cp -r "$CORE/newlib/." "$WORK/newlib-esp32/"
@@ -83,30 +84,119 @@ build_newlib() {
         (cd "$WORK/newlib-esp32/newlib" && export AUTOCONF=autoconf2.69 AUTOM4TE=autom4te2.69 &&
          aclocal-1.16 -I . -I .. -I ../config && autoconf2.69 && automake-1.16 --foreign)
     fi
-    rm -rf "$WORK/b-newlib" && mkdir "$WORK/b-newlib" && cd "$WORK/b-newlib"
-    ../newlib-esp32/configure --target=$TARGET --prefix="$PREFIX" --enable-target-optspace \
-        --enable-newlib-io-long-long --disable-newlib-supplied-syscalls --disable-nls
-    # newlib only: newlib-esp32's libgloss (libnosys) wants ESP-IDF's headers (<dirent.h>)
+}
+
+# newlib_make BUILD_DIR TRIPLE PREFIX CONFIGURE_OPTIONS...: configure, build and install newlib only
+# (newlib-esp32's libgloss (libnosys) wants ESP-IDF's headers (<dirent.h>))
+newlib_make() {
+    b=$1 triple=$2 prefix=$3; shift 3
+    rm -rf "$WORK/$b" && mkdir "$WORK/$b" && cd "$WORK/$b"
+    ../newlib-esp32/configure --target=$triple --prefix="$prefix" "$@"
+    m=
     if ! make -j"$JOBS" all-target-newlib; then
         # With a Makefile.in made by automake 1.16 the math objects libc.a takes from libm.a
         # are named a-*.o, where the Makefile's MATHOBJS_IN_LIBC still says libm_a-*.o.
-        d="$WORK/b-newlib/$TARGET/newlib"
+        d="$WORK/$b/$triple/newlib"
         m=$(make -C "$d" -pn 2>/dev/null | sed -n 's/^MATHOBJS_IN_LIBC = //p' | head -1 | sed 's/libm_a-/a-/g')
         rm -f "$d/stamp-libc-math-objects"
         make -C "$d" MATHOBJS_IN_LIBC="$m" stamp-libc-math-objects libc.a
         make -j"$JOBS" -C "$d" MATHOBJS_IN_LIBC="$m"
     fi
-    if [ -n "${m:-}" ]; then
-        make -C "$WORK/b-newlib/$TARGET/newlib" install MATHOBJS_IN_LIBC="$m"
+    if [ -n "$m" ]; then
+        make -C "$WORK/$b/$triple/newlib" install MATHOBJS_IN_LIBC="$m"
     else
-        make -C "$WORK/b-newlib/$TARGET/newlib" install
+        make -C "$WORK/$b/$triple/newlib" install
     fi
+}
+
+build_newlib() {
+    newlib_tree
+    newlib_make b-newlib $TARGET "$PREFIX" --enable-target-optspace \
+        --enable-newlib-io-long-long --disable-newlib-supplied-syscalls --disable-nls
     # newlib-esp32's xtensa/config/core-isa.h, outside newlib's own build, #include_next's the
     # one an OS port provides (ESP-IDF's): for bare metal, the core's, here
     # (boards/qemu/ESP32S3 compiles with -idirafter this directory)
     mkdir -p "$PREFIX/$TARGET/core-include/xtensa/config"
     cp "$CORE/newlib/newlib/libc/sys/xtensa/include/xtensa/config/core-isa.h" \
         "$PREFIX/$TARGET/core-include/xtensa/config/"
+}
+
+# The toolchain for ESP-IDF, in a prefix of its own (IDF_PREFIX, /opt/xtensa-idf): PREFIX's
+# binutils and GCC with newlib configured as Espressif's (crosstool-NG's xtensa-esp-elf): built
+# for the target name xtensa-esp-elf, which selects newlib-esp32's ESP system directory
+# (sys/lock.h with retargetable locks, sys/dirent.h, -D_NO_GLOB ...: configure.host's *-esp-*),
+# reent-small (the layout the ESP32-S3 ROM's newlib functions use), nano malloc, iconv, C99,
+# long long, float and positional printf formats, no wide orientation; and the "nano" build
+# (nano-formatted I/O) as libc_nano.a/libg_nano.a with crosstool-NG's nano.specs, which IDF links
+# with CONFIG_NEWLIB_NANO_FORMAT. PREFIX's newlib (the bare-metal boards') stays as it is.
+IDF_PREFIX=${IDF_PREFIX:-/opt/xtensa-idf}
+build_idf_newlib() {
+    [ -x "$PREFIX/bin/$TARGET-gcc" ] || die "no $PREFIX/bin/$TARGET-gcc (run the binutils and gcc steps first)"
+    newlib_tree
+    # newlib's configure calls the tools by the target's name
+    tools="$WORK/esp-elf-bin"
+    rm -rf "$tools" && mkdir "$tools"
+    for t in "$PREFIX/bin/$TARGET"-*; do
+        ln -s "$t" "$tools/xtensa-esp-elf-${t##*/$TARGET-}"
+    done
+    stage="$WORK/idf-newlib-stage"
+    rm -rf "$stage"
+    common="--disable-nls --enable-target-optspace --disable-newlib-supplied-syscalls
+        --enable-newlib-retargetable-locking --enable-newlib-reent-small --enable-newlib-nano-malloc"
+    # shellcheck disable=SC2086
+    PATH="$tools:$PATH" CFLAGS_FOR_TARGET="-g -Os -ffunction-sections -fdata-sections" \
+        newlib_make b-idf-newlib xtensa-esp-elf "$stage/full" $common --enable-newlib-iconv \
+        --enable-newlib-io-c99-formats --enable-newlib-io-long-long --enable-newlib-io-float \
+        --enable-newlib-io-pos-args --disable-newlib-wide-orient
+    # shellcheck disable=SC2086
+    PATH="$tools:$PATH" CFLAGS_FOR_TARGET="-g -Os -ffunction-sections -fdata-sections" \
+        newlib_make b-idf-newlib-nano xtensa-esp-elf "$stage/nano" $common \
+        --disable-newlib-io-c99-formats --enable-newlib-nano-formatted-io --disable-newlib-wide-orient
+    rm -rf "$IDF_PREFIX" && cp -a "$PREFIX" "$IDF_PREFIX"
+    # its GCC links as Espressif's does by default, without Tensilica's simulator files (ESP-IDF
+    # links its bootloader and its compiler checks without -specs=): a specs file in GCC's
+    # library directory, read before the built-in specs, with esp-idf.specs's start files and libraries
+    gcc_lib=$(dirname "$("$IDF_PREFIX/bin/$TARGET-gcc" -print-libgcc-file-name)")
+    "$IDF_PREFIX/bin/$TARGET-gcc" -dumpspecs | awk -v f="$here/esp-idf.specs" '
+        BEGIN { while ((getline l < f) > 0) if (l ~ /^\*/) k = l; else if (l != "" && l !~ /^#/) mine[k] = l }
+        skip { skip = 0; next }
+        $0 in mine { print; print mine[$0]; skip = 1; next }
+        { print }' > "$gcc_lib/specs"
+    t="$IDF_PREFIX/$TARGET"
+    # PREFIX's newlib out (headers but the C++ ones, libraries but libstdc++/libsupc++), this one in
+    find "$t/include" -mindepth 1 -maxdepth 1 ! -name c++ -exec rm -rf {} +
+    rm -f "$t/lib/libc.a" "$t/lib/libg.a" "$t/lib/libm.a"
+    cp -r "$stage/full/xtensa-esp-elf/include/." "$t/include/"
+    cp "$stage/full/xtensa-esp-elf/lib/"*.a "$t/lib/"
+    for l in c g m; do
+        cp "$stage/nano/xtensa-esp-elf/lib/lib$l.a" "$t/lib/lib${l}_nano.a"
+    done
+    mkdir -p "$t/include/newlib-nano"
+    cp "$stage/nano/xtensa-esp-elf/include/newlib.h" "$t/include/newlib-nano/"
+    # crosstool-NG's nano.specs, but for the paths (this GCC has no sysroot: the nano newlib.h is
+    # found next to the libraries, %s) and the lib spec (-lc_nano: the lib spec's -lc would come
+    # first)
+    cat > "$t/lib/nano.specs" <<'SPECS'
+%rename link                nano_link
+%rename link_gcc_c_sequence nano_link_gcc_c_sequence
+%rename cpp_unique_options  nano_cpp_unique_options
+
+*cpp_unique_options:
+-isystem ../include/newlib-nano%s %(nano_cpp_unique_options)
+
+*nano_libc:
+-lc_nano
+
+*lib:
+-lc_nano
+
+*link_gcc_c_sequence:
+%(nano_link_gcc_c_sequence) --start-group %G %(nano_libc) --end-group
+
+*link:
+%(nano_link) %:replace-outfile(-lc -lc_nano) %:replace-outfile(-lg -lg_nano) %:replace-outfile(-lm -lm_nano)
+
+SPECS
 }
 
 # C++: the same GCC configured for c,c++ against the installed newlib, with the options of

@@ -5,7 +5,8 @@
 # IDF_PATH          the ESP-IDF tree (idf_tree.sh makes one from snapshots; a git clone with its
 #                   submodules and the component manager online works too)
 # IDF_PYTHON_ENV    a venv with IDF's Python requirements (idf_venv.sh)
-# XTENSA_PREFIX     the toolchain (xtensa-esp32s3-elf-gcc/g++ in bin/)
+# XTENSA_PREFIX     the toolchain (xtensa-esp32s3-elf-gcc/g++ in bin/): Espressif's, or
+#                   build_toolchain.sh's IDF prefix (STEPS=idf_newlib, /opt/xtensa-idf)
 # MPY_DIR ULAB_DIR MPY_LIB_DIR BUILD   as for the other boards; BOARD_VARIANT optional (NO_RADIO)
 # IDF_LOCAL_COMPONENTS  directory with espressif__mdns and espressif__tinyusb (default
 #                   $IDF_PATH/mpy-components, idf_tree.sh's): the component manager is then off.
@@ -28,11 +29,29 @@ export PATH="$IDF_PYTHON_ENV/bin:$IDF_PATH/tools:$XTENSA_PREFIX/bin:$PATH"
 export IDF_PYTHON_CHECK_CONSTRAINTS=no
 
 flags="${IDFPY_FLAGS:-} -D MICROPY_LIB_DIR=$MPY_LIB_DIR"
-# GCC's own xtensa-elf link defaults (build_toolchain.sh's GCC, not Espressif's) name simulator
-# files a chip application must not link (esp-idf.specs says which).
-if "$XTENSA_PREFIX/bin/xtensa-esp32s3-elf-gcc" -dumpspecs | grep -q -- -lhandlers-sim; then
-    flags="$flags -D CMAKE_EXE_LINKER_FLAGS=-specs=$here/esp-idf.specs"
+gcc="$XTENSA_PREFIX/bin/xtensa-esp32s3-elf-gcc"
+# newlib as ESP-IDF needs it (build_toolchain.sh's idf_newlib step, or Espressif's toolchain)
+printf '#include <newlib.h>\n#ifndef _RETARGETABLE_LOCKING\n#error\n#endif\n' |
+    "$gcc" -E -x c -o /dev/null - 2>/dev/null ||
+    die "$XTENSA_PREFIX's newlib is not configured for ESP-IDF (no retargetable locking): make xtensa-idf-toolchain"
+# sdkconfig settings this toolchain and this IDF tree need (the board reads the file last):
+mkdir -p "$build"
+extra="$build/sdkconfig.idf_build"
+: > "$extra"
+if ! echo 'int x;' | "$gcc" -mdisable-hardware-atomics -x c -c -o /dev/null - 2>/dev/null; then
+    # IDF compiles everything with this option when SPIRAM is on (the S3's S32C1I does not work
+    # on PSRAM; Espressif's GCC turns atomics into calls); without it: no PSRAM.
+    echo "idf_build.sh: $gcc has no -mdisable-hardware-atomics (not Espressif's GCC): building without SPIRAM"
+    echo "CONFIG_SPIRAM=n" >> "$extra"
 fi
+if [ ! -f "$("$gcc" -print-file-name=nano.specs)" ]; then
+    echo "idf_build.sh: $gcc has no nano.specs (newlib's nano build): building with CONFIG_NEWLIB_NANO_FORMAT=n"
+    echo "CONFIG_NEWLIB_NANO_FORMAT=n" >> "$extra"
+fi
+# idf_tree.sh's settings for the components it had to substitute
+[ ! -f "$IDF_PATH/sdkconfig.mpy_lazy_tree" ] || cat "$IDF_PATH/sdkconfig.mpy_lazy_tree" >> "$extra"
+flags="$flags -D MPY_LAZY_SDKCONFIG_EXTRA=$extra"
+
 user_c_modules=$ULAB_DIR/code/micropython.cmake
 if [ ! -f "$MPY_DIR/lib/berkeley-db-1.xx/README" ]; then
     # The btree module needs MicroPython's lib/berkeley-db-1.xx submodule (its snapshot here
@@ -53,6 +72,10 @@ if [ -d "$local_components/espressif__mdns" ] && [ -d "$local_components/espress
 fi
 
 make -C "$MPY_DIR/mpy-cross"
+# The frozen code's compiler, named, so the build does not run make in mpy-cross itself: that
+# make would inherit BUILD=$build from the port's make (MAKEFLAGS) and generate mpy-cross's
+# headers into the firmware's genhdr.
+export MICROPY_MPYCROSS="$MPY_DIR/mpy-cross/build/mpy-cross"
 # IDFPY_FLAGS from the environment: the port's Makefile appends its own (+=).
 IDFPY_FLAGS="$flags" make -C "$MPY_DIR/ports/esp32" BOARD_DIR="$board_dir" BUILD="$build" \
     ${BOARD_VARIANT:+BOARD_VARIANT=$BOARD_VARIANT} USER_C_MODULES="$user_c_modules"

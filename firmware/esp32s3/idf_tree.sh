@@ -12,7 +12,8 @@
 # commit is absent from its snapshot stops the script with the commit and the snapshot named,
 # unless SUBST_<name> names a replacement "<owner>+<name>@<ref>" (SUBST_mbedtls: upstream
 # Mbed-TLS at the release Espressif's fork is based on). Files the snapshots lack (4 MiB and
-# more) are listed; none is used by an esp32s3 build.
+# more) are listed; none is used by an esp32s3 build. A replacement is patched with
+# subst-<name>.patch and configured with subst-<name>.sdkconfig (this directory) when they exist.
 set -eu
 
 MIRROR=${MIRROR:-/work/.mirror}
@@ -29,6 +30,7 @@ components/heap/tlsf components/bootloader/subproject/components/micro-ecc/micro
 components/mqtt/esp-mqtt"}
 
 IDF_GIT="$MIRROR/espressif+esp-idf/repo"
+here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "idf_tree.sh: $*" >&2; exit 1; }
 snapshot() { d="$MIRROR/$1/repo"; [ -d "$d" ] || die "no snapshot $d (fetch github:$(echo "$1" | tr + /))"; echo "$d"; }
 
@@ -93,6 +95,13 @@ for path in $SUBMODULES; do
         rmdir "$DEST/$path" 2>/dev/null || true
         extract "$sub_git" "${subst#*@}" "" "$DEST/$path"
         nested "$sub_git" "${subst#*@}" "$DEST/$path"
+        # what the replacement needs to build in the IDF: a patch of ours, sdkconfig settings
+        # (idf_build.sh hands $DEST/sdkconfig.mpy_lazy_tree to the board)
+        if [ -f "$here/subst-$name.patch" ]; then
+            echo "  patch: subst-$name.patch"
+            patch -d "$DEST/$path" -p1 < "$here/subst-$name.patch"
+        fi
+        [ ! -f "$here/subst-$name.sdkconfig" ] || cat "$here/subst-$name.sdkconfig" >> "$DEST/sdkconfig.mpy_lazy_tree"
     fi
 done
 
