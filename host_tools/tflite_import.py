@@ -75,7 +75,8 @@ SUPPORTED = tuple(ROOMS)
 # a legacy uint8 model's ops: those whose TFLite uint8 kernels the tests prove bit for bit
 # (tests/host/test_legacy.py, against TFLite's own interpreter; TFLM runs no uint8 model)
 LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE",
-          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT")
+          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT",
+          "DEQUANTIZE")  # (DEQUANTIZE: TFLM takes uint8 too: tests/host/test_tflite_types.py)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there

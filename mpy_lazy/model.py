@@ -78,9 +78,9 @@ class Model(Module):
                     _versions(n, op, ins, states)
                 o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
-                if op != "lut" and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
+                if op not in ("lut", "slice", "reshape") and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
                     raise graph.fail(n, "%s: u8 values (a model's uint8 input or output) are read and written "
-                                     "by lut only" % op, "x")
+                                     "by lut, slice and reshape only" % op, "x")
                 v = o.y = graph.Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
                 if op == "var" or op == "assign":

@@ -6,7 +6,7 @@ from .._arith import rec
 from ..kinds import CAST, FCAST
 from . import Op as Base
 
-_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7}  # FORMAT.md's dtype codes
+_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7, "bool": 3}  # FORMAT.md's dtype codes (bool: bytes 0, 1)
 
 
 class Op(Base):
@@ -16,6 +16,8 @@ class Op(Base):
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         dt = kv["dtype"]
+        if dt == "bool":  # (TFLM casts from bool only: a cast to it would keep the low bits, not 0 or 1)
+            raise self.fail("a cast to bool is not supported (from bool is)", "dtype")
         q = None
         if dt != "f32":
             q = kv.get("q", (1.0, 0))

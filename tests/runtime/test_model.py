@@ -1452,11 +1452,11 @@ def test_uint8_input_and_output():
 
 
 def test_uint8_values_only_in_lut():
-    """u8 values (a model's uint8 input or output) are read and written by lut only: any other
-    op taking or making one is refused naming the op; a u8 zero point is 0..255, an i8 one
-    -128..127."""
+    """u8 values (a model's uint8 input or output) are read and written by lut, and moved by slice
+    and reshape (TFLM's uint8 REVERSE_V2) only: any other op taking or making one is refused naming
+    the op; a u8 zero point is 0..255, an i8 one -128..127."""
     for text, what in (
-            ("input y=a shape=4 dtype=u8 q=1.0,0\nreshape x=a y=b shape=2,2\noutput x=b", "reshape: u8 values"),
+            ("input y=a shape=2,2 dtype=u8 q=1.0,0\ntranspose x=a y=b perm=1,0\noutput x=b", "transpose: u8 values"),
             ("input y=a shape=4\nquantize x=a y=b q=1.0,0 dtype=u8\noutput x=b", "quantize: u8 values"),
             ("input y=a shape=4 dtype=u8 q=1.0,0\nlut x=a y=b t=t q=1.0,0\nsoftmax x=b y=c q=0.00390625,-128 t=s "
              "dtype=u8\noutput x=c", "softmax"),
@@ -1466,6 +1466,7 @@ def test_uint8_values_only_in_lut():
         e = raises(ContainerError, Model, text)
         assert what in str(e), (text, str(e))
     Model("input y=a shape=4 dtype=i8 q=1.0,0\nlut x=a y=b t=t q=1.0,200 dtype=u8\noutput x=b")
+    Model("input y=a shape=4 dtype=u8 q=1.0,0\nreshape x=a y=b shape=2,2\noutput x=b")
 
 
 def test_legacy_keys_are_refused_where_they_do_not_apply():

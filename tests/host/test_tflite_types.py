@@ -1,0 +1,73 @@
+"""The other tensor types TFLM's data-moving, comparing and casting kernels take (issue 29), against
+TensorFlow Lite Micro itself: SLICE, STRIDED_SLICE, REVERSE_V2 and CONCATENATION on bool; REVERSE_V2
+on uint8; CAST from bool; DEQUANTIZE from uint8 (every code). One-op .tflite models written with
+TFLM's own schema module (test_tflite_elem.model), run by the tflite-micro wheel
+(tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure
+kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the
+host reference interpreter: every element equal."""
+import numpy as np
+import pytest
+
+tflm_ref = pytest.importorskip("tflm_ref")
+pytest.importorskip("flatbuffers")
+pytest.importorskip("tflite")
+
+from test_tflite_elem import _opts, model  # noqa: E402
+from test_tflite_moves import _ints, expect, on_board, tflm_tests  # noqa: E402
+
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
+
+OP = S.BuiltinOperator
+
+
+def _bools(shape, seed):
+    return np.random.default_rng(seed).integers(0, 2, shape).astype(np.bool_)
+
+
+def _op(op, dt, x, out_shape, consts=(), options=None, q=None):
+    """x -> op -> one output of dt; consts: int32 inputs after x."""
+    tensors = [(x.shape, dt, q, None)] + [(c.shape or (1,), "i32", None, c) for c in consts]
+    tensors.append((out_shape, dt, q, None))
+    n = len(tensors)
+    return model(op, tensors, [0], [n - 1], list(range(n - 1)), options), [x]
+
+
+def models():
+    out = {}
+    x = _bools((1, 5, 6, 7), 1)
+    out["slice_bool"] = _op(OP.SLICE, "bool", x, (1, 3, 4, 2), [_ints([0, 1, 2, 3]), _ints([1, 3, -1, 2])])
+    ss = _opts("StridedSliceOptions", beginMask=0b0100, endMask=0b1000, shrinkAxisMask=0b0010)
+    out["strided_slice_bool"] = _op(OP.STRIDED_SLICE, "bool", x, (1, 3, 3),
+                                    [_ints([0, -2, 5, 1]), _ints([1, 0, 5, 0]), _ints([1, 1, 2, 2])], ss)
+    out["reverse_bool"] = _op(OP.REVERSE_V2, "bool", x, x.shape, [_ints([1, 2])])
+    u = np.random.default_rng(2).integers(0, 256, (1, 5, 6), endpoint=False).astype(np.uint8)
+    u[0, 0, :2] = (0, 255)
+    out["reverse_u8"] = _op(OP.REVERSE_V2, "u8", u, u.shape, [_ints([-1])])
+    a, b = _bools((1, 4, 5, 3), 3), _bools((1, 4, 5, 2), 4)
+    out["concat_bool"] = model(OP.CONCATENATION, [(a.shape, "bool", None, None), (b.shape, "bool", None, None),
+                                                  ((1, 4, 5, 5), "bool", None, None)], [0, 1], [2], [0, 1],
+                               _opts("ConcatenationOptions", axis=-1)), [a, b]
+    x = _bools((1, 3, 8), 5)
+    for dt in ("i8", "i16", "i32", "f32", "u32"):
+        out["cast_bool_%s" % dt] = model(OP.CAST, [(x.shape, "bool", None, None), (x.shape, dt, None, None)],
+                                         [0], [1], [0]), [x]
+    codes = np.arange(256, dtype=np.uint8).reshape(1, 16, 16)
+    for k, (scale, zp) in enumerate(((0.1, 130), (0.0039, 0), (3.7e-5, 255))):
+        out["dequantize_u8_f32_%d" % k] = model(OP.DEQUANTIZE, [(codes.shape, "u8", (scale, zp), None),
+                                                                (codes.shape, "f32", None, None)],
+                                                [0], [1], [0]), [codes]
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out, board = on_board(models(), str(tmp_path_factory.mktemp("tflite_types")), "types")
+    try:
+        yield out, board
+    finally:
+        board.stop()
+
+
+NAMES = list(models())
+test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
+    tflm_tests(NAMES, expect)
