@@ -27,6 +27,8 @@ ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
 BOOL_OPS = COMPARISONS + ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT_V2")
 BROADCASTING = BOOL_OPS + ("SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
+# the ops that take int64 activations (8 bytes each: moved as two words, compared hi then lo)
+INT64_OPS = COMPARISONS + ("CONCATENATION", "PACK", "REVERSE_V2", "ZEROS_LIKE", "MAXIMUM", "MINIMUM")
 BOOL_IN = BOOL_OPS + ("REDUCE_ALL",  # (REDUCE_ALL: bool in, bool out)
                       "CAST", "CONCATENATION", "SLICE", "STRIDED_SLICE", "REVERSE_V2")  # (from bool; moves)
 
@@ -380,6 +382,8 @@ def _uses(r, name, op, ins, outs, where, fail):
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
+    if any(i >= 0 and typ(i) == "INT64" and r.data(i) is None for i in ins + outs) and name not in INT64_OPS:
+        fail(where, "int64 tensors: mpy-lazy runs them through %s only" % ", ".join(INT64_OPS))
     if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_IN:
         fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_IN))
     if name in BROADCASTING:  # numpy's broadcasting, to the output's shape
@@ -398,7 +402,8 @@ def _uses(r, name, op, ins, outs, where, fail):
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
     if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS", "RESHAPE") and \
-            (name, typ(y)) not in (("QUANTIZE", "UINT8"), ("REVERSE_V2", "UINT8")):
+            (name, typ(y)) not in (("QUANTIZE", "UINT8"), ("REVERSE_V2", "UINT8")) and \
+            not (typ(y) == "INT64" and name in INT64_OPS):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)

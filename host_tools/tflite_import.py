@@ -233,6 +233,9 @@ class _Reader:
                 self.ir.dtypes[name] = dt
         elif typ == "BOOL":  # (bytes 0 or 1: comparisons, logical ops, select)
             self.ir.dtypes[name] = "bool"
+        elif typ == "INT64" and not scales:  # (8 bytes each: the moves, comparisons, minimum, maximum)
+            self.ir.q[name] = (1.0, 0)
+            self.ir.dtypes[name] = "i64"
         elif typ != "FLOAT32":
             raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
                            "bool, and uint8 into or out of QUANTIZE)" % typ)
@@ -247,7 +250,7 @@ class _Reader:
     def dtof(self, i):
         """The graph dtype of tensor i: f32, i8, i16 or i32 (uint32: its bits)."""
         typ = self.tensor(i)[2]
-        return "i32" if typ == "UINT32" else INT.get(typ, "f32")
+        return "i32" if typ == "UINT32" else ("i64" if typ == "INT64" else INT.get(typ, "f32"))
         """The graph dtype of tensor i: f32, i8, i16, i32 or bool."""
         typ = self.tensor(i)[2]
         return "bool" if typ == "BOOL" else INT.get(typ, "f32")

@@ -8,7 +8,7 @@ from ..ir import Node
 from ..tflite_import import _hwc
 
 # the tensor types each builtin takes (what tests/host/test_tflite_compare.py proves against TFLM)
-TYPES = {"FILL": "int8 int32 float32", "ZEROS_LIKE": "int8 int32 float32"}
+TYPES = {"FILL": "int8 int32 float32", "ZEROS_LIKE": "int8 int32 float32 int64"}
 
 
 def _line(r, y, shape, dt, q, values=None, number=None):
@@ -57,8 +57,9 @@ def _filled(r, number):
     y = r.outs[0]
     _, shape, typ, _, _, _ = r.tensor(y)
     dt = r.dtof(y)
-    if dt not in ("f32", "i8", "i32"):
-        raise r.err("%s %s is not supported (TFLM's kernel takes int8, int32, float32)" % (typ, r.opname.upper()))
+    if dt not in ("f32", "i8", "i32") and (dt, r.opname) != ("i64", "zeros_like"):
+        raise r.err("%s %s is not supported (TFLM's kernel takes %s)" % (
+            typ, r.opname.upper(), TYPES[r.opname.upper()].replace(" ", ", ")))
     shape = _hwc(shape, r)
     if dt == "f32" and not np.isfinite(number):  # (the description's numbers are finite)
         _line(r, r.prefix + "t%d" % y, shape, dt, None, values=np.full(shape, number, np.float32))

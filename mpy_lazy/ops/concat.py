@@ -20,7 +20,7 @@ class Op(Base):
             total += v.shape[self.axis]
         if ins[0].dtype == "bool":  # (bytes 0 or 1: no q)
             self.keeps_q()
-        elif self.quantized(("i8", "i16", "i32")) != "f32":
+        elif self.quantized(("i8", "i16", "i32", "i64")) != "f32":
             for v in ins:
                 if tuple(v.q) != tuple(kv["q"]):
                     raise self.fail("integer inputs need the output's q (%r has %s)" % (v.name, v.q), "q")

@@ -35,6 +35,8 @@ class Op(Base):
             lo, hi = RANGE[dt]
             if not lo <= kv["code"] <= hi:
                 raise self.fail("code=%d outside %s's %d..%d" % (kv["code"], dt, lo, hi), "code")
+            if dt == "i64" and kv["code"] not in (0, -1):  # (a fill writes one word: give t= for others)
+                raise self.fail("code=%d: an i64 code= is 0 or -1 (others: t=)" % kv["code"], "code")
             self.word = kv["code"]
         self.out = (shape, dt, q)
 

@@ -1,6 +1,7 @@
 """The other tensor types TFLM's data-moving, comparing and casting kernels take (issue 29), against
 TensorFlow Lite Micro itself: SLICE, STRIDED_SLICE, REVERSE_V2 and CONCATENATION on bool; REVERSE_V2
-on uint8; CAST from bool; DEQUANTIZE from uint8 (every code). One-op .tflite models written with
+on uint8; CAST from bool; DEQUANTIZE from uint8 (every code); int64 (8 bytes an element, moved as
+two words) through REVERSE_V2, CONCATENATION, PACK and ZEROS_LIKE. One-op .tflite models written with
 TFLM's own schema module (test_tflite_elem.model), run by the tflite-micro wheel
 (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure
 kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the
@@ -32,8 +33,28 @@ def _op(op, dt, x, out_shape, consts=(), options=None, q=None):
     return model(op, tensors, [0], [n - 1], list(range(n - 1)), options), [x]
 
 
+def _longs(shape, seed):
+    """int64 over the whole range, with words that differ in the low half only and in its sign bit."""
+    x = np.random.default_rng(seed).integers(-2 ** 63, 2 ** 63 - 1, shape, endpoint=True).astype(np.int64)
+    flat = x.reshape(-1)
+    flat[:6] = (-2 ** 63, 2 ** 63 - 1, -1, 0, 1 << 31, (1 << 32) - 1)
+    return x
+
+
 def models():
     out = {}
+    a, b = _longs((1, 5, 6), 6), _longs((1, 5, 6), 7)
+    out["reverse_i64"] = _op(OP.REVERSE_V2, "i64", a, a.shape, [_ints([1])])
+    out["concat_i64"] = model(OP.CONCATENATION, [(a.shape, "i64", None, None), (b.shape, "i64", None, None),
+                                                 ((1, 5, 12), "i64", None, None)], [0, 1], [2], [0, 1],
+                              _opts("ConcatenationOptions", axis=-1)), [a, b]
+    for axis in (1, 2, 3):
+        y = list(a.shape)
+        y.insert(axis, 2)
+        out["pack%d_i64" % axis] = model(OP.PACK, [(a.shape, "i64", None, None), (b.shape, "i64", None, None),
+                                                   (tuple(y), "i64", None, None)], [0, 1], [2], [0, 1],
+                                         _opts("PackOptions", valuesCount=2, axis=axis)), [a, b]
+    out["zeros_like_i64"] = _op(OP.ZEROS_LIKE, "i64", a, a.shape)
     x = _bools((1, 5, 6, 7), 1)
     out["slice_bool"] = _op(OP.SLICE, "bool", x, (1, 3, 4, 2), [_ints([0, 1, 2, 3]), _ints([1, 3, -1, 2])])
     ss = _opts("StridedSliceOptions", beginMask=0b0100, endMask=0b1000, shrinkAxisMask=0b0010)
