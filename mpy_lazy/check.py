@@ -172,13 +172,13 @@ class _Rec:
             self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
         return n, bc
 
-    def operand(self, i, bci, n, es):
+    def operand(self, i, bci, n, es, align=0):
         """An operand at word i of es-byte elements repeating every BC (word bci) of the N
-        output elements (BC divides N)."""
+        output elements (BC divides N), aligned to align bytes (default es)."""
         bc = self.range(bci, "x", 1, n)
         if n % bc:
             self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-        self.region(i, "x", bc * es, es)
+        self.region(i, "x", bc * es, align or es)
 
     def f32(self, i):
         """The f32 field at word i."""

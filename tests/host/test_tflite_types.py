@@ -1,7 +1,9 @@
 """The other tensor types TFLM's data-moving, comparing and casting kernels take (issue 29), against
 TensorFlow Lite Micro itself: SLICE, STRIDED_SLICE, REVERSE_V2 and CONCATENATION on bool; REVERSE_V2
 on uint8; CAST from bool; DEQUANTIZE from uint8 (every code); int64 (8 bytes an element, moved as
-two words) through REVERSE_V2, CONCATENATION, PACK and ZEROS_LIKE. One-op .tflite models written with
+two words) through REVERSE_V2, CONCATENATION, PACK and ZEROS_LIKE, and EQUAL, NOT_EQUAL, LESS,
+LESS_EQUAL, GREATER, GREATER_EQUAL, MINIMUM and MAXIMUM (words equal, or differing in the low half
+only: its sign bit compared unsigned), an operand constant too. One-op .tflite models written with
 TFLM's own schema module (test_tflite_elem.model), run by the tflite-micro wheel
 (tests/tflm_ref.py), packed with `mpy-lazy pack` and run by mpy-lazy on CPython (the pure
 kernels), on the MicroPython unix port (viper, 0 bytes allocated per integer inference) and by the
@@ -55,6 +57,23 @@ def models():
                                                    (tuple(y), "i64", None, None)], [0, 1], [2], [0, 1],
                                          _opts("PackOptions", valuesCount=2, axis=axis)), [a, b]
     out["zeros_like_i64"] = _op(OP.ZEROS_LIKE, "i64", a, a.shape)
+    b2 = b.copy()  # equal, and differing in the low word only, by one and in its sign bit
+    b2[0, 0], b2[0, 1], b2[0, 2], b2[0, 3] = a[0, 0], a[0, 1] + 1, a[0, 2] ^ (1 << 31), a[0, 3] - 1
+    per_channel = _longs((6,), 8)
+    per_channel[:3] = (a[0, 0, 0], a[0, 4, 1] + 1, a[0, 4, 2] - (1 << 31))
+    for op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"):
+        out["%s_i64" % op.lower()] = model(getattr(OP, op), [(a.shape, "i64", None, None), (a.shape, "i64", None, None),
+                                                             (a.shape, "bool", None, None)], [0, 1], [2], [0, 1]), [a, b2]
+    for op, c in (("GREATER", per_channel), ("EQUAL", np.zeros(1, np.int64))):
+        out["%s_const_i64" % op.lower()] = model(getattr(OP, op), [(a.shape, "i64", None, None),
+                                                                   (c.shape, "i64", None, c),
+                                                                   (a.shape, "bool", None, None)], [0], [2], [0, 1]), [a]
+    for op in ("MINIMUM", "MAXIMUM"):
+        out["%s_i64" % op.lower()] = model(getattr(OP, op), [(a.shape, "i64", None, None), (a.shape, "i64", None, None),
+                                                             (a.shape, "i64", None, None)], [0, 1], [2], [0, 1]), [a, b2]
+        out["%s_const_i64" % op.lower()] = model(getattr(OP, op), [(a.shape, "i64", None, None),
+                                                                   ((6,), "i64", None, per_channel),
+                                                                   (a.shape, "i64", None, None)], [0], [2], [0, 1]), [a]
     x = _bools((1, 5, 6, 7), 1)
     out["slice_bool"] = _op(OP.SLICE, "bool", x, (1, 3, 4, 2), [_ints([0, 1, 2, 3]), _ints([1, 3, -1, 2])])
     ss = _opts("StridedSliceOptions", beginMask=0b0100, endMask=0b1000, shrinkAxisMask=0b0010)
