@@ -16,6 +16,7 @@ pytest.importorskip("flatbuffers")
 pytest.importorskip("tflite")
 
 from test_tflite_elem import _opts, model  # noqa: E402
+from host_util import cli  # noqa: E402,F401 (a fixture)
 from test_tflite_moves import _ints, expect, on_board, tflm_tests  # noqa: E402
 
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as S  # noqa: E402
@@ -111,3 +112,33 @@ def cases(tmp_path_factory):
 NAMES = list(models())
 test_cpython_matches_tflm, test_micropython_matches_tflm, test_host_reference_matches_tflm = \
     tflm_tests(NAMES, expect)
+
+
+def _refused():
+    a = _longs((1, 8), 9)
+    x = _bools((1, 8), 10)
+    return {  # name -> (.tflite bytes, words of the one-line refusal)
+        "add_i64": (model(OP.ADD, [(a.shape, "i64", None, None), (a.shape, "i64", None, None),
+                                   (a.shape, "i64", None, None)], [0, 1], [2], [0, 1]),
+                    ("(ADD)", "int64 tensors", "MINIMUM")),
+        "cast_to_bool": (model(OP.CAST, [(a.shape, "i32", None, None), (a.shape, "bool", None, None)],
+                               [0], [1], [0]), ("(CAST)", "to BOOL")),
+        "greater_i16": (model(OP.GREATER, [(a.shape, "i16", (0.01, 0), None), (a.shape, "i16", (0.01, 0), None),
+                                           (a.shape, "bool", None, None)], [0, 1], [2], [0, 1]),
+                        ("(GREATER)", "never sets")),
+        "tanh_bool": (model(OP.TANH, [(x.shape, "bool", None, None), (x.shape, "bool", None, None)], [0], [1], [0]),
+                      ("(TANH)", "bool tensors")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_refused()))
+def test_types_tflm_does_not_run_are_refused(cli, tmp_path, name):
+    """What TFLM's kernels do not run on these types (or run wrongly): refused in one line naming
+    the operator, no container written."""
+    data, words = _refused()[name]
+    src, out = tmp_path / (name + ".tflite"), tmp_path / (name + ".mpyl")
+    src.write_bytes(data)
+    line = cli.fails("pack", src, "-o", out)
+    for w in words:
+        assert w in line, (w, line)
+    assert not out.exists()
