@@ -142,3 +142,22 @@ def test_types_tflm_does_not_run_are_refused(cli, tmp_path, name):
     for w in words:
         assert w in line, (w, line)
     assert not out.exists()
+
+
+def test_mpy_lazy_run_takes_and_gives_int64(cli, tmp_path):
+    """`mpy-lazy run` on the unix port: int64 inputs from .npy files (their numbers, exactly) and
+    an int64 output to one, equal to TFLM's."""
+    data, xs = models()["maximum_i64"]
+    src, packed = tmp_path / "m.tflite", tmp_path / "m.mpyl"
+    src.write_bytes(data)
+    cli.ok("pack", src, "-o", packed, "-q")
+    names = []
+    for k, x in enumerate(xs):
+        names.append(tmp_path / ("x%d.npy" % k))
+        np.save(names[-1], x)
+    out = cli.ok("run", packed, "--input", names[0], "--input", names[1], "--output", tmp_path / "y.npy",
+                 "--repeat", "1")
+    y = np.load(tmp_path / "y.npy")
+    assert y.dtype == np.int64 and "i64" in out
+    want = tflm_ref.run(data, [tuple(xs)], arena_size=1 << 20)[0]
+    assert y.reshape(-1).tolist() == np.asarray(want).reshape(-1).tolist()
