@@ -38,6 +38,8 @@ class Op(Base):
             raise self.fail("compares f32, i8, i32, i64 or bool values, not %s" % dt, "x")
         if name == "select" and dt == "u8":
             raise self.fail("u8 values (a model's uint8 input or output) are read by lut only", "x")
+        if name == "select" and dt == "i64":  # (its record copies elements of 1, 2 or 4 bytes)
+            raise self.fail("selects elements of 1, 2 or 4 bytes, not i64", "x")
         if (dt == "i8" and name in CMP) != ("t" in kv):
             raise self.fail("t= (the rescaled codes, i32 [2, 256]) is for i8 comparisons", "t")
         if "t" in kv:

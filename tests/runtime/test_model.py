@@ -1510,6 +1510,8 @@ def test_i64_values():
             ("input y=a shape=4 dtype=i32 q=1.0,0\ncast x=a y=b dtype=bool\noutput x=b", "cast to bool"),
             ("input y=a shape=4 dtype=i64 q=1.0,0\nconst y=c shape=4 dtype=i64 code=5\nequal x=a,c y=b\noutput x=b",
              "code=5"),
-            ("input y=a shape=4 dtype=i64 q=1.0,0\nminimum x=a y=b t=t q=1.0,0\noutput x=b", "x=a,b")):
+            ("input y=a shape=4 dtype=i64 q=1.0,0\nminimum x=a y=b t=t q=1.0,0\noutput x=b", "x=a,b"),
+            ("input y=c shape=4 dtype=bool\ninput y=a shape=4 dtype=i64 q=1.0,0\nselect x=c,a,a y=b\noutput x=b",
+             "not i64")):
         e = raises(ContainerError, Model, text)
         assert what in str(e), (text, str(e))
