@@ -383,7 +383,7 @@ def _uses(r, name, op, ins, outs, where, fail):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
     if any(i >= 0 and typ(i) == "INT64" and r.data(i) is None for i in ins + outs) and name not in INT64_OPS:
-        fail(where, "int64 tensors: mpy-lazy runs them through %s only" % ", ".join(INT64_OPS))
+        fail(where, "INT64 tensors: mpy-lazy runs them through %s only" % ", ".join(INT64_OPS))
     if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_IN:
         fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_IN))
     if name in BROADCASTING:  # numpy's broadcasting, to the output's shape

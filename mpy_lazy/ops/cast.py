@@ -16,8 +16,6 @@ class Op(Base):
         Base.__init__(self, name, kv, ins, n)
         x = ins[0]
         dt = kv["dtype"]
-        if dt == "bool":  # (TFLM casts from bool only: a cast to it would keep the low bits, not 0 or 1)
-            raise self.fail("a cast to bool is not supported (from bool is)", "dtype")
         q = None
         if dt != "f32":
             q = kv.get("q", (1.0, 0))

@@ -120,7 +120,7 @@ def _refused():
     return {  # name -> (.tflite bytes, words of the one-line refusal)
         "add_i64": (model(OP.ADD, [(a.shape, "i64", None, None), (a.shape, "i64", None, None),
                                    (a.shape, "i64", None, None)], [0, 1], [2], [0, 1]),
-                    ("(ADD)", "int64 tensors", "MINIMUM")),
+                    ("(ADD)", "INT64 tensors", "MINIMUM")),
         "cast_to_bool": (model(OP.CAST, [(a.shape, "i32", None, None), (a.shape, "bool", None, None)],
                                [0], [1], [0]), ("(CAST)", "to BOOL")),
         "greater_i16": (model(OP.GREATER, [(a.shape, "i16", (0.01, 0), None), (a.shape, "i16", (0.01, 0), None),

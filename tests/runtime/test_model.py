@@ -1485,8 +1485,8 @@ def test_legacy_keys_are_refused_where_they_do_not_apply():
 
 def test_i64_values():
     """i64 values (8 bytes, two words): compared with their high words signed and their low words
-    unsigned, min/max, moved, and a const of them; on every kernel path the same numbers. A cast
-    to bool, an i64 code= other than 0 and -1, and a constant i64 min/max operand as t= are refused."""
+    unsigned, min/max, moved, and a const of them; on every kernel path the same numbers. An i64
+    code= other than 0 and -1, a constant i64 min/max operand as t= and an i64 select are refused."""
     text = ("input y=a shape=2,4 dtype=i64 q=1.0,0\ninput y=b shape=4 dtype=i64 q=1.0,0\n"
             "less x=a,b y=l\nmaximum x=a,b y=m q=1.0,0\nconst y=z shape=4 dtype=i64 code=-1\n"
             "greaterequal x=a,z y=g\nconcat x=m,a y=c axis=0 q=1.0,0\noutput x=l\noutput x=c\noutput x=g")
@@ -1507,7 +1507,6 @@ def test_i64_values():
     finally:
         kernels.use()
     for text, what in (
-            ("input y=a shape=4 dtype=i32 q=1.0,0\ncast x=a y=b dtype=bool\noutput x=b", "cast to bool"),
             ("input y=a shape=4 dtype=i64 q=1.0,0\nconst y=c shape=4 dtype=i64 code=5\nequal x=a,c y=b\noutput x=b",
              "code=5"),
             ("input y=a shape=4 dtype=i64 q=1.0,0\nminimum x=a y=b t=t q=1.0,0\noutput x=b", "x=a,b"),
