@@ -1412,7 +1412,10 @@ def _round(ins, kv, qin, tensors):
 def _const(kv, tensors):
     shape, dt = kv["shape"], kv.get("dtype", "f32")
     if "t" in kv:
-        return np.asarray(tensors[kv["t"]]).reshape(shape).astype(np.float64 if dt == "f32" else np.int64)
+        t = np.asarray(tensors[kv["t"]])
+        if dt == "i64":  # (stored as its i32 words, the low first)
+            t = np.ascontiguousarray(t.astype("<i4")).view("<i8")
+        return t.reshape(shape).astype(np.float64 if dt == "f32" else np.int64)
     if dt == "f32":
         return np.full(shape, float(np.float32(kv["value"])))
     return np.full(shape, kv["code"], np.int64)

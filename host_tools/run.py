@@ -104,6 +104,10 @@ def check_input(path, value, layout, k=0):
                                          _shape_text((1,) + want), hint))
     if value.dtype in _CODES and a.dtype == _CODES[value.dtype]:
         return a.reshape(-1), value.dtype
+    if value.dtype == "i64" and a.dtype.kind in "iu":  # (its numbers, exactly)
+        if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
+            raise PackError("--input %s: values above int64's range" % path)
+        return a.astype("<i8").reshape(-1), "i64"
     if value.dtype == "bool":  # (numbers: true where not zero)
         return (a != 0).reshape(-1), "bool"
     a = a.astype(np.float32).reshape(-1)
@@ -158,7 +162,7 @@ for p, kind in {inputs!r}:
     f = open(p, "rb")
     raw = f.read()
     f.close()
-    xs.append(raw if kind in ("i8", "u8", "bool") else array.array("f", raw))
+    xs.append(raw if kind in ("i8", "u8", "bool") else array.array("q" if kind == "i64" else "f", raw))
 gc.collect()
 a0 = gc.mem_alloc()
 m = model.from_container(mpy_lazy.open({path!r}))
@@ -171,7 +175,8 @@ print("KEPT", kept, mem["arena"], mem["scratch"])
 for i in range(len(m.outputs)):
     v = m.outputs[i]
     vals = m.tolist(i)
-    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype in ("i8", "u8", "bool") else bytes(array.array("f", vals))
+    b = bytes(bytearray([q & 255 for q in vals])) if v.dtype in ("i8", "u8", "bool") else bytes(
+        array.array("q" if v.dtype == "i64" else "f", vals))
     print("OUT", i, binascii.hexlify(b).decode())
 vals = None
 n = {repeat}
@@ -369,7 +374,7 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
         for k, (x, kind) in enumerate(xs):
             p = board.path("input%d.bin" % k)
             with open(p, "wb") as f:
-                f.write(np.ascontiguousarray(x, _CODES.get(kind, "<f4")).tobytes())
+                f.write(np.ascontiguousarray(x, _CODES.get(kind, "<i8" if kind == "i64" else "<f4")).tobytes())
             files.append((p, kind))
         body = _MODEL.format(inputs=files, path="/rom/" + os.path.basename(container), repeat=repeat)
         said_progress = _Progress(progress)
@@ -407,6 +412,8 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
         shape = (1,) + caller_shape(v, layout)
         if v.dtype == "bool":
             y = np.frombuffer(outs[i], np.bool_).copy()
+        elif v.dtype == "i64":  # (its numbers: q=1.0,0)
+            y = np.frombuffer(outs[i], "<i8").copy()
         elif v.dtype in _CODES:
             codes = np.frombuffer(outs[i], _CODES[v.dtype]).astype(np.float64)
             y = (v.q[0] * (codes - v.q[1])).astype(np.float32)
@@ -431,8 +438,8 @@ def run_model(container, inputs=(), output=None, repeat=10, binary=None, out=pri
     for i, (y, v, layout) in enumerate(real):
         out("output %d: shape %s (%s)%s: %s" % (
             i, _shape_text(y.shape[1:]), _order(layout, v) if len(v.shape) == 3 else "vector",
-            ", %s q=(%.9g, %d), dequantized" % (np.dtype(_CODES[v.dtype]), v.q[0], v.q[1]) if v.q else
-            (", bool" if v.dtype == "bool" else ""),
+            ", %s q=(%.9g, %d), dequantized" % (np.dtype(_CODES[v.dtype]), v.q[0], v.q[1]) if v.dtype in _CODES and
+            v.q else (", %s" % v.dtype if v.dtype in ("bool", "i64") else ""),
             np.array2string(y.reshape(-1), precision=5, threshold=24, max_line_width=10 ** 6)))
     out("class %d (argmax of output 0)" % int(np.argmax(real[0][0].reshape(-1))))
     out("heap kept by the model: %d B (open to after the first inference); arena %d B%s"

@@ -27,7 +27,10 @@ ACTIVATIONS = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
 BOOL_OPS = COMPARISONS + ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT_V2")
 BROADCASTING = BOOL_OPS + ("SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD")
-BOOL_IN = BOOL_OPS + ("REDUCE_ALL",)  # (REDUCE_ALL: bool in, bool out)
+# the ops that take int64 activations (8 bytes each: moved as two words, compared hi then lo)
+INT64_OPS = COMPARISONS + ("CONCATENATION", "PACK", "REVERSE_V2", "ZEROS_LIKE", "MAXIMUM", "MINIMUM")
+BOOL_IN = BOOL_OPS + ("REDUCE_ALL",  # (REDUCE_ALL: bool in, bool out)
+                      "CAST", "CONCATENATION", "SLICE", "STRIDED_SLICE", "REVERSE_V2")  # (from bool; moves)
 
 # op -> its options table (None: it has none), and whether the op needs it present
 OPTIONS = {
@@ -158,7 +161,8 @@ QUANTIZE_PAIRS = {"FLOAT32": ("INT8", "INT16"), "INT32": ("INT8", "INT16"), "INT
 # uint8 activations: TFLM's QUANTIZE turns them into int8 and back (quantize_common.cc: a model's
 # uint8 input or output, TFLite's inference_input_type / inference_output_type=tf.uint8); the
 # board runs no other op on them
-UINT8 = "mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output)"
+UINT8 = ("mpy-lazy runs uint8 activations through QUANTIZE only (to or from int8: a model's uint8 input or output), "
+         "and unquantized ones through REVERSE_V2")
 # ops whose output type may differ from their input's
 CROSSING = ("QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "EMBEDDING_LOOKUP", "ARG_MAX", "ARG_MIN") + COMPARISONS
 MAX_ELEMENTS = 1 << 24  # elements of one value or tensor (mpy_lazy/check.py)
@@ -366,16 +370,20 @@ def _uses(r, name, op, ins, outs, where, fail):
         for j, i in enumerate(outs):
             if typ(i) != typ(x):
                 fail(where, "output %d is %s, the input %s" % (j, typ(i), typ(x)))
-    if name != "QUANTIZE" and any(i >= 0 and typ(i) == "UINT8" and r.data(i) is None for i in ins + outs):
+    if name not in ("QUANTIZE", "REVERSE_V2") and any(i >= 0 and typ(i) == "UINT8" and r.data(i) is None
+                                                      for i in ins + outs):
         j = [i for i in ins + outs if i >= 0 and typ(i) == "UINT8" and r.data(i) is None][0]
         fail(where, "tensor %d is uint8: %s" % (j, UINT8))
     raw = ("CAST", "RESHAPE")  # (they move integers, reading no scale)
     for j, i in enumerate(ins + outs):  # TFLM's kernels read an integer activation's or weight's
-        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name not in raw or  # scale
+        if i >= 0 and not len(r.tensor(i)[3]) and (typ(i) in ("INT8", "INT16", "UINT8") and name not in raw and
+                                                   (name, typ(i)) != ("REVERSE_V2", "UINT8") or  # scale
                                                    (name, j) in (("QUANTIZE", 1), ("DEQUANTIZE", 0)) or
                                                    (name, j, typ(i)) == ("QUANTIZE", 0, "INT32")):
             fail(where, "%s %d (tensor %d) is %s without quantization parameters"
                  % ("input" if j < len(ins) else "output", j if j < len(ins) else j - len(ins), i, typ(i)))
+    if any(i >= 0 and typ(i) == "INT64" and r.data(i) is None for i in ins + outs) and name not in INT64_OPS:
+        fail(where, "INT64 tensors: mpy-lazy runs them through %s only" % ", ".join(INT64_OPS))
     if any(i >= 0 and typ(i) == "BOOL" and r.data(i) is None for i in ins + outs) and name not in BOOL_IN:
         fail(where, "bool tensors: mpy-lazy runs them through %s only" % ", ".join(BOOL_IN))
     if name in BROADCASTING:  # numpy's broadcasting, to the output's shape
@@ -393,7 +401,9 @@ def _uses(r, name, op, ins, outs, where, fail):
             if ins[j] >= 0 and typ(ins[j]) != typ(y) and r.data(ins[j]) is None and \
                     (name, typ(ins[j]), typ(y)) not in TYPE_CHANGING:
                 fail(where, "input %d is %s, the output %s" % (j, typ(ins[j]), typ(y)))
-    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS", "RESHAPE") and (name, typ(y)) != ("QUANTIZE", "UINT8"):
+    if typ(y) not in ACTIVATIONS and name not in ("CAST", "BROADCAST_ARGS", "RESHAPE") and \
+            (name, typ(y)) not in (("QUANTIZE", "UINT8"), ("REVERSE_V2", "UINT8")) and \
+            not (typ(y) == "INT64" and name in INT64_OPS):
         fail(where, "output of type %s (float32, int8, int16 or int32 activations)" % typ(y))
     if name in NO_INT16 and "INT16" in (typ(y), typ(ins[0]) if ins and ins[0] >= 0 else None):
         fail(where, "int16 activations (16x8) are not supported for %s (float32 and int8 are)" % name)

@@ -75,7 +75,8 @@ SUPPORTED = tuple(ROOMS)
 # a legacy uint8 model's ops: those whose TFLite uint8 kernels the tests prove bit for bit
 # (tests/host/test_legacy.py, against TFLite's own interpreter; TFLM runs no uint8 model)
 LEGACY = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE",
-          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT")
+          "SOFTMAX", "ADD", "CONCATENATION", "SPLIT",
+          "DEQUANTIZE")  # (DEQUANTIZE: TFLM takes uint8 too: tests/host/test_tflite_types.py)
 # computed at pack time when every input is a constant (SHAPE: always, from the static shape): the
 # shape arithmetic of a Keras Flatten on a dynamic batch, SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE;
 # with an input computed on the board, STRIDED_SLICE, PACK and CONCATENATION run there
@@ -232,6 +233,9 @@ class _Reader:
                 self.ir.dtypes[name] = dt
         elif typ == "BOOL":  # (bytes 0 or 1: comparisons, logical ops, select)
             self.ir.dtypes[name] = "bool"
+        elif typ == "INT64" and not scales:  # (8 bytes each: the moves, comparisons, minimum, maximum)
+            self.ir.q[name] = (1.0, 0)
+            self.ir.dtypes[name] = "i64"
         elif typ != "FLOAT32":
             raise self.err("activations of type %s are not supported (float32, int8, int16 and int32 are, "
                            "bool, and uint8 into or out of QUANTIZE)" % typ)
@@ -246,7 +250,7 @@ class _Reader:
     def dtof(self, i):
         """The graph dtype of tensor i: f32, i8, i16 or i32 (uint32: its bits)."""
         typ = self.tensor(i)[2]
-        return "i32" if typ == "UINT32" else INT.get(typ, "f32")
+        return "i32" if typ == "UINT32" else ("i64" if typ == "INT64" else INT.get(typ, "f32"))
         """The graph dtype of tensor i: f32, i8, i16, i32 or bool."""
         typ = self.tensor(i)[2]
         return "bool" if typ == "BOOL" else INT.get(typ, "f32")

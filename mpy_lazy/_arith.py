@@ -218,6 +218,11 @@ def slot_view(b, dtype):
     return backend.typed_view(mv, dtype, n)
 
 
+def i64(a, j):
+    """The int64 at word j of the i32 view a (its low word first; a big int on a board)."""
+    return a[j + 1] * 4294967296 + (a[j] & 4294967295)
+
+
 def slot_ints(E, slot, es):
     """Slot `slot` as signed integers of es bytes (the pure path makes what it lacks)."""
     if es == 1:

@@ -14,7 +14,7 @@ from ._viper import NO_RO, _rdbpot, _srdhm, rq_flush, rq_head, rq_setup
 @micropython.viper
 def minmax(E, P, k: int):
     # y = min or max of x1 and x2 (x2 repeating every BC elements, from the arena or a tensor),
-    # the stored codes compared: 1-, 2- or 4-byte integers
+    # the stored codes compared: 1-, 2- or 4-byte integers; 8-byte ones (i64) as compare's
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A))
     mx = int(pp[2])
@@ -30,6 +30,21 @@ def minmax(E, P, k: int):
     sg <<= 31
     i = 0
     j = 0
+    while es == 8 and i < n:  # (the pair of words of x1's or x2's element, whole)
+        u = int((ptr32(x1)[2 * i + 1] ^ sg) - sg)
+        v = int((ptr32(x2)[2 * j + 1] ^ sg) - sg)
+        if u == v:
+            u = int(ptr32(x1)[2 * i]) - sg
+            v = int(ptr32(x2)[2 * j]) - sg
+        w = x1 + 8 * i
+        if (v > u) if mx else (v < u):
+            w = x2 + 8 * j
+        ptr32(y)[2 * i] = ptr32(w)[0]
+        ptr32(y)[2 * i + 1] = ptr32(w)[1]
+        j += 1
+        if j == bc:
+            j = 0
+        i += 1
     while i < n:
         if es == 1:
             u = (ptr8(x1)[i] ^ 0x80) - 0x80
@@ -440,7 +455,9 @@ def update(E, P, k: int):
 @micropython.viper
 def compare(E, P, k: int):
     # y = x1 OP x2 as 1 or 0 (x1, x2 repeating every BC1, BC2 elements): 1-, 2- or 4-byte
-    # integers, or i8 codes compared through the table (i32 [2, 256])
+    # integers, or i8 codes compared through the table (i32 [2, 256]); 8-byte ones (i64, no
+    # 64-bit ints in viper) as their high words (signed), or when those are equal their low words
+    # (unsigned: w - 2^31 orders them as signed words do, on 32- and 64-bit machine words)
     pp = ptr32(uint(ptr32(P)) + 4 * k)
     a = uint(ptr8(E.A))
     op = int(pp[2])
@@ -470,6 +487,12 @@ def compare(E, P, k: int):
         elif es == 2:
             u = (ptr16(x1)[i1] ^ 0x8000) - 0x8000
             v = (ptr16(x2)[i2] ^ 0x8000) - 0x8000
+        elif es == 8:
+            u = int((ptr32(x1)[2 * i1 + 1] ^ sg) - sg)
+            v = int((ptr32(x2)[2 * i2 + 1] ^ sg) - sg)
+            if u == v:
+                u = int(ptr32(x1)[2 * i1]) - sg
+                v = int(ptr32(x2)[2 * i2]) - sg
         else:
             u = int((ptr32(x1)[i1] ^ sg) - sg)
             v = int((ptr32(x2)[i2] ^ sg) - sg)

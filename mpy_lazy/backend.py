@@ -6,8 +6,8 @@
 import array
 
 DTYPES = (None, "f32", "f16", "i8", "u8", "i16", "u16", "i32", "u32")  # index = FORMAT.md code
-ITEMSIZE = {"f32": 4, "f16": 2, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4}
-STRUCT = {"f32": "f", "f16": "e", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I"}
+ITEMSIZE = {"f32": 4, "f16": 2, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8}
+STRUCT = {"f32": "f", "f16": "e", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q"}
 # RAM arrays hold f16 as f32: f16 is a storage format, RAM values are for computing.
 TYPECODE = {"f32": "f", "f16": "f", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I"}
 _NUMPY = {"f32": "<f4", "f16": "<f4", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2",
@@ -114,7 +114,7 @@ def nbytes(b):
 
 
 _UCT = {"f32": "FLOAT32", "i8": "INT8", "u8": "UINT8", "i16": "INT16", "u16": "UINT16",
-        "i32": "INT32", "u32": "UINT32"}
+        "i32": "INT32", "u32": "UINT32", "i64": "INT64"}
 
 
 def typed_view(mv, dtype, n):

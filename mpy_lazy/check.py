@@ -19,7 +19,7 @@ from .kinds import (H_ARENA, H_FIRST, H_INPUTS, H_MAGIC, H_OUTPUTS, H_RECORDS, H
 
 
 
-_IO_ITEM = (0, 4, 0, 1, 1, 2, 0, 4, 0, 0, 0, 0, 1)  # bytes per element by input/output dtype code
+_IO_ITEM = (0, 4, 0, 1, 1, 2, 0, 4, 0, 0, 0, 8, 1)  # bytes per element by input/output dtype code
 
 
 class _Rec:
@@ -172,13 +172,13 @@ class _Rec:
             self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
         return n, bc
 
-    def operand(self, i, bci, n, es):
+    def operand(self, i, bci, n, es, align=0):
         """An operand at word i of es-byte elements repeating every BC (word bci) of the N
-        output elements (BC divides N)."""
+        output elements (BC divides N), aligned to align bytes (default es)."""
         bc = self.range(bci, "x", 1, n)
         if n % bc:
             self.fail("x", "%d elements do not repeat a %d-element input" % (n, bc))
-        self.region(i, "x", bc * es, es)
+        self.region(i, "x", bc * es, align or es)
 
     def f32(self, i):
         """The f32 field at word i."""
@@ -260,7 +260,7 @@ def program(P, B, room, verify=None, total=None, sums=None):
     for i in range(nin + nout):
         e = HEADER + IO * i
         dt, off, size, nd = P[e + IO_DTYPE], P[e + IO_OFF], P[e + IO_SIZE], P[e + IO_NDIM]
-        if dt not in (1, 3, 4, 5, 7, 12) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
+        if dt not in (1, 3, 4, 5, 7, 11, 12) or not 1 <= nd <= 3 or P[e + IO_LAYOUT] not in (0, 1):
             bad("input/output %d: dtype %d, %d dimensions, layout %d" % (i, dt, nd, P[e + IO_LAYOUT]), "io")
         count = 1
         for j in range(nd):

@@ -8,8 +8,9 @@
 # the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
 from .container import ContainerError
 
-ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1, "bool": 1}
-RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255), "bool": (0, 1)}
+ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1, "bool": 1, "i64": 8}
+RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255), "bool": (0, 1),
+         "i64": (-9223372036854775808, 9223372036854775807)}
 
 MAX_DIM = 65535  # one dimension of a value
 MAX_SIZE = 1 << 24  # elements of one value
@@ -22,7 +23,7 @@ _KINDS = {
     "x": "v", "y": "v", "w": "t", "b": "t", "t": "t", "out": "i", "k": "is", "stride": "is",
     "pad": "is", "dil": "is", "groups": "i", "mult": "i", "shape": "is", "clamp": "is",
     "q": "q", "tq": "q", "lo": "f", "hi": "f", "alpha": "f", "beta": "f", "act": _FLOAT_ACT,
-    "dtype": "e:f32|i8|i16|i32|u8|bool", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
+    "dtype": "e:f32|i8|i16|i32|u8|bool|i64", "layout": "e:hwc|chw", "order": "e:hwc|chw", "begin": "is",
     "end": "is", "perm": "is", "acc": "e:32|64", "size": "is", "r": "t", "cell": "i", "clip": "f",
     "state": "e:keep|zero", "rank": "i", "memory": "i", "sq": "q", "sdtype": "e:i8|i16",
     "interp": "e:nearest|bilinear", "eps": "f", "over": "e:c|w|all", "approx": "e:none|tanh",

@@ -21,13 +21,13 @@ import array
 
 from . import kernels, param
 from .container import ContainerError
-from .kinds import BRANCH
+from .kinds import BRANCH, FILL, MOVE
 from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import program as _program
 
 _PARAMS = ("bias", "initial", "recurrent", "requant", "table", "time", "weight")  # the Param attributes an op may have
-_DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7, "bool": 12}  # docs/FORMAT.md's dtype codes
+_DTYPE_CODE = {"f32": 1, "i8": 3, "u8": 4, "i16": 5, "i32": 7, "i64": 11, "bool": 12}  # docs/FORMAT.md's dtype codes
 
 
 class Model(Module):
@@ -78,9 +78,9 @@ class Model(Module):
                     _versions(n, op, ins, states)
                 o = kernels.op(op)(graph.NAMES[op], kv, ins, n, init)  # one shared name string
                 shape, dtype, q = o.out
-                if op != "lut" and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
+                if op not in ("lut", "slice", "reshape") and (dtype == "u8" or "u8" in [v.dtype for v in ins]):
                     raise graph.fail(n, "%s: u8 values (a model's uint8 input or output) are read and written "
-                                     "by lut only" % op, "x")
+                                     "by lut, slice and reshape only" % op, "x")
                 v = o.y = graph.Value(kv["y"], shape, dtype, q)
                 o.x = tuple(ins)
                 if op == "var" or op == "assign":
@@ -282,7 +282,7 @@ class Model(Module):
             c.scratch = self._scratch[i]
             c.state = self._state[i]
             starts.append(len(P))
-            for r in op.records(c):
+            for r in _words(op.records(c)):
                 if getattr(op, "to", None) is not None:  # (a control record: its TO set below)
                     jumps.append((len(P), i + op.to))
                 P += r
@@ -419,6 +419,28 @@ def _versions(n, op, ins, states):
             raise graph.fail(n, "%s: %r is a variable's value before its assign (use %r)" % (op, x.name, cell[0].name), "x")
     if op == "assign" and id(ins[0]) not in states:
         raise graph.fail(n, "assign: %r is no variable (a var line's value, or an assign's)" % ins[0].name, "x")
+
+
+def _words(records):
+    """The records with each MOVE and FILL of 8-byte (i64) elements made two of 4-byte words:
+    the low words, then the high ones (strides doubled), so the kernels move words only."""
+    out = []
+    for r in records:
+        kind = r[0] & 255
+        if kind == MOVE and r[10] == 8:
+            lo = r[:]
+            lo[10] = 4
+            for j in (6, 7, 8, 9, 12, 13):
+                lo[j] *= 2
+            hi = lo[:]
+            hi[2] += 4
+            hi[3] += 4
+            out += [lo, hi]
+        elif kind == FILL and r[5] == 8:  # (a code whose high word is its sign: 0, -1)
+            out.append(r[:3] + [2 * r[3], r[4], 4])
+        else:
+            out.append(r)
+    return out
 
 
 def _ram(a, dtype):

@@ -297,6 +297,9 @@ class Program:
         dst = self.input if i == 0 else self._in[i]
         hi = 127 if dt == 3 else (32767 if dt == 5 else (255 if dt == 4 else (1 if dt == 12 else 2147483647)))
         lo = 0 if dt in (4, 12) else -hi - 1
+        if dt == 11:  # (i64: constants, as -hi - 1 would be a new big int on every call)
+            hi = 9223372036854775807
+            lo = -9223372036854775808
         for j in range(n):
             val = x[j]
             if dt != 1:
@@ -369,7 +372,7 @@ class Program:
         return best
 
 
-_DT = {1: "f32", 3: "i8", 4: "u8", 5: "i16", 7: "i32", 12: "bool"}  # program dtype codes (FORMAT.md's)
+_DT = {1: "f32", 3: "i8", 4: "u8", 5: "i16", 7: "i32", 11: "i64", 12: "bool"}  # program dtype codes (FORMAT.md's)
 WORK_AREA = array.array("i", bytes(4 * WORK))  # kernels' work array, shared (they run one at a time)
 Program.W = WORK_AREA
 

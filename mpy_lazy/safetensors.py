@@ -471,7 +471,7 @@ class SafeTensors:
     def _view(self, i):
         r = _REC * i
         dtype = _DTYPES[self._recs[r + 2]][1]
-        if dtype not in ITEMSIZE:
+        if dtype not in ITEMSIZE or dtype == "i64":  # (i64: an arena value's type only, no tensor's)
             _fail("dtype", "%s tensors cannot be read on the board (convert the file with "
                   "mpy-lazy pack)" % _DTYPES[self._recs[r + 2]][0], self._name(i))
         off = self.data_offset + self._recs[r + 5]

@@ -24,7 +24,10 @@ ORDER = ("int8", "int16", "int32", "float32", "bool", "uint8", "int64", "uint32"
 ANY = "any"  # (a kernel that moves bytes whatever their type)
 
 # builtin -> the tensor types TFLM's kernel takes (activations; weights are int8 where the type is
-# int8 or int16: 16x8), as its Prepare and Eval accept them at tflite-micro 90b983c2b
+# int8 or int16: 16x8), as its Prepare and Eval accept them at tflite-micro 90b983c2b (run by its
+# interpreter: FILL's Eval takes float32, int32, int8, its int16 and int64 are the dims' types;
+# NEG's takes float32 only, int8 is a TODO there; of the comparisons only GREATER's Eval has an
+# int16 case, run with rescaling parameters its Prepare never sets: -100 > 0 is true there)
 TFLM = {
     "ABS": "int8 int16 float32", "ADD": "int8 int16 int32 float32", "ADD_N": "int8 float32",
     "ARG_MAX": "int8 float32", "ARG_MIN": "int8 float32", "ASSIGN_VARIABLE": ANY,
@@ -35,18 +38,18 @@ TFLM = {
     "CUMSUM": "int8 float32", "CUSTOM": "custom ops (none in the resolver by default)",
     "DEPTHWISE_CONV_2D": "int8 int16 float32", "DEPTH_TO_SPACE": "int8 float32", "DEQUANTIZE": "int8 int16 uint8",
     "DIV": "int8 int32 float32", "DYNAMIC_UPDATE_SLICE": "int8 int16 int32 float32", "ELU": "int8 float32",
-    "EMBEDDING_LOOKUP": "int8 float32", "EQUAL": "int8 int16 int32 float32 bool int64", "EXP": "float32",
-    "EXPAND_DIMS": "int8 int16 float32", "FILL": "int8 int16 int32 float32 int64", "FLOOR": "float32",
+    "EMBEDDING_LOOKUP": "int8 float32", "EQUAL": "int8 int32 float32 bool int64", "EXP": "float32",
+    "EXPAND_DIMS": "int8 int16 float32", "FILL": "int8 int32 float32", "FLOOR": "float32",
     "FLOOR_DIV": "float32", "FLOOR_MOD": "float32", "FULLY_CONNECTED": "int8 int16 float32",
     "GATHER": "int8 float32", "GATHER_ND": "int8 float32", "GREATER": "int8 int16 int32 float32 int64",
-    "GREATER_EQUAL": "int8 int16 int32 float32 int64", "HARD_SWISH": "int8 float32", "IF": ANY,
+    "GREATER_EQUAL": "int8 int32 float32 int64", "HARD_SWISH": "int8 float32", "IF": ANY,
     "L2_NORMALIZATION": "int8 float32", "L2_POOL_2D": "float32", "LEAKY_RELU": "int8 int16 float32",
-    "LESS": "int8 int16 int32 float32 int64", "LESS_EQUAL": "int8 int16 int32 float32 int64", "LOG": "float32",
+    "LESS": "int8 int32 float32 int64", "LESS_EQUAL": "int8 int32 float32 int64", "LOG": "float32",
     "LOGICAL_AND": "bool", "LOGICAL_NOT": "bool", "LOGICAL_OR": "bool", "LOGISTIC": "int8 int16 float32",
     "LOG_SOFTMAX": "int8 float32", "MAXIMUM": "int8 int16 int32 float32 int64",
     "MAX_POOL_2D": "int8 int16 float32", "MEAN": "int8 int16 float32",
     "MINIMUM": "int8 int16 int32 float32 int64", "MIRROR_PAD": "int8 float32", "MUL": "int8 int16 int32 float32",
-    "NEG": "int8 float32", "NOT_EQUAL": "int8 int16 int32 float32 bool int64",
+    "NEG": "float32", "NOT_EQUAL": "int8 int32 float32 bool int64",
     "PACK": "int8 int16 int32 float32 int64", "PAD": "int8 int16 int32 float32",
     "PADV2": "int8 int16 int32 float32", "PRELU": "int8 int16 float32",
     "QUANTIZE": "int8 int16 int32 float32 uint8", "READ_VARIABLE": ANY, "REDUCE_ALL": "bool",

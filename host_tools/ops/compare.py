@@ -10,9 +10,11 @@ from .. import tflm
 from .const import constant
 
 # the tensor types each builtin takes (what tests/host/test_tflite_compare.py proves against TFLM)
-_CMP_TYPES = "int8 int32 float32 bool"
-TYPES = {"EQUAL": _CMP_TYPES, "NOT_EQUAL": _CMP_TYPES, "LESS": "int8 int32 float32",
-         "LESS_EQUAL": "int8 int32 float32", "GREATER": "int8 int32 float32", "GREATER_EQUAL": "int8 int32 float32",
+# (and test_tflite_types.py: int64)
+_CMP_TYPES = "int8 int32 float32 bool int64"
+TYPES = {"EQUAL": _CMP_TYPES, "NOT_EQUAL": _CMP_TYPES, "LESS": "int8 int32 float32 int64",
+         "LESS_EQUAL": "int8 int32 float32 int64", "GREATER": "int8 int32 float32 int64",
+         "GREATER_EQUAL": "int8 int32 float32 int64",
          "LOGICAL_AND": "bool", "LOGICAL_OR": "bool", "LOGICAL_NOT": "bool", "SELECT_V2": "int8 int16 float32"}
 _NAMES = {"EQUAL": "equal", "NOT_EQUAL": "notequal", "LESS": "less", "LESS_EQUAL": "lessequal",
           "GREATER": "greater", "GREATER_EQUAL": "greaterequal"}

@@ -7,7 +7,7 @@ from ..ir import Node
 from . import declare
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"CONCATENATION": "int8 int16 int32 float32", "PACK": "int8 int16 int32 float32"}
+TYPES = {"CONCATENATION": "int8 int16 int32 float32 bool int64", "PACK": "int8 int16 int32 float32 int64"}
 
 
 def op_CONCATENATION(r):

@@ -8,7 +8,7 @@ from ..ir import Node
 from ..tflite_import import _hwc
 
 # the tensor types each builtin takes (what tests/host/test_tflite_compare.py proves against TFLM)
-TYPES = {"FILL": "int8 int32 float32", "ZEROS_LIKE": "int8 int32 float32"}
+TYPES = {"FILL": "int8 int32 float32", "ZEROS_LIKE": "int8 int32 float32 int64"}
 
 
 def _line(r, y, shape, dt, q, values=None, number=None):
@@ -17,6 +17,8 @@ def _line(r, y, shape, dt, q, values=None, number=None):
     n = Node("const", [], y, r.what, shape=tuple(shape), dtype=dt if dt != "f32" else None)
     if values is not None:
         arr = np.ascontiguousarray(values.reshape(shape))
+        if dt == "i64":  # (its words: a container holds no int64 tensor)
+            arr = arr.astype("<i8").view("<i4").reshape(tuple(shape[:-1]) + (2 * shape[-1],))
         n.t["t"] = r.add("const", arr.astype(np.uint8) if dt == "bool" else arr)
     elif dt == "f32":
         n.attrs["value"] = float(number)
@@ -38,7 +40,7 @@ def constant(r, i):
     if c is None:
         return r.value(i)
     dt = "bool" if c.dtype == np.bool_ else r.dtof(i)
-    if dt not in ("f32", "i8", "i16", "i32", "bool"):
+    if dt not in ("f32", "i8", "i16", "i32", "bool", "i64"):
         raise r.err("a constant of type %s" % r.tensor(i)[2])
     shape = _hwc(list(c.shape), r) if c.ndim else (1,)
     y = r.prefix + "t%d" % i  # (an inlined subgraph's tensor i is another)
@@ -46,7 +48,8 @@ def constant(r, i):
         return y
     q = r.qof(i) if dt not in ("f32", "bool") else None
     flat = c.reshape(-1)
-    if flat.size and np.all(flat == flat[0]) and (dt != "f32" or np.isfinite(flat[0])):
+    if flat.size and np.all(flat == flat[0]) and (dt != "f32" or np.isfinite(flat[0])) and \
+            (dt != "i64" or flat[0] in (0, -1)):  # (an i64 fill writes words)
         _line(r, y, shape, dt, q, number=flat[0])
     else:
         _line(r, y, shape, dt, q, values=c)
@@ -57,8 +60,9 @@ def _filled(r, number):
     y = r.outs[0]
     _, shape, typ, _, _, _ = r.tensor(y)
     dt = r.dtof(y)
-    if dt not in ("f32", "i8", "i32"):
-        raise r.err("%s %s is not supported (TFLM's kernel takes int8, int32, float32)" % (typ, r.opname.upper()))
+    if dt not in ("f32", "i8", "i32") and (dt, r.opname) != ("i64", "zeros_like"):
+        raise r.err("%s %s is not supported (TFLM's kernel takes %s)" % (
+            typ, r.opname.upper(), TYPES[r.opname.upper()].replace(" ", ", ")))
     shape = _hwc(shape, r)
     if dt == "f32" and not np.isfinite(number):  # (the description's numbers are finite)
         _line(r, r.prefix + "t%d" % y, shape, dt, None, values=np.full(shape, number, np.float32))

@@ -5,6 +5,7 @@ parameters, for the runtime's room mpy_lazy/ops/elementwise.py. op_<BUILTIN>(r):
 import numpy as np
 
 from .. import tflm
+from .const import constant
 
 
 def _operands(r, commutes):
@@ -41,6 +42,9 @@ def _operands(r, commutes):
 
 def _minmax(r, op):
     x, other = _operands(r, True)
+    if r.dtof(r.ins[0]) == "i64" and not isinstance(other, str):  # (int64: a const value)
+        r.emit(op, [x, constant(r, r.ins[1])])
+        return
     if isinstance(other, str):
         r.emit(op, [x, other])
         return
@@ -118,5 +122,5 @@ def op_PRELU(r):
 
 
 # the tensor types each builtin takes (TFLM's interpreter the peer: tests/host/test_tflite_elem.py)
-TYPES = {"MINIMUM": "int8 int16 int32 float32", "MAXIMUM": "int8 int16 int32 float32", "DIV": "int8 int32 float32",
+TYPES = {"MINIMUM": "int8 int16 int32 float32 int64", "MAXIMUM": "int8 int16 int32 float32 int64", "DIV": "int8 int32 float32",
          "PRELU": "int8 int16 float32"}

@@ -7,7 +7,7 @@ import numpy as np
 from .. import tflm
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
-TYPES = {"QUANTIZE": "int8 int16 int32 float32 uint8", "DEQUANTIZE": "int8 int16"}
+TYPES = {"QUANTIZE": "int8 int16 int32 float32 uint8", "DEQUANTIZE": "int8 int16 uint8"}
 
 
 def op_QUANTIZE(r):

@@ -12,11 +12,11 @@ from . import declare
 
 # the tensor types mpy-lazy takes for each builtin (tests/host/test_tflite*.py, against TFLM)
 TYPES = {
-    "STRIDED_SLICE": "int8 int16 int32 float32", "SLICE": "int8 int16 int32 float32",
+    "STRIDED_SLICE": "int8 int16 int32 float32 bool", "SLICE": "int8 int16 int32 float32 bool",
     "SPLIT": "int8 int16 int32 float32", "SPLIT_V": "int8 int16 int32 float32", "UNPACK": "int8 int16 int32 float32",
     "TRANSPOSE": "int8 int16 float32", "DEPTH_TO_SPACE": "int8 float32", "SPACE_TO_DEPTH": "int8 float32",
     "GATHER": "int8 float32",
-    "REVERSE_V2": "int8 int16 int32 float32",
+    "REVERSE_V2": "int8 int16 int32 float32 bool uint8 int64",
     "SPACE_TO_BATCH_ND": "int8 float32",
     "BATCH_TO_SPACE_ND": "int8 float32",
     "BROADCAST_TO": "int8 int16 int32 float32",

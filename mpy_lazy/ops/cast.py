@@ -6,7 +6,7 @@ from .._arith import rec
 from ..kinds import CAST, FCAST
 from . import Op as Base
 
-_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7}  # FORMAT.md's dtype codes
+_CODE = {"f32": 1, "i8": 3, "i16": 5, "i32": 7, "bool": 3}  # FORMAT.md's dtype codes (bool: bytes 0, 1)
 
 
 class Op(Base):

@@ -10,7 +10,7 @@
 # them (MultiplyByQuantizedMultiplierSmallerThanOneExp((q - z) << 8, its scale's multiplier)),
 # compared. select copies elements of 1, 2 or 4 bytes (i8, i16, f32, i32, bool): TFLM's
 # select does not requantize, nor does this.
-from .._arith import rec
+from .._arith import i64, rec
 from ..kinds import COMPARE, FCOMPARE, LOGICAL, SELECT
 from . import Op as Base
 
@@ -34,10 +34,12 @@ class Op(Base):
             raise self.fail("the condition (the first input) is %s, not bool" % ins[0].dtype, "x")
         if name in LOGIC and dt != "bool":
             raise self.fail("takes bool values, not %s" % dt, "x")
-        if name in CMP and dt not in ("f32", "i8", "i32", "bool"):
-            raise self.fail("compares f32, i8, i32 or bool values, not %s" % dt, "x")
+        if name in CMP and dt not in ("f32", "i8", "i32", "bool", "i64"):
+            raise self.fail("compares f32, i8, i32, i64 or bool values, not %s" % dt, "x")
         if name == "select" and dt == "u8":
             raise self.fail("u8 values (a model's uint8 input or output) are read by lut only", "x")
+        if name == "select" and dt == "i64":  # (its record copies elements of 1, 2 or 4 bytes)
+            raise self.fail("selects elements of 1, 2 or 4 bytes, not i64", "x")
         if (dt == "i8" and name in CMP) != ("t" in kv):
             raise self.fail("t= (the rescaled codes, i32 [2, 256]) is for i8 comparisons", "t")
         if "t" in kv:
@@ -89,7 +91,7 @@ def check(r, E):
         return
     if kind == COMPARE:  # 2 OP 3 ES 4 X1 5 X2 6 Y 7 N 8 BC1 9 BC2 10 SCALE 11-12 table
         r.range(2, "op", 0, 5)
-        es, at = r.es(3), 4
+        es, at = (8 if r[3] == 8 else r.es(3)), 4
         if r.range(10, "t", 0, 1):
             r.range(3, "dtype", 1, 1)
             r.tensor(11, "table", ("i32",), 2048)
@@ -99,8 +101,8 @@ def check(r, E):
         r.range(2, "op", 0, 5 if kind == FCOMPARE else 2)
         es, at = (4 if kind == FCOMPARE else 1), 3
     n = r.range(at + 3, "x", 1, 1 << 24)
-    r.operand(at, at + 4, n, es)
-    r.operand(at + 1, at + 5, n, es)
+    r.operand(at, at + 4, n, es, min(es, 4))
+    r.operand(at + 1, at + 5, n, es, min(es, 4))
     r.region(at + 2, "y", n)
 
 
@@ -118,13 +120,16 @@ def _cmp(op, u, v):
     return u >= v
 
 
-# compare record (integers): 2 OP (0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=) 3 ES (1, 2 or 4 bytes) 4 X1
-# 5 X2 6 Y (bytes) 7 N 8 BC1 9 BC2 (each input repeats every BC elements) 10 SCALE (1: i8, each
-# code q of input k compared as table[k][q + 128]) 11-12 table (i32 [2, 256]). y: 1 or 0.
+# compare record (integers): 2 OP (0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=) 3 ES (1, 2, 4 or 8 bytes:
+# i64, two words, the low first) 4 X1 5 X2 6 Y (bytes) 7 N 8 BC1 9 BC2 (each input repeats every BC
+# elements) 10 SCALE (1: i8, each code q of input k compared as table[k][q + 128]) 11-12 table
+# (i32 [2, 256]). y: 1 or 0.
 
 def compare(E, P, k):
     p = rec(P, k)
     op, es, x1, x2, y, n, bc1, bc2 = p[2:10]
+    if es == 8:
+        return _compare64(E, p)
     a, o = E.view(es), E.a8
     x1, x2 = x1 // es, x2 // es
     t = E.s32[p[11]] if p[10] else None
@@ -135,6 +140,21 @@ def compare(E, P, k):
         if t is not None:
             u, v = t[t0 + u], t[t1 + v]
         o[y + i] = 1 if _cmp(op, u, v) else 0
+        i1 += 1
+        if i1 == bc1:
+            i1 = 0
+        i2 += 1
+        if i2 == bc2:
+            i2 = 0
+
+
+def _compare64(E, p):
+    op, _, x1, x2, y, n, bc1, bc2 = p[2:10]
+    a, o = E.view(4), E.a8
+    x1, x2 = x1 // 4, x2 // 4
+    i1 = i2 = 0
+    for i in range(n):
+        o[y + i] = 1 if _cmp(op, i64(a, x1 + 2 * i1), i64(a, x2 + 2 * i2)) else 0
         i1 += 1
         if i1 == bc1:
             i1 = 0

@@ -18,7 +18,9 @@ class Op(Base):
                     [d for i, d in enumerate(ins[0].shape) if i != self.axis]:
                 raise self.fail("inputs %s differ outside axis %d" % ([v.shape for v in ins], self.axis), "x")
             total += v.shape[self.axis]
-        if self.quantized(("i8", "i16", "i32")) != "f32":
+        if ins[0].dtype == "bool":  # (bytes 0 or 1: no q)
+            self.keeps_q()
+        elif self.quantized(("i8", "i16", "i32", "i64")) != "f32":
             for v in ins:
                 if tuple(v.q) != tuple(kv["q"]):
                     raise self.fail("integer inputs need the output's q (%r has %s)" % (v.name, v.q), "q")

@@ -13,7 +13,7 @@
 # kind, which add, sub and mul of int32 values use too: ops/binary.py).
 import math
 
-from .._arith import ACTS, head, mbqm, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
+from .._arith import ACTS, head, i64, mbqm, micropython, rdbpot, rec, requant, slot_ints, srdhm, wrap32
 from ..kinds import DIV, FBINARY, IARITH, INT32_MAX, MINMAX, PRELU, PRELU16
 from . import Op as Base, act_code
 
@@ -34,7 +34,9 @@ class Op(Base):
             raise self.fail("takes x=a,b%s" % (" or x=a %s=tensor" % const if const else ""), "x")
         if name == "prelu":
             self.inplace = False
-        dt = self.quantized({"div": ("i8", "i32"), "prelu": ("i8", "i16")}.get(name, ("i8", "i16", "i32")))
+        dt = self.quantized({"div": ("i8", "i32"), "prelu": ("i8", "i16")}.get(name, ("i8", "i16", "i32", "i64")))
+        if dt == "i64" and len(ins) != 2:  # (a container stores no i64 tensor: a const value is one)
+            raise self.fail("i64 %s takes x=a,b (a constant operand as a const value)" % name, "x")
         if len(ins) == 2:
             other = ins[1].shape
             if "shape" in kv:
@@ -118,7 +120,7 @@ KERNELS = {MINMAX: 'minmax', FBINARY: 'fbinary', DIV: 'div', PRELU: 'prelu', IAR
 FAST = '_viper_elem'
 
 
-_ES_DTYPE = {1: "i8", 2: "i16", 4: "i32"}
+_ES_DTYPE = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
 
 
 def check_minmax(r, E):
@@ -130,16 +132,16 @@ def check_minmax(r, E):
         es, dt = 4, "f32"
     else:
         r.range(2, "op", 0, 1)
-        es = r.es(3)
+        es = 8 if r[3] == 8 else r.es(3)
         dt = _ES_DTYPE[es]
     n, bc = r.broadcast(6)
-    r.region(4, "x", n * es, es)
-    r.region(5, "y", n * es, es)
-    if r.range(8, "x", 0, 1):
+    r.region(4, "x", n * es, min(es, 4))
+    r.region(5, "y", n * es, min(es, 4))
+    if r.range(8, "x", 0, 0 if es == 8 else 1):
         r.tensor(10, "t", (dt,), bc * es)
         r.range(9, "x", 0, 0)
     else:
-        r.region(9, "x", bc * es, es)
+        r.region(9, "x", bc * es, min(es, 4))
         r.absent(10, "t")
 
 
@@ -232,13 +234,16 @@ def check(r, E):
         r.inplace = 4
 
 
-# minmax record (integers of ES bytes): 2 OP (0 min, 1 max) 3 ES 4 X1 5 Y (bytes) 6 N 7 BC (x2
-# repeats every BC elements) 8 SRC (0: x2 in the arena at byte 9; 1: the tensor at 10-11).
-# TFLM's MAXIMUM / MINIMUM: the stored codes compared, no requantization.
+# minmax record (integers of ES bytes: 1, 2, 4, or 8, i64 as two words, the low first): 2 OP (0
+# min, 1 max) 3 ES 4 X1 5 Y (bytes) 6 N 7 BC (x2 repeats every BC elements) 8 SRC (0: x2 in the
+# arena at byte 9; 1: the tensor at 10-11; i64: 0). TFLM's MAXIMUM / MINIMUM: the stored codes
+# compared, no requantization.
 
 def minmax(E, P, k):
     p = rec(P, k)
     es = p[3]
+    if es == 8:
+        return _minmax64(E, p)
     a = E.view(es)
     if p[8]:
         b, j0 = slot_ints(E, p[10], es), p[11] // es
@@ -249,6 +254,19 @@ def minmax(E, P, k):
     for i in range(n):
         u, v = a[x1 + i], b[j0 + j]
         a[y + i] = (u if u > v else v) if mx else (u if u < v else v)
+        j += 1
+        if j == bc:
+            j = 0
+
+
+def _minmax64(E, p):
+    a = E.view(4)
+    x1, y, n, bc, mx, x2 = p[4] // 4, p[5] // 4, p[6], p[7], p[2], p[9] // 4
+    j = 0
+    for i in range(n):
+        u, v = i64(a, x1 + 2 * i), i64(a, x2 + 2 * j)
+        w = x1 + 2 * i if (u >= v if mx else u <= v) else x2 + 2 * j
+        a[y + 2 * i], a[y + 2 * i + 1] = a[w], a[w + 1]
         j += 1
         if j == bc:
             j = 0

@@ -11,7 +11,8 @@ from . import Op as Base
 _F32 = array.array("f", (0.0,))  # rounds a quotient to float32, as TFLM divides
 
 
-_RANGE = {3: (-128, 127), 4: (0, 255), 5: (-32768, 32767), 7: (-2147483648, 2147483647)}  # by dtype code
+_RANGE = {3: (-128, 127), 4: (0, 255), 5: (-32768, 32767), 7: (-2147483648, 2147483647),
+          11: (-9223372036854775808, 9223372036854775807)}  # by dtype code (11 i64: floats within +-2^32)
 
 
 def to_int(f, s, z, code=3):

@@ -36,7 +36,8 @@ TYPES = {"f32": (S.TensorType.FLOAT32, np.float32), "i8": (S.TensorType.INT8, np
          "i16": (S.TensorType.INT16, np.int16), "i32": (S.TensorType.INT32, np.int32),
          "i64": (S.TensorType.INT64, np.int64),
          "u32": (S.TensorType.UINT32, np.uint32), "u64": (S.TensorType.UINT64, np.uint64),
-         "bool": (S.TensorType.BOOL, np.bool_)}
+         "bool": (S.TensorType.BOOL, np.bool_), "u8": (S.TensorType.UINT8, np.uint8),
+         "i64": (S.TensorType.INT64, np.int64)}
 CODES = np.arange(-128, 128).astype(np.int8)
 ARENA = 1 << 20
 

@@ -46,7 +46,7 @@ def test_syntax_errors():
     refused([V, "leakyrelu x=a y=b alpha=1,2"], 2, "one number")
     refused([F, "conv2d x=a y=b w=w out=2.0 k=1"], 2, "out=")
     refused([F, "conv2d x=a y=b w=w out=2 k=1 act=gelu"], 2, "act=gelu", "relu6")
-    refused(["input y=a shape=4 dtype=i64"], 1, "dtype=i64")
+    refused(["input y=a shape=4 dtype=u64"], 1, "dtype=u64")
     refused(["input y=a shape=4,4,2 layout=nchw"], 1, "layout=nchw")
     refused([F, "conv2d x=a y=b w=w out=2 k=1 wl=hwio"], 2, "wl=hwio", "ohwi")
     refused([F, "depthwise x=a y=b w=w k=1 wl=ohwi"], 2, "wl=ohwi", "1hwo")

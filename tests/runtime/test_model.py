@@ -1452,11 +1452,11 @@ def test_uint8_input_and_output():
 
 
 def test_uint8_values_only_in_lut():
-    """u8 values (a model's uint8 input or output) are read and written by lut only: any other
-    op taking or making one is refused naming the op; a u8 zero point is 0..255, an i8 one
-    -128..127."""
+    """u8 values (a model's uint8 input or output) are read and written by lut, and moved by slice
+    and reshape (TFLM's uint8 REVERSE_V2) only: any other op taking or making one is refused naming
+    the op; a u8 zero point is 0..255, an i8 one -128..127."""
     for text, what in (
-            ("input y=a shape=4 dtype=u8 q=1.0,0\nreshape x=a y=b shape=2,2\noutput x=b", "reshape: u8 values"),
+            ("input y=a shape=2,2 dtype=u8 q=1.0,0\ntranspose x=a y=b perm=1,0\noutput x=b", "transpose: u8 values"),
             ("input y=a shape=4\nquantize x=a y=b q=1.0,0 dtype=u8\noutput x=b", "quantize: u8 values"),
             ("input y=a shape=4 dtype=u8 q=1.0,0\nlut x=a y=b t=t q=1.0,0\nsoftmax x=b y=c q=0.00390625,-128 t=s "
              "dtype=u8\noutput x=c", "softmax"),
@@ -1466,6 +1466,7 @@ def test_uint8_values_only_in_lut():
         e = raises(ContainerError, Model, text)
         assert what in str(e), (text, str(e))
     Model("input y=a shape=4 dtype=i8 q=1.0,0\nlut x=a y=b t=t q=1.0,200 dtype=u8\noutput x=b")
+    Model("input y=a shape=4 dtype=u8 q=1.0,0\nreshape x=a y=b shape=2,2\noutput x=b")
 
 
 def test_legacy_keys_are_refused_where_they_do_not_apply():
@@ -1480,3 +1481,36 @@ def test_legacy_keys_are_refused_where_they_do_not_apply():
         e = raises(ContainerError, Model, text)
         assert (e.tensor, e.field) == (key, "graph") and str(e).startswith("graph line 2: "), str(e)
     Model(i8 + "depthwise x=x y=o w=c.w m=c.m b=c.b k=1 q=0.1,0 wz=-128\navgpool x=o y=p k=2 q=0.1,0 round=up\noutput x=p")
+
+
+def test_i64_values():
+    """i64 values (8 bytes, two words): compared with their high words signed and their low words
+    unsigned, min/max, moved, and a const of them; on every kernel path the same numbers. An i64
+    code= other than 0 and -1, a constant i64 min/max operand as t= and an i64 select are refused."""
+    text = ("input y=a shape=2,4 dtype=i64 q=1.0,0\ninput y=b shape=4 dtype=i64 q=1.0,0\n"
+            "less x=a,b y=l\nmaximum x=a,b y=m q=1.0,0\nconst y=z shape=4 dtype=i64 code=-1\n"
+            "greaterequal x=a,z y=g\nconcat x=m,a y=c axis=0 q=1.0,0\noutput x=l\noutput x=c\noutput x=g")
+    big = 9223372036854775807
+    a = [-big - 1, big, -1, 0, 1 << 31, (1 << 32) - 1, -(1 << 32), 5]
+    b = [-big, big, 0, -1]
+    want_l = [1 if a[i] < b[i % 4] else 0 for i in range(8)]
+    want_m = [max(a[i], b[i % 4]) for i in range(8)]
+    want_g = [1 if v >= -1 else 0 for v in a]
+    m = Model(text)
+    try:
+        for path in kernels.available():
+            kernels.use(path)
+            m(a, b)
+            assert m.tolist(0) == want_l, path
+            assert m.tolist(1) == want_m + a, path
+            assert m.tolist(2) == want_g, path
+    finally:
+        kernels.use()
+    for text, what in (
+            ("input y=a shape=4 dtype=i64 q=1.0,0\nconst y=c shape=4 dtype=i64 code=5\nequal x=a,c y=b\noutput x=b",
+             "code=5"),
+            ("input y=a shape=4 dtype=i64 q=1.0,0\nminimum x=a y=b t=t q=1.0,0\noutput x=b", "x=a,b"),
+            ("input y=c shape=4 dtype=bool\ninput y=a shape=4 dtype=i64 q=1.0,0\nselect x=c,a,a y=b\noutput x=b",
+             "not i64")):
+        e = raises(ContainerError, Model, text)
+        assert what in str(e), (text, str(e))
