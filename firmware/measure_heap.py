@@ -28,12 +28,14 @@ sys.path.insert(0, ROOT)
 BOARD_CODE = """
 import gc
 import mpy_lazy
-from mpy_lazy import model
-for _m in ('conv', 'linear', 'binary', 'pool', 'mean', 'act', 'reshape', 'concat', 'pad', 'softmax', 'quant'):
+from mpy_lazy import model, kinds
+# the modules a model runs with (every room of kinds.ROOM and the graph path's), imported before
+# any figure: imported during one, their objects would count and stay scattered through the heap
+# (the free heap then in pieces)
+for _m in set(kinds.ROOM.split() + ['reshape', 'concat', 'pad', 'slice', 'const']) - {'-'}:
     __import__('mpy_lazy.ops.' + _m)
-# the modules a stored program runs with, imported before any figure: imported during one, their
-# objects would count and stay scattered through the heap (the free heap then in pieces)
-for _m in ('program', 'check', 'kernels', 'kinds', '_arith', '_viper', '_thumb', '_nd', '_viper_elem'):
+for _m in ('program', 'check', 'kernels', '_arith', '_viper', '_thumb', '_nd', '_viper_elem', '_viper_recurrent',
+           '_viper_reduce', '_viper_signal'):
     try:
         __import__('mpy_lazy.' + _m)
     except ImportError:  # (a port without it)

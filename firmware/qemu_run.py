@@ -39,8 +39,7 @@ BOARDS = {
         "romfs_size": 0x100000,
     },
     # boards/qemu/ESP32S3: the ESP32-S3's core in the `sim` machine, console on semihosting
-    # (qemu's own stdin/stdout: no chardev). Built on MicroPython v1.28.0, whose qemu port
-    # mounts no ROMFS: the image sits in data RAM and MOUNT_ROMFS mounts it after boot.
+    # (qemu's own stdin/stdout: no chardev); the image sits in data RAM.
     "ESP32S3": {
         "machine": "sim",
         "cpu": "ESP32-S3 core (Xtensa LX7)",
@@ -49,7 +48,6 @@ BOARDS = {
         "console": ["-display", "none", "-monitor", "none", "-serial", "none"],
         "romfs_start": 0x3E000000,
         "romfs_size": 0x1000000,
-        "mount_romfs": True,
         # -kernel would set the PC to the ELF's entry, but the machine's reset that follows puts
         # it at the core's reset vector 0x50000000 (RESET_VECTOR0, nothing mapped there in `sim`);
         # the generic loader sets it after that reset.
@@ -100,12 +98,14 @@ vfs.mount(vfs.VfsLfs2(_disk), '/tmp')
 del _RamDisk, _disk
 """
 
-# A board whose firmware mounts no ROMFS: the image loaded at `romfs_start`, mounted in place.
+# The image loaded at `romfs_start`, mounted in place at /rom unless the firmware did it at boot
+# (the qemu port of MicroPython 1.29 does, from the board's ROMFS partition; 1.28's mounts none).
 MOUNT_ROMFS = """
 import sys, uctypes, vfs
-vfs.mount(vfs.VfsRom(uctypes.bytearray_at(%d, %d)), '/rom')
-sys.path.append('/rom')
-sys.path.append('/rom/lib')
+if not [m for m in vfs.mount() if m[1] == '/rom']:
+    vfs.mount(vfs.VfsRom(uctypes.bytearray_at(%d, %d)), '/rom')
+    sys.path.append('/rom')
+    sys.path.append('/rom/lib')
 del uctypes
 """
 
@@ -192,7 +192,7 @@ class Qemu:
                                      stderr=subprocess.STDOUT)
         try:
             self._raw_repl()
-            if romfs and spec.get("mount_romfs"):
+            if romfs:
                 self.exec(MOUNT_ROMFS % (spec["romfs_start"], spec["romfs_size"]))
         except BaseException:
             self.close()

@@ -4,6 +4,8 @@ import json
 import mmap
 import os
 
+from mpy_lazy.kinds import KINDS
+
 from .container import PackError
 
 DTYPE_SIZE = {"f32": 4, "f16": 2, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4}
@@ -77,15 +79,15 @@ HEAP_BASE = 904
 HEAP_PER_OP = 358
 HEAP_PER_TENSOR = 148
 # A container with a stored program (what `mpy-lazy pack` writes since 0.3: the ops' parameters
-# are read from flash) keeps a few objects whatever its size; measured on the emulated Pico
-# (firmware/measure_heap.py --board rp2, the runtime's modules imported first, 2026-11-26):
-# 592-604 bytes for every int8 model from graph_int8 to VWW, about 500 more with float values
-# (their views of the arena and program), about 250 more with the elementwise kernels (kinds
-# 44..53); within 10% of every kept figure (arena included).
-HEAP_PROGRAM = 600
-HEAP_PROGRAM_FLOAT = 500
-HEAP_PROGRAM_ELEM = 250
-ELEM_OPS = ("minimum", "maximum", "cast", "div", "resize", "prelu", "layernorm", "groupnorm")
+# are read from flash) keeps a few objects whatever its size: the Program, its views, and the
+# kernel table of its record kinds (kernels.table: one word per kind the runtime has, kept for
+# the kernel path). Measured on the emulated M3 (firmware/measure_heap.py --board MPS2_AN385,
+# every room imported first, 2026-11-28, KINDS 115): 976-1024 bytes for every int8 model from
+# graph_int8 to ResNet-8 (1,140 for VWW), 1,136-1,648 with float values (their views of the
+# arena and program); the elementwise kernels no longer add any. The table grows with the
+# runtime's kinds: 4 bytes each (it was 60 kinds, and 600 bytes in all, on 2026-11-26).
+HEAP_PROGRAM = 540 + 4 * KINDS
+HEAP_PROGRAM_FLOAT = 400
 # Loading needs more free heap than the model then keeps: open, declare and load make garbage,
 # the float (ulab) path makes temporaries, and the arena is one block allocated last. The least
 # free heap that loaded and ran each model (same script, --min-free; 9 models on the emulated
@@ -146,8 +148,6 @@ def graph_report(c):
         objects = HEAP_PROGRAM
         if any(v.dtype == "f32" for v in m.values):
             objects += HEAP_PROGRAM_FLOAT
-        if any(op["op"] in ELEM_OPS for op in ops):
-            objects += HEAP_PROGRAM_ELEM
     else:  # declared and compiled in RAM: objects per op and per bound tensor
         objects = HEAP_BASE + HEAP_PER_OP * counts["ops_count"] + HEAP_PER_TENSOR * counts["params_count"]
     kept = mem["arena"] + mem["scratch"] + objects + f16

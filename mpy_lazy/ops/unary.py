@@ -49,6 +49,9 @@ _INF, _NAN = float("inf"), float("nan")
 # into a float32 firmware the literal would not fit (mpy-tool refuses it); there it is inf.
 _TOP = float("3.4028235677973366e38")
 _INTEGRAL = 8388608.0  # 2 ** 23: float32s this large are integers
+# -0.0, parsed at import too: frozen, the literal is +0.0 (mpy-tool writes it as `(mp_float_t)-0`,
+# an integer zero), and CEIL of (-1, 0) would lose its sign on every board.
+_NEG_ZERO = float("-0.0")
 
 
 def funary(E, P, k):
@@ -94,7 +97,7 @@ def _one(fn, v):
     if fn == 8:
         return f
     if fn == 9:
-        return f if f == v else (f + 1.0 if f != -1.0 else -0.0)
+        return f if f == v else (f + 1.0 if f != -1.0 else _NEG_ZERO)
     d = v - f  # TFLM's RoundToNearest: halves to the even neighbour
     return f if d < 0.5 or d == 0.5 and int(f) % 2 == 0 else f + 1.0
 

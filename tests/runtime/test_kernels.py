@@ -163,11 +163,15 @@ class Arena:
             self.scratch.append(n)
             n += 4 * words
         self.init = i8a(r, n)  # (an array: the scratch regions make it the big one)
-        self.expected = list(self.init[: self.size])
+        self.expected = self.init[: self.size]  # (an array too: a list takes 4 bytes per byte)
 
     def put(self, off, vals):
         for i in range(len(vals)):
             self.init[off + i] = vals[i]
+            self.expected[off + i] = vals[i]
+
+    def put_expected(self, off, vals):
+        for i in range(len(vals)):
             self.expected[off + i] = vals[i]
 
     def put_init(self, off, vals):
@@ -1406,7 +1410,7 @@ def test_lstm():
             for _ in range(runs):
                 run_record(mod, "lstm", a, (slot.b,), kinds.LSTM, fields)
             got = signed(a)
-            assert got[:ar.size] == ar.expected, (what, name)
+            assert got[:ar.size] == list(ar.expected), (what, name)
             assert got[ho:ho + hid] == h, (what, name, "h")
             cs = array.array("h", bytes(a[co:co + 2 * hid]))
             assert list(cs) == c, (what, name, "c")
@@ -1594,7 +1598,7 @@ def test_gru():
             for _ in range(runs):
                 run_record(mod, "gru", a, (slot.b,), kinds.GRU, fields)
             got = signed(a)
-            assert got[:ar.size] == ar.expected, (what, name)
+            assert got[:ar.size] == list(ar.expected), (what, name)
             assert list(array.array("h", bytes(a[ho:ho + 2 * hid]))) == h, (what, name, "h")
 
 
@@ -1706,8 +1710,8 @@ def test_svdf():
         so = ar.scratch[0]
         for i in range(f * mem):
             ar.put_init(so + es * i, i16_bytes(state0[i]) if es == 2 else [state0[i]])
-        ar.expected[yo:yo + units] = units_out[-1]
-        ar.expected[xo:xo + nin] = xs[-1]  # (each run's input written in before it)
+        ar.put_expected(yo, units_out[-1])
+        ar.put_expected(xo, xs[-1])  # (each run's input written in before it)
         slot = Slot()
         wfo = slot.i8([v for row in wf for v in row])
         wto = slot.add([v for row in wt for v in row], "h" if es == 2 else "b")
@@ -1721,7 +1725,7 @@ def test_svdf():
                 a[xo:xo + nin] = bytes(array.array("b", x))
                 run_record(mod, "svdf", a, (slot.b,), kinds.SVDF, fields)
             got = signed(a)
-            assert got[:ar.size] == ar.expected, (what, name)
+            assert got[:ar.size] == list(ar.expected), (what, name)
             sv = array.array("h" if es == 2 else "b", bytes(a[so:so + es * f * mem]))
             assert list(sv) == st, (what, name, "state")
 
@@ -2153,6 +2157,7 @@ def test_sqdiff_addn():
     (TFLM's AddN: (-z + sum (x_j - z)) << 19 wrapped, SRDHM, RDBPOT, clamped), on every path."""
     r = Lcg(94)
     for case in range(CASES):
+        ar = expected = None  # (the last case's lists freed before this one's: the M0's heap is in pieces)
         c = r.int(1, 6)
         n = c * r.pick((1, 2, 5, 30))
         slot = Slot()
@@ -2174,8 +2179,8 @@ def test_sqdiff_addn():
                     acc += xs[j][i] - z
                 d = ref_rdbpot(ref_srdhm(_arith.wrap32(acc << 19), m), -s) + zy
                 want.append(min(hi, max(lo, d)))
-            expected = list(ar.expected)
-            expected[yo: yo + n] = want
+            expected = ar.expected  # (this case's own: no copy)
+            ar.put_expected(yo, want)
             name, kind = "addn", kinds.ADDN
             fields = [k, z, zy, lo, hi, yo, n, m, s] + [ar.offsets[j] for j in range(k)] + [0] * (8 - k)
         else:
@@ -2205,8 +2210,8 @@ def test_sqdiff_addn():
                 for i in range(n):
                     d = sc(x1[i % bc1], z1, mq[0], mq[1]) - sc(x2[i % bc2], z2, mq[2], mq[3])
                     want.append(min(hi, max(lo, ref_mbqm(d * d, mq[4], mq[5]) + zy)))
-            expected = list(ar.expected)
-            expected[yo: yo + es * n] = pack_ints(want, es)
+            expected = ar.expected
+            ar.put_expected(yo, pack_ints(want, es))
             name, kind = "sqdiff", kinds.SQDIFF
             fields = [es, o1, o2, yo, n, bc1, bc2] + m
 

@@ -988,6 +988,8 @@ def test_clone_has_its_own_arena():
         for path in kernels.available():
             kernels.use(path)
             for arrays in (False, True):
+                c = None  # (the last clone freed first)
+                gc.collect()
                 c = m.clone(arrays)
                 assert c.memory() == m.memory()
                 assert [p.state for p in c.params()] == ["owned"] * len(c.params())

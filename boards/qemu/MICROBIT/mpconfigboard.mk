@@ -18,6 +18,9 @@ MICROPY_HW_ROMFS_PART0_SIZE = 0x00100000
 # for upstream's `make run` / `make test` (a later -global wins over upstream's 1 MB)
 QEMU_ARGS += -global nrf51-soc.flash-size=2097152
 
+# Drop the ARM unwind tables upstream's nrf51.ld has no place for (see exidx.ld).
+LDFLAGS += -T $(BOARD_DIR)/exidx.ld
+
 # Viper/native code for ARMv6-M, as the rp2 port does on the RP2040 (upstream's qemu microbit
 # board leaves the native emitter off and cross-compiles frozen code for armv7m).
 CFLAGS += -DMICROPY_EMIT_THUMB=1 -DMICROPY_EMIT_INLINE_THUMB=1
