@@ -400,3 +400,28 @@ def test_run_input_in_torchs_conv1d_shape(cli, tmp_path):
         assert np.max(np.abs(y - want)) <= 1e-5 * max(1.0, float(np.abs(want).max())), (y, want)
     np.save(tmp_path / "t.npy", x[0].T)  # (10, 49): another order, still refused
     assert "takes (49, 1, 10)" in cli.fails("run", tmp_path / "c1d.mpyl", "--input", tmp_path / "t.npy")
+
+
+def test_run_int16_codes_in_and_out_allocating_nothing(cli, tmp_path):
+    """A 16x8 model's int16 input is passed as codes (an .npy of int16) and its int16 output read
+    as codes and dequantized: the runtime's own result, 0 B per inference (floats into the
+    board's input would be quantized there, allocating)."""
+    path = os.path.join(GOLDEN, "tflm_seanet_conv15.mpyl")
+    m = mmodel.from_container(mpy_lazy.open(open(path, "rb").read()))
+    assert m.inputs[0].dtype == m.outputs[0].dtype == "i16"
+    codes = np.random.default_rng(3).integers(-32768, 32768, (1,) + tuple(m.inputs[0].shape)).astype(np.int16)
+    np.save(tmp_path / "x.npy", codes)
+    out = cli.ok("run", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--repeat", "2")
+    m(codes.reshape(-1).tolist())
+    s, z = m.outputs[0].q
+    want = np.float32(s * (np.array(m.tolist(), np.float64) - z))
+    assert np.array_equal(np.load(tmp_path / "y.npy").reshape(-1), want)
+    assert "int16 codes" in out and "int16 q=" in out, out
+    assert "allocated per inference: 0 B" in out, out
+
+
+def test_run_counts_no_bytes_of_its_own(cli):
+    """The allocation count of `run` is the model's alone (a global of the board script made
+    between the two counts grew its dict: 128 B reported for MLPerf's KWS, which allocates 0)."""
+    out = cli.ok("run", os.path.join(GOLDEN, "tflm_keyword_scrambled.mpyl"), "--repeat", "1")
+    assert "allocated per inference: 0 B" in out, out
