@@ -1648,6 +1648,14 @@ def test_gru_check():
     e = raises(ContainerError, room.check, check._Rec(record(kinds.GRU, f[:18] + [wo]), 0, arena, (slot.b,), None),
                check._Env((slot.b,)))
     assert e.tensor == "table", str(e)
+    s3 = Slot()  # entry 254 at 65535: a gate of 32768 (TFLM's table has 65534 there)
+    f = list(good)
+    f[10], f[12], f[14], f[16] = s3.i8([1] * (3 * hid * nin)), s3.i8([1] * (3 * hid * hid)), s3.i32([0] * (6 * hid)), \
+        s3.i32(m_good)
+    f[18] = s3.add([v - 65536 if v > 32767 else v for v in list(range(32768, 32768 + 254)) + [65535, 65535]], "h")
+    e = raises(ContainerError, room.check, check._Rec(record(kinds.GRU, f), 0, arena, (s3.b,), None),
+               check._Env((s3.b,)))
+    assert e.tensor == "table" and "entry 254" in str(e), str(e)
 
 
 def ref_svdf(x, state, wf, wt, bias, zx, zs, zy, m1, s1, m2, s2, units, mem, es):
