@@ -153,13 +153,14 @@ def program_verdict(c, m):
     'refused <field>' (ContainerError at load), 'big' / 'heavy' (too large to run here:
     arena, or multiply-adds plus arena bytes per record), or 'ran <records> <digest>' after a
     forward pass on the best kernel path and on 'pure' (their integer outputs must agree:
-    'MISMATCH' otherwise; digest: crc32 of the integer outputs, 'f' with float outputs; 'index'
-    where a gathernd record's indices, read from the model's input, fall outside its params:
-    the IndexError the format gives it at run time, on every path)."""
+    'MISMATCH' otherwise; digest: crc32 of the integer outputs, 'f' with float outputs; the
+    run-time errors the format gives, on every path: 'index' where a gathernd record's indices
+    (read from the model's input) fall outside its params, 'loop' where a WHILE runs past its
+    most iterations). Each path starts from the state reset (overlap-add, framer, variables)."""
     from binascii import crc32
 
     from mpy_lazy import kernels
-    from mpy_lazy.kinds import GATHERND, H_ARENA, H_RECORDS
+    from mpy_lazy.kinds import GATHERND, H_ARENA, H_RECORDS, NEXT
 
     P = m.P
     if P[H_ARENA] > GRAPH_BYTES:
@@ -174,12 +175,18 @@ def program_verdict(c, m):
         for path in (paths[0], "pure") if paths[0] != "pure" else ("pure",):
             kernels.use(path)
             m.A[:] = bytes(len(m.A))  # a mutated program may read what it never wrote: the same zeros
+            m.reset()  # (the state of the stateful ops: each path starts from it)
             try:
                 m(*xs)
             except IndexError as e:  # (viper's has no message; a read past a buffer has another)
                 if GATHERND not in _kinds(P) or str(e) and not str(e).startswith("gather_nd"):
                     raise
                 digests.append("index")
+                continue
+            except RuntimeError as e:  # a WHILE past its most iterations: the format's run-time error
+                if NEXT not in _kinds(P) or "next: more than" not in str(e):
+                    raise
+                digests.append("loop")
                 continue
             b = bytearray()
             for i in range(len(m.outputs)):
@@ -196,8 +203,8 @@ def program_verdict(c, m):
         kernels.use()
     if digests[-1] != digests[0]:
         return "MISMATCH integer outputs of %s and pure" % paths[0]
-    if digests[0] == "index":
-        return "ran %d index" % P[H_RECORDS]
+    if digests[0] in ("index", "loop"):
+        return "ran %d %s" % (P[H_RECORDS], digests[0])
     return "ran %d %s" % (P[H_RECORDS], "f" if floats else "%08x" % digests[0])
 
 
@@ -255,6 +262,7 @@ def graph_verdict(c):
         for path in (paths[0], "pure") if paths[0] != "pure" else ("pure",):
             kernels.use(path)
             try:
+                m.reset()  # (the state of the stateful ops: each path starts from it)
                 m(*xs)
             except ContainerError as e:  # prepare() refusing
                 return "refused %s" % e.field
