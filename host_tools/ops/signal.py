@@ -78,6 +78,14 @@ def _node(r, op, xs, i, yshape, dt="i32", **attrs):
     return y
 
 
+def _vectors(r, *which):
+    """TFLM's Prepare takes these tensors (("input" or "output", index)) of rank 1 only."""
+    for where, j in which:
+        shape = r.tensor((r.ins if where == "input" else r.outs)[j])[1]
+        if len(shape) != 1:
+            raise r.err("%s %d of shape %s: a vector expected (TFLM takes rank 1 only)" % (where, j, list(shape)))
+
+
 def _size(r, i):
     return int(np.prod(r.tensor(i)[1], dtype=np.int64))
 
@@ -161,6 +169,7 @@ def op_SignalEnergy(r):
 def op_SignalFilterBank(r):
     _types(r, ("UINT32",) + ("INT16",) * 5, ("UINT64",))
     ch, = options(r, "num_channels")
+    _vectors(r, ("input", 0), ("output", 0))
     w, u = _const(r, 1), _const(r, 2)
     fs, ws, wd = _const(r, 3, ch + 1), _const(r, 4, ch + 1), _const(r, 5, ch + 1)
     nin = _size(r, r.ins[0])
