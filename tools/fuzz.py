@@ -160,7 +160,7 @@ def program_verdict(c, m):
     from binascii import crc32
 
     from mpy_lazy import kernels
-    from mpy_lazy.kinds import GATHERND, H_ARENA, H_RECORDS, NEXT
+    from mpy_lazy.kinds import FLOATS, GATHERND, H_ARENA, H_RECORDS, NEXT
 
     P = m.P
     if P[H_ARENA] > GRAPH_BYTES:
@@ -201,6 +201,11 @@ def program_verdict(c, m):
             digests.append(crc32(b))
     finally:
         kernels.use()
+    if digests[-1] != digests[0] and "loop" in digests and set(_kinds(P)) & set(FLOATS):
+        # a WHILE whose condition comes from float values: each path rounds its float sums its
+        # own way (ulab in float32, pure in the interpreter's floats), so the iteration counts
+        # may differ where the values explode (a mutated while_f32: 3e26 after a few rounds)
+        return "ran %d loop-f" % P[H_RECORDS]
     if digests[-1] != digests[0]:
         return "MISMATCH integer outputs of %s and pure" % paths[0]
     if digests[0] in ("index", "loop"):

@@ -92,6 +92,9 @@ def op_IF(r):
     o = r.options("IfOptions")
     if o is None or not r.ins:
         raise r.err("IF needs its options (the branches' subgraphs) and a condition input")
+    shape = list(r.tensor(r.ins[0])[1])
+    if len(shape) and int(np.prod(shape)) != 1:  # (TFLM's Prepare: NumElements(cond) == 1)
+        raise r.err("its condition of shape %s: one bool expected" % shape)
     args = _args(r, r.ins)
     flag = _flag(r, args[0], "its condition")
     if flag is None:

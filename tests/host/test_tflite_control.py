@@ -102,9 +102,10 @@ def while_int8(count):
     return tflite([O.WHILE, O.LESS, O.ADD, O.TANH], [main, cond, body])
 
 
-def if_input():
-    """y = IF(flag, x), flag a bool input: then relu(x), else x + x (int8, one q)."""
-    main = ([((1,), "bool", None, None), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+def if_input(flags=1):
+    """y = IF(flag, x), flag a bool input: then relu(x), else x + x (int8, one q); flags: the
+    condition's elements (TFLM takes 1)."""
+    main = ([((flags,), "bool", None, None), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
             [0, 1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=2))])
     then = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1], [(1, [0], [1], None)])
     other = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1],
@@ -370,3 +371,22 @@ def test_a_variable_inside_a_branch_is_refused(tmp_path):
     assert "CALL_ONCE" in err.getvalue() and "inside an IF or WHILE subgraph is not supported" in err.getvalue(), \
         err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_a_condition_of_two_elements_is_refused(tmp_path):
+    """An IF whose condition has 2 elements (found by tools/fuzz_tflite.py: it packed and ran on
+    the first; TFLM's Prepare takes one element): one line, and TFLM refuses it too."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    path = tmp_path / "if2.tflite"
+    path.write_bytes(if_input(flags=2))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) == 1
+    assert "its condition of shape [2]: one bool expected" in err.getvalue(), err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+    with pytest.raises(RuntimeError, match="TFLM cannot allocate"):  # (its Prepare: NumElements(cond) != 1)
+        tflm_ref.run(str(path), [np.array([True, False]), np.zeros((1, 16), np.int8)])
