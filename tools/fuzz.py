@@ -271,6 +271,11 @@ def graph_verdict(c):
                 m(*xs)
             except ContainerError as e:  # prepare() refusing
                 return "refused %s" % e.field
+            except IndexError as e:  # a gathernd's indices outside its params (as in program_verdict)
+                if "gathernd" not in [op.name for op in m.ops] or str(e) and not str(e).startswith("gather_nd"):
+                    raise
+                digests.append("index")
+                continue
             b = bytearray()
             for i in range(len(m.outputs)):
                 if m.outputs[i].dtype != "f32":
@@ -285,6 +290,8 @@ def graph_verdict(c):
         kernels.use()
     if digests[-1] != digests[0]:
         return "MISMATCH integer outputs of %s and pure" % paths[0]
+    if digests[0] == "index":
+        return "ran %d index" % len(m.ops)
     floats = False
     for v in m.values:
         if v.dtype == "f32":
