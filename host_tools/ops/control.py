@@ -33,11 +33,24 @@ def _args(r, tensors):
     return out
 
 
-def _inline(r, index, args, role):
-    """Convert subgraph `index` here, its inputs bound to args; its outputs (values or constants)."""
+def _inline(r, index, args, role, caller=()):
+    """Convert subgraph `index` here, its inputs bound to args; its outputs (values or constants).
+    caller: the op's tensors passed as those inputs (TFLM copies their bytes into the subgraph's
+    tensors, which read them with their own type and quantization: these must be the same)."""
     if not 0 < index < r.model.SubgraphsLength():
         raise r.err("%s subgraph %d: the model has subgraphs 0..%d" % (role, index, r.model.SubgraphsLength() - 1))
+    mine = [r.tensor(i)[2:5] for i in caller]
     saved = (r.sg, r.prefix, r.what, r.op, r.ins, r.outs, r.opname, r.opidx)
+    r.sg = r.model.Subgraphs(index)
+    for j, (typ, scales, zps) in enumerate(mine[:r.sg.InputsLength()]):
+        a = (typ, [float(x) for x in scales], zps)
+        t = r.tensor(r.sg.Inputs(j))
+        b = (t[2], [float(x) for x in t[3]], t[4])
+        if a != b:
+            r.sg = saved[0]
+            raise r.err("tensor %d (%s, scales %s, zero points %s) into the %s subgraph's input %d (%s, %s, %s): "
+                        "TFLM copies the bytes, read with the subgraph's quantization; they must agree"
+                        % ((caller[j],) + a + (role, j) + b))
     r.depth = getattr(r, "depth", 0) + 1
     if r.depth > MAX_DEPTH:
         raise r.err("subgraphs within subgraphs more than %d deep (a branch that calls its own subgraph?)" % MAX_DEPTH)
@@ -100,7 +113,7 @@ def op_IF(r):
     if flag is None:
         return _if_board(r, o, args)
     index = o.ThenSubgraphIndex() if flag else o.ElseSubgraphIndex()
-    _bind(r, r.outs, _inline(r, index, args[1:], "then" if index == o.ThenSubgraphIndex() else "else"))
+    _bind(r, r.outs, _inline(r, index, args[1:], "then" if index == o.ThenSubgraphIndex() else "else", r.ins[1:]))
 
 
 def op_WHILE(r):
@@ -225,10 +238,10 @@ def _if_board(r, o, args):
     specs = [_spec(r, i) for i in r.outs]
     cur = _vars(r, base + ".if", specs, [None] * len(specs))
     b = _mark(r, "branch", base + ".b", [args[0]])
-    cur = _results(r, base, specs, cur, _inline(r, o.ThenSubgraphIndex(), args[1:], "then"), "then")
+    cur = _results(r, base, specs, cur, _inline(r, o.ThenSubgraphIndex(), args[1:], "then", r.ins[1:]), "then")
     j = _mark(r, "jump", base + ".j")
     b.attrs["skip"] = r.ir.nodes.index(j) - r.ir.nodes.index(b)
-    cur = _results(r, base, specs, cur, _inline(r, o.ElseSubgraphIndex(), args[1:], "else"), "else")
+    cur = _results(r, base, specs, cur, _inline(r, o.ElseSubgraphIndex(), args[1:], "else", r.ins[1:]), "else")
     j.attrs["skip"] = len(r.ir.nodes) - 1 - r.ir.nodes.index(j)
     _outputs(r, cur)
 

@@ -102,10 +102,10 @@ def while_int8(count):
     return tflite([O.WHILE, O.LESS, O.ADD, O.TANH], [main, cond, body])
 
 
-def if_input(flags=1):
+def if_input(flags=1, qx=Q):
     """y = IF(flag, x), flag a bool input: then relu(x), else x + x (int8, one q); flags: the
-    condition's elements (TFLM takes 1)."""
-    main = ([((flags,), "bool", None, None), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+    condition's elements (TFLM takes 1); qx: x's quantization in the main subgraph."""
+    main = ([((flags,), "bool", None, None), ((1, 16), "i8", qx, None), ((1, 16), "i8", Q, None)],
             [0, 1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=2))])
     then = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1], [(1, [0], [1], None)])
     other = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1],
@@ -390,3 +390,22 @@ def test_a_condition_of_two_elements_is_refused(tmp_path):
     assert len(err.getvalue().strip().splitlines()) == 1
     with pytest.raises(RuntimeError, match="TFLM cannot allocate"):  # (its Prepare: NumElements(cond) != 1)
         tflm_ref.run(str(path), [np.array([True, False]), np.zeros((1, 16), np.int8)])
+
+
+@pytest.mark.parametrize("qx", [None, (0.1, 0)])
+def test_a_branch_input_of_another_quantization_is_refused(tmp_path, qx):
+    """An IF input whose quantization is not its branch's input's (found by tools/fuzz_tflite.py:
+    TFLM copies the bytes and the branch reads them with its own scale; mpy-lazy read them with
+    the caller's, another answer): one line."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    path = tmp_path / "ifq.tflite"
+    path.write_bytes(if_input(qx=qx))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) == 1
+    assert "TFLM copies the bytes" in err.getvalue(), err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
