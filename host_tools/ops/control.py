@@ -125,7 +125,7 @@ def op_WHILE(r):
     args = _args(r, r.ins)
     for n in range(MAX_UNROLL + 1):
         mark = len(r.ir.nodes)
-        go = _inline(r, o.CondSubgraphIndex(), args, "condition")
+        go = _inline(r, o.CondSubgraphIndex(), args, "condition", r.ins)
         if len(go) != 1:
             raise r.err("its condition subgraph has %d outputs (one bool expected)" % len(go))
         flag = _flag(r, go[0], "its condition")
@@ -136,7 +136,7 @@ def op_WHILE(r):
             break
         if n == MAX_UNROLL:
             raise r.err("runs more than %d iterations: too many to unroll" % MAX_UNROLL)
-        args = _args_of(_inline(r, o.BodySubgraphIndex(), args, "body"), len(args), r)
+        args = _args_of(_inline(r, o.BodySubgraphIndex(), args, "body", r.ins), len(args), r)
     _bind(r, r.outs, args)
 
 
@@ -259,13 +259,13 @@ def _while_board(r, o, args):
         y = _declare(r, "%s.r%d" % (base, j), specs[j])
         r.ir.nodes.append(Node("read", [c], y, r.what))
         reads.append(y)
-    go = _inline(r, o.CondSubgraphIndex(), reads, "condition")
+    go = _inline(r, o.CondSubgraphIndex(), reads, "condition", r.ins)
     if len(go) != 1:
         raise r.err("its condition subgraph has %d outputs (one bool expected)" % len(go))
     if _flag(r, go[0], "its condition") is not None:  # (a constant here: the loop runs on, or not at all)
         go = [_value(r, np.asarray(go[0]).reshape(1).astype(np.bool_), ((1,), "bool", None), base + ".go")]
     b = _mark(r, "branch", base + ".b", go)
-    cur = _results(r, base, specs, cur, _inline(r, o.BodySubgraphIndex(), reads, "body"), "body")
+    cur = _results(r, base, specs, cur, _inline(r, o.BodySubgraphIndex(), reads, "body", r.ins), "body")
     nxt = _mark(r, "next", base + ".n", [loop.y], back=len(r.ir.nodes) - top, max=MAX_ITERATIONS)
     b.attrs["skip"] = r.ir.nodes.index(nxt) - r.ir.nodes.index(b)
     _outputs(r, cur)

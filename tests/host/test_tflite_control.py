@@ -113,12 +113,12 @@ def if_input(flags=1, qx=Q):
     return tflite([O.IF, O.RELU, O.ADD], [main, then, other])
 
 
-def while_input(nested=False, step=1):
+def while_input(nested=False, step=1, qx=None):
     """v = x; i = 0; while i < n (an int32 input): v = tanh(v), i += step; nested: v = IF(i < 2,
     tanh(v), relu(v)) instead (an IF on the board inside the loop). step 0: a loop that never
     ends while n > 0."""
     T = (1 / 128, 0)
-    main = ([((), "i32", None, np.array(0, np.int32)), ((1, 16), "i8", T, None), ((1,), "i32", None, None),
+    main = ([((), "i32", None, np.array(0, np.int32)), ((1, 16), "i8", qx or T, None), ((1,), "i32", None, None),
              ((), "i32", None, None), ((1, 16), "i8", T, None), ((1,), "i32", None, None)], [2, 1], [4],
             [(0, [0, 1, 2], [3, 4, 5], _opts("WhileOptions", condSubgraphIndex=1, bodySubgraphIndex=2))])
     cond = ([((), "i32", None, None), ((1, 16), "i8", T, None), ((1,), "i32", None, None),
@@ -397,13 +397,24 @@ def test_a_branch_input_of_another_quantization_is_refused(tmp_path, qx):
     """An IF input whose quantization is not its branch's input's (found by tools/fuzz_tflite.py:
     TFLM copies the bytes and the branch reads them with its own scale; mpy-lazy read them with
     the caller's, another answer): one line."""
+    path = tmp_path / "ifq.tflite"
+    path.write_bytes(if_input(qx=qx))
+    _refused_copying(path, tmp_path)
+
+
+def test_a_loop_variable_of_another_quantization_is_refused(tmp_path):
+    """The same for a WHILE's loop variable and its condition's and body's inputs."""
+    path = tmp_path / "whileq.tflite"
+    path.write_bytes(while_input(qx=(0.1, 0)))
+    _refused_copying(path, tmp_path)
+
+
+def _refused_copying(path, tmp_path):
     import contextlib
     import io
 
     from host_tools.cli import main
 
-    path = tmp_path / "ifq.tflite"
-    path.write_bytes(if_input(qx=qx))
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) == 1
