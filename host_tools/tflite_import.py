@@ -280,6 +280,9 @@ class _Reader:
                 raise PackError("%s: %soperator %d (%s): a legacy uint8 model's %s is not supported (mpy-lazy "
                                 "runs %s on uint8, as TFLite's uint8 kernels)" % (self.path, where, k, name, name,
                                                                                ", ".join(LEGACY)))
+            if not name.startswith("CUSTOM") and not op.CustomOptionsIsNone():
+                raise PackError("%s: %soperator %d (%s): a builtin operator with custom options (TFLM refuses "
+                                "the model)" % (self.path, where, k, name))
         tflite_check.check(self, ops)
         return ops
 

@@ -20,8 +20,10 @@ def missing(path, err):
 
 
 def out_of_range(i, j, val, hi):
-    """The ValueError of an int given to an integer input of range -hi - 1..hi, or 0..255 for
-    hi 255 (it would wrap: 300 read as 44 by an int8 input)."""
+    """The ValueError of an int given to an integer input of range -hi - 1..hi, 0..255 for hi
+    255, 0..1 for hi 1 (a bool input) (it would wrap: 300 read as 44 by an int8 input)."""
+    if hi == 1:
+        return ValueError("input %d: %d (item %d) is outside bool's 0..1: give 0 or 1, True or False" % (i, val, j))
     if hi == 255:
         return ValueError("input %d: %d (item %d) is outside uint8's 0..255: give uint8 codes, or real values as "
                           "floats (quantized with the input's scale)" % (i, val, j))

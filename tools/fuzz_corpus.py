@@ -799,6 +799,14 @@ PROGRAM_SOURCES = ("tests/golden/graph_int8.mpyl", "tests/golden/graph_f32.mpyl"
         "keyword_scrambled", "mnist_lstm_int8", "mnist_lstm_float", "seanet_transpose_conv4")) + tuple(
     "tests/golden/tflite/%s.tflite" % n for n in ("elem_int8", "elem_f32", "resize_int8", "resize_f32", "cast_f32")) + (
     "tests/golden/legacy/mnv1_025_fc.tflite",)  # (a legacy uint8 layer: conv_u8)
+# the record kinds from 42 on (issue 29): control flow, state variables, the signal library, the
+# legacy uint8 ops, and the small models tools/fuzz_bases.py picks from the tests (one op each)
+PROGRAM_SOURCES += tuple("tests/golden/tflite/%s.tflite" % n for n in ("cond_f32", "while_f32", "stream_f32",
+                                                                        "stream_int8")) + (
+    "tests/golden/thirdparty/tflite-micro/audio_preprocessor_int8.tflite",
+    "tests/golden/thirdparty/tflite-micro/audio_preprocessor_float.tflite", "tests/golden/legacy/ops_u8.tflite")
+FUZZ_BASES = "tests/golden/fuzz/bases"
+PROGRAM_SOURCES += tuple(sorted(os.path.join(FUZZ_BASES, n) for n in os.listdir(os.path.join(ROOT, FUZZ_BASES))))
 PROGRAM_VALUES = (0, 1, -1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 127, 128, -128, -129, 255, 256, 32767, 32768,
                   -32768, 65535, 65536, 1 << 24, (1 << 24) + 1, 2147483647, -2147483648, 1 << 30)
 
@@ -813,7 +821,7 @@ def program_bases():
     with tempfile.TemporaryDirectory(prefix="mpyl-fuzz-programs-") as tmp:
         for src in PROGRAM_SOURCES:
             path = os.path.join(ROOT, src)
-            if src.endswith(".tflite"):
+            if src.endswith((".tflite", ".onnx")):
                 dst = os.path.join(tmp, os.path.basename(src) + ".mpyl")
                 if cli.main(["pack", path, "-o", dst, "-q"]) != 0:
                     raise RuntimeError("cannot pack " + src)
@@ -912,8 +920,9 @@ PROGRAM_MUTATIONS = (p_word, p_word, p_word, p_word, p_kind, p_length, p_swap, p
 
 
 def program_corpus(count, seed):
-    """`count` packed models: every 10th as packed, the others with 1 to 3 program mutations
-    (CRCs recomputed: the data CRC of graph.program and the header CRC)."""
+    """`count` packed models, the bases in turn: every base as packed in the first round and
+    every 10th round, the others with 1 to 3 program mutations (CRCs recomputed: the data CRC
+    of graph.program and the header CRC)."""
     rng = random.Random(seed)
     bases = program_bases()
     offsets = []
@@ -925,7 +934,7 @@ def program_corpus(count, seed):
         b = i % len(bases)
         data, off, n, starts, entry = bases[b]
         buf = bytearray(data)
-        if i % 10:
+        if i // len(bases) % 10:
             for _ in range(rng.choice((1, 1, 2, 3))):
                 fn = rng.choice(PROGRAM_MUTATIONS)
                 if fn is p_tensor:

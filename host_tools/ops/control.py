@@ -33,11 +33,24 @@ def _args(r, tensors):
     return out
 
 
-def _inline(r, index, args, role):
-    """Convert subgraph `index` here, its inputs bound to args; its outputs (values or constants)."""
+def _inline(r, index, args, role, caller=()):
+    """Convert subgraph `index` here, its inputs bound to args; its outputs (values or constants).
+    caller: the op's tensors passed as those inputs (TFLM copies their bytes into the subgraph's
+    tensors, which read them with their own type and quantization: these must be the same)."""
     if not 0 < index < r.model.SubgraphsLength():
         raise r.err("%s subgraph %d: the model has subgraphs 0..%d" % (role, index, r.model.SubgraphsLength() - 1))
+    mine = [r.tensor(i)[2:5] for i in caller]
     saved = (r.sg, r.prefix, r.what, r.op, r.ins, r.outs, r.opname, r.opidx)
+    r.sg = r.model.Subgraphs(index)
+    for j, (typ, scales, zps) in enumerate(mine[:r.sg.InputsLength()]):
+        a = (typ, [float(x) for x in scales], zps)
+        t = r.tensor(r.sg.Inputs(j))
+        b = (t[2], [float(x) for x in t[3]], t[4])
+        if a != b:
+            r.sg = saved[0]
+            raise r.err("tensor %d (%s, scales %s, zero points %s) into the %s subgraph's input %d (%s, %s, %s): "
+                        "TFLM copies the bytes, read with the subgraph's quantization; they must agree"
+                        % ((caller[j],) + a + (role, j) + b))
     r.depth = getattr(r, "depth", 0) + 1
     if r.depth > MAX_DEPTH:
         raise r.err("subgraphs within subgraphs more than %d deep (a branch that calls its own subgraph?)" % MAX_DEPTH)
@@ -92,12 +105,15 @@ def op_IF(r):
     o = r.options("IfOptions")
     if o is None or not r.ins:
         raise r.err("IF needs its options (the branches' subgraphs) and a condition input")
+    shape = list(r.tensor(r.ins[0])[1])
+    if len(shape) and int(np.prod(shape)) != 1:  # (TFLM's Prepare: NumElements(cond) == 1)
+        raise r.err("its condition of shape %s: one bool expected" % shape)
     args = _args(r, r.ins)
     flag = _flag(r, args[0], "its condition")
     if flag is None:
         return _if_board(r, o, args)
     index = o.ThenSubgraphIndex() if flag else o.ElseSubgraphIndex()
-    _bind(r, r.outs, _inline(r, index, args[1:], "then" if index == o.ThenSubgraphIndex() else "else"))
+    _bind(r, r.outs, _inline(r, index, args[1:], "then" if index == o.ThenSubgraphIndex() else "else", r.ins[1:]))
 
 
 def op_WHILE(r):
@@ -109,7 +125,7 @@ def op_WHILE(r):
     args = _args(r, r.ins)
     for n in range(MAX_UNROLL + 1):
         mark = len(r.ir.nodes)
-        go = _inline(r, o.CondSubgraphIndex(), args, "condition")
+        go = _inline(r, o.CondSubgraphIndex(), args, "condition", r.ins)
         if len(go) != 1:
             raise r.err("its condition subgraph has %d outputs (one bool expected)" % len(go))
         flag = _flag(r, go[0], "its condition")
@@ -120,7 +136,7 @@ def op_WHILE(r):
             break
         if n == MAX_UNROLL:
             raise r.err("runs more than %d iterations: too many to unroll" % MAX_UNROLL)
-        args = _args_of(_inline(r, o.BodySubgraphIndex(), args, "body"), len(args), r)
+        args = _args_of(_inline(r, o.BodySubgraphIndex(), args, "body", r.ins), len(args), r)
     _bind(r, r.outs, args)
 
 
@@ -222,10 +238,10 @@ def _if_board(r, o, args):
     specs = [_spec(r, i) for i in r.outs]
     cur = _vars(r, base + ".if", specs, [None] * len(specs))
     b = _mark(r, "branch", base + ".b", [args[0]])
-    cur = _results(r, base, specs, cur, _inline(r, o.ThenSubgraphIndex(), args[1:], "then"), "then")
+    cur = _results(r, base, specs, cur, _inline(r, o.ThenSubgraphIndex(), args[1:], "then", r.ins[1:]), "then")
     j = _mark(r, "jump", base + ".j")
     b.attrs["skip"] = r.ir.nodes.index(j) - r.ir.nodes.index(b)
-    cur = _results(r, base, specs, cur, _inline(r, o.ElseSubgraphIndex(), args[1:], "else"), "else")
+    cur = _results(r, base, specs, cur, _inline(r, o.ElseSubgraphIndex(), args[1:], "else", r.ins[1:]), "else")
     j.attrs["skip"] = len(r.ir.nodes) - 1 - r.ir.nodes.index(j)
     _outputs(r, cur)
 
@@ -243,13 +259,13 @@ def _while_board(r, o, args):
         y = _declare(r, "%s.r%d" % (base, j), specs[j])
         r.ir.nodes.append(Node("read", [c], y, r.what))
         reads.append(y)
-    go = _inline(r, o.CondSubgraphIndex(), reads, "condition")
+    go = _inline(r, o.CondSubgraphIndex(), reads, "condition", r.ins)
     if len(go) != 1:
         raise r.err("its condition subgraph has %d outputs (one bool expected)" % len(go))
     if _flag(r, go[0], "its condition") is not None:  # (a constant here: the loop runs on, or not at all)
         go = [_value(r, np.asarray(go[0]).reshape(1).astype(np.bool_), ((1,), "bool", None), base + ".go")]
     b = _mark(r, "branch", base + ".b", go)
-    cur = _results(r, base, specs, cur, _inline(r, o.BodySubgraphIndex(), reads, "body"), "body")
+    cur = _results(r, base, specs, cur, _inline(r, o.BodySubgraphIndex(), reads, "body", r.ins), "body")
     nxt = _mark(r, "next", base + ".n", [loop.y], back=len(r.ir.nodes) - top, max=MAX_ITERATIONS)
     b.attrs["skip"] = r.ir.nodes.index(nxt) - r.ir.nodes.index(b)
     _outputs(r, cur)

@@ -78,6 +78,16 @@ def _node(r, op, xs, i, yshape, dt="i32", **attrs):
     return y
 
 
+def _ranks(r, *which):
+    """TFLM's Prepare takes these tensors (("input" or "output", index, rank)) of that rank only
+    (signal/micro/kernels: NumDimensions)."""
+    for where, j, rank in which:
+        shape = r.tensor((r.ins if where == "input" else r.outs)[j])[1]
+        if len(shape) != rank:
+            raise r.err("%s %d of shape %s: %s expected (TFLM takes rank %d only)"
+                        % (where, j, list(shape), "a vector" if rank == 1 else "a scalar", rank))
+
+
 def _size(r, i):
     return int(np.prod(r.tensor(i)[1], dtype=np.int64))
 
@@ -87,7 +97,7 @@ def op_SignalWindow(r):
     shift, = options(r, "shift")
     w = _const(r, 1)
     n = _size(r, r.ins[0])
-    if r.tensor(r.outs[0])[1] != r.tensor(r.ins[0])[1] or n % w.size or not 0 <= shift <= 31:
+    if r.tensor(r.outs[0])[1] != r.tensor(r.ins[0])[1] or not len(r.tensor(r.ins[0])[1]) or n % w.size or not 0 <= shift <= 31:
         raise r.err("a window of %d over %d values, shift %d (0..31)" % (w.size, n, shift))
     node = r.emit("window", [r.value(r.ins[0])], opts=(shift,), shape=(w.size,))
     node.t["w"] = r.add("window", w.astype(np.int16))
@@ -151,6 +161,7 @@ def op_SignalRfft(r):
 def op_SignalEnergy(r):
     _types(r, ("INT16",), ("UINT32",))
     end, start = options(r, "end_index", "start_index")
+    _ranks(r, ("input", 0, 1), ("output", 0, 1))
     n = _size(r, r.outs[0])
     if len(r.tensor(r.ins[0])[1]) != 1 or 2 * n != _size(r, r.ins[0]) or not 0 <= start <= end <= n:
         raise r.err("bins start_index %d .. end_index %d over %d complex values in, %d out (0 <= start <= end <= %d)"
@@ -161,6 +172,7 @@ def op_SignalEnergy(r):
 def op_SignalFilterBank(r):
     _types(r, ("UINT32",) + ("INT16",) * 5, ("UINT64",))
     ch, = options(r, "num_channels")
+    _ranks(r, ("input", 0, 1), ("output", 0, 1))
     w, u = _const(r, 1), _const(r, 2)
     fs, ws, wd = _const(r, 3, ch + 1), _const(r, 4, ch + 1), _const(r, 5, ch + 1)
     nin = _size(r, r.ins[0])
@@ -177,6 +189,7 @@ def op_SignalFilterBank(r):
 
 def op_SignalFilterBankSquareRoot(r):
     _types(r, ("UINT64", "INT32"), ("UINT32",))
+    _ranks(r, ("input", 0, 1), ("input", 1, 0), ("output", 0, 1))
     if r.data(r.ins[1]) is not None:
         raise r.err("a constant scale: mpy-lazy takes SignalFftAutoScale's")
     r.emit("fbsqrt", [r.value(r.ins[0]), r.value(r.ins[1])])
@@ -187,6 +200,7 @@ def op_SignalFilterBankSpectralSubtraction(r):
     keys = ("smoothing", "one_minus_smoothing", "alternate_smoothing", "alternate_one_minus_smoothing",
             "min_signal_remaining", "smoothing_bits", "spectral_subtraction_bits", "clamping", "num_channels")
     o = options(r, *keys)
+    _ranks(r, ("input", 0, 1), ("output", 0, 1), ("output", 1, 1))
     n = _size(r, r.ins[0])
     if o[8] != n or _size(r, r.outs[0]) != n or _size(r, r.outs[1]) != n:
         raise r.err("num_channels %d over %d values" % (o[8], n))
@@ -205,6 +219,7 @@ def op_SignalFilterBankSpectralSubtraction(r):
 def op_SignalPCAN(r):
     _types(r, ("UINT32", "UINT32", "INT16"), ("UINT32",))
     shift, = options(r, "snr_shift")
+    _ranks(r, ("input", 0, 1), ("input", 1, 1), ("output", 0, 1))
     lut = _const(r, 2)
     n = _size(r, r.ins[0])
     if _size(r, r.ins[1]) != n or lut.size < 125 or not 0 <= shift <= 63:
@@ -217,6 +232,7 @@ def op_SignalPCAN(r):
 def op_SignalFilterBankLog(r):
     _types(r, ("UINT32",), ("INT16",))
     bits, scale = options(r, "input_correction_bits", "output_scale")
+    _ranks(r, ("input", 0, 1), ("output", 0, 1))
     if not 0 <= bits <= 31 or scale < 0:
         raise r.err("input_correction_bits %d (0..31), output_scale %d" % (bits, scale))
     r.emit("fblog", [r.value(r.ins[0])], opts=(bits, scale))

@@ -170,7 +170,10 @@ def inv_sqrt(s):
     while s >= 1 << 29:
         s //= 4
         shift += 1
-    pairs = (31 - s.bit_length()) // 2 - 1  # (CountLeadingZeros(s) - 1) / 2 - 1
+    bits = 0  # s's bit length (MicroPython's int has no bit_length())
+    while s >> bits:
+        bits += 1
+    pairs = (31 - bits) // 2 - 1  # (CountLeadingZeros(s) - 1) / 2 - 1
     shift -= pairs
     s <<= 2 * pairs
     half = rdbpot(s >> 1, 1)  # F3

@@ -327,3 +327,20 @@ def test_atheris_coverage_guided():
                         "-runs=20000", "-seed=1", "-timeout=120"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "Done 20000 runs" in r.stderr, r.stderr[-3000:]
+
+
+def test_program_bases_run_and_their_mutants_are_clean_on_cpython_and_micropython():
+    """The program fuzzer's bases (tools/fuzz_corpus.py PROGRAM_SOURCES: every record kind, the
+    one-op models of tests/golden/fuzz/bases among them) each run as packed, on the best kernel
+    path and on 'pure', on both interpreters; then one mutated round of each is clean."""
+    import itertools
+
+    n = len(fuzz_corpus.PROGRAM_SOURCES)
+    inputs = list(itertools.islice(fuzz_corpus.program_corpus(2 * n, seed=5), 2 * n))
+    f = fuzz.run_inputs(inputs[:n], n, log=None)
+    _assert_clean(f, refused=False)
+    for interp in ("cpython", "micropython"):
+        assert f[interp]["graph_ran"] == n, (interp, f[interp])
+    f = fuzz.run_inputs(inputs[n:], n, log=None)
+    _assert_clean(f, refused=False)
+    assert f["cpython"]["graph_refused"] > 0.3 * n, f["cpython"]

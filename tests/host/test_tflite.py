@@ -602,6 +602,10 @@ def _relu_tiny_output_scale(m, sg):  # input scale / output scale overflows floa
     sg.tensors[relu.outputs[0]].quantization.scale = [1e-45]
 
 
+def _builtin_with_custom_options(m, sg):  # (found by fuzz_tflite: TFLM refuses any builtin op carrying them)
+    sg.operators[0].customOptions = [1, 2, 3]
+
+
 THIRDPARTY = "../thirdparty/tflite-micro/"
 def _per_channel(t, dim):
     q = t.quantization
@@ -674,6 +678,8 @@ MALFORMED = {  # name: (fixture, edit, words the refusal names)
                                                                                     "state (is_variable)")),
     "unused_tensor_buffer": ("digits_cnn_int8", _unused_tensor_buffer, ("tensor ", "buffer index", "outside")),
     "relu_tiny_output_scale": ("ops_int8", _relu_tiny_output_scale, ("(RELU)", "infinity")),
+    "builtin_custom_options": ("digits_cnn_int8", _builtin_with_custom_options, ("operator 0 (CONV_2D)",
+                                                                              "builtin operator with custom options")),
 }
 
 

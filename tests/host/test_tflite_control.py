@@ -102,9 +102,10 @@ def while_int8(count):
     return tflite([O.WHILE, O.LESS, O.ADD, O.TANH], [main, cond, body])
 
 
-def if_input():
-    """y = IF(flag, x), flag a bool input: then relu(x), else x + x (int8, one q)."""
-    main = ([((1,), "bool", None, None), ((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)],
+def if_input(flags=1, qx=Q):
+    """y = IF(flag, x), flag a bool input: then relu(x), else x + x (int8, one q); flags: the
+    condition's elements (TFLM takes 1); qx: x's quantization in the main subgraph."""
+    main = ([((flags,), "bool", None, None), ((1, 16), "i8", qx, None), ((1, 16), "i8", Q, None)],
             [0, 1], [2], [(0, [0, 1], [2], _opts("IfOptions", thenSubgraphIndex=1, elseSubgraphIndex=2))])
     then = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1], [(1, [0], [1], None)])
     other = ([((1, 16), "i8", Q, None), ((1, 16), "i8", Q, None)], [0], [1],
@@ -112,12 +113,12 @@ def if_input():
     return tflite([O.IF, O.RELU, O.ADD], [main, then, other])
 
 
-def while_input(nested=False, step=1):
+def while_input(nested=False, step=1, qx=None):
     """v = x; i = 0; while i < n (an int32 input): v = tanh(v), i += step; nested: v = IF(i < 2,
     tanh(v), relu(v)) instead (an IF on the board inside the loop). step 0: a loop that never
     ends while n > 0."""
     T = (1 / 128, 0)
-    main = ([((), "i32", None, np.array(0, np.int32)), ((1, 16), "i8", T, None), ((1,), "i32", None, None),
+    main = ([((), "i32", None, np.array(0, np.int32)), ((1, 16), "i8", qx or T, None), ((1,), "i32", None, None),
              ((), "i32", None, None), ((1, 16), "i8", T, None), ((1,), "i32", None, None)], [2, 1], [4],
             [(0, [0, 1, 2], [3, 4, 5], _opts("WhileOptions", condSubgraphIndex=1, bodySubgraphIndex=2))])
     cond = ([((), "i32", None, None), ((1, 16), "i8", T, None), ((1,), "i32", None, None),
@@ -369,4 +370,53 @@ def test_a_variable_inside_a_branch_is_refused(tmp_path):
         assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) != 0
     assert "CALL_ONCE" in err.getvalue() and "inside an IF or WHILE subgraph is not supported" in err.getvalue(), \
         err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_a_condition_of_two_elements_is_refused(tmp_path):
+    """An IF whose condition has 2 elements (found by tools/fuzz_tflite.py: it packed and ran on
+    the first; TFLM's Prepare takes one element): one line, and TFLM refuses it too."""
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    path = tmp_path / "if2.tflite"
+    path.write_bytes(if_input(flags=2))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) == 1
+    assert "its condition of shape [2]: one bool expected" in err.getvalue(), err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1
+    with pytest.raises(RuntimeError, match="TFLM cannot allocate"):  # (its Prepare: NumElements(cond) != 1)
+        tflm_ref.run(str(path), [np.array([True, False]), np.zeros((1, 16), np.int8)])
+
+
+@pytest.mark.parametrize("qx", [None, (0.1, 0)])
+def test_a_branch_input_of_another_quantization_is_refused(tmp_path, qx):
+    """An IF input whose quantization is not its branch's input's (found by tools/fuzz_tflite.py:
+    TFLM copies the bytes and the branch reads them with its own scale; mpy-lazy read them with
+    the caller's, another answer): one line."""
+    path = tmp_path / "ifq.tflite"
+    path.write_bytes(if_input(qx=qx))
+    _refused_copying(path, tmp_path)
+
+
+def test_a_loop_variable_of_another_quantization_is_refused(tmp_path):
+    """The same for a WHILE's loop variable and its condition's and body's inputs."""
+    path = tmp_path / "whileq.tflite"
+    path.write_bytes(while_input(qx=(0.1, 0)))
+    _refused_copying(path, tmp_path)
+
+
+def _refused_copying(path, tmp_path):
+    import contextlib
+    import io
+
+    from host_tools.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(["pack", str(path), "-o", str(tmp_path / "x.mpyl")]) == 1
+    assert "TFLM copies the bytes" in err.getvalue(), err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1

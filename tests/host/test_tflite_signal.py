@@ -445,6 +445,16 @@ def _refusals():
                                  [0, 1]), ("SignalWindow", "shift 40")),
         "energy_range": (_custom("SignalEnergy", {"start_index": 9, "end_index": 300}, [
             ((514,), "i16", None, None), ((257,), "u32", None, None)], [0], [1], [0]), ("SignalEnergy", "start_index 9 .. end_index 300")),
+        "filter_bank_output_rank": (_custom("SignalFilterBank", {"num_channels": 2}, [  # (found by fuzz_tflite)
+            ((8,), "u32", None, None)] + [((3,), "i16", None, np.array(v, np.int16)) for v in ([9] * 3, [1] * 3)] + [
+            ((3,), "i16", None, np.array(v, np.int16)) for v in ([0, 2, 4], [0, 1, 2], [1, 1, 1])] + [
+            ((1, 2), "u64", None, None)], [0], [6], [0, 1, 2, 3, 4, 5]), ("SignalFilterBank", "output 0 of shape [1, 2]")),
+        "energy_output_rank": (_custom("SignalEnergy", {"start_index": 3, "end_index": 60}, [  # (TFLM's ranks)
+            ((130,), "i16", None, None), ((1, 65), "u32", None, None)], [0], [1], [0]),
+            ("SignalEnergy", "output 0 of shape [1, 65]")),
+        "log_input_rank": (_custom("SignalFilterBankLog", {"input_correction_bits": 3, "output_scale": 64}, [
+            ((2, 20), "u32", None, None), ((2, 20), "i16", None, None)], [0], [1], [0]),
+            ("SignalFilterBankLog", "input 0 of shape [2, 20]")),
         "pcan_short_table": (_custom("SignalPCAN", {"snr_shift": 6}, [
             ((40,), "u32", None, None), ((40,), "u32", None, None), ((100,), "i16", None, lut[:100]),
             ((40,), "u32", None, None)], [0, 1], [3], [0, 1, 2]), ("SignalPCAN", "gain table of 100")),

@@ -897,6 +897,13 @@ def test_integer_input_out_of_range_is_refused():
     m = owned(text, make_tensors(text, 23))
     e = raises(ValueError, m, array.array("i", [0, 0, 40000, 0]))
     assert "input 0: 40000 (item 2) is outside int16's -32768..32767" in str(e), str(e)
+    # a bool input takes 0 and 1 (the fuzzer's -32768 was called "outside int32's -2..1")
+    text = "input y=a shape=4 dtype=bool\nnot x=a y=b\noutput x=b"
+    m = owned(text, make_tensors(text, 29))
+    e = raises(ValueError, m, [0, 1, 2, 0])
+    assert str(e) == "input 0: 2 (item 2) is outside bool's 0..1: give 0 or 1, True or False", str(e)
+    m([1, 0, 1, 0])
+    assert m.tolist() == [0, 1, 0, 1], m.tolist()
 
 
 def test_int16_input_as_array():
