@@ -7,6 +7,7 @@
 # input values (x=a[,b...]) and their output value (y=name); `input` and `output` lines name
 # the graph's inputs and outputs. Activations are NHWC: a value's shape is (N,) or (H, W, C).
 from .container import ContainerError
+from .kinds import FILL, MOVE
 
 ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "f32": 4, "u8": 1, "bool": 1, "i64": 8}
 RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-2147483648, 2147483647), "u8": (0, 255), "bool": (0, 1),
@@ -442,3 +443,25 @@ def plan(values, life, align=4, pairs=None):
         if v.alias is not None:
             v.offset = v.root().offset
     return top
+
+
+def words4(records):
+    """The records with each MOVE and FILL of 8-byte (i64) elements made two of 4-byte words:
+    the low words, then the high ones (strides doubled), so the kernels move words only."""
+    out = []
+    for r in records:
+        kind = r[0] & 255
+        if kind == MOVE and r[10] == 8:
+            lo = r[:]
+            lo[10] = 4
+            for j in (6, 7, 8, 9, 12, 13):
+                lo[j] *= 2
+            hi = lo[:]
+            hi[2] += 4
+            hi[3] += 4
+            out += [lo, hi]
+        elif kind == FILL and r[5] == 8:  # (a code whose high word is its sign: 0, -1)
+            out.append(r[:3] + [2 * r[3], r[4], 4])
+        else:
+            out.append(r)
+    return out

@@ -21,7 +21,7 @@ import array
 
 from . import kernels, param
 from .container import ContainerError
-from .kinds import BRANCH, FILL, MOVE
+from .kinds import BRANCH
 from .module import Module, load
 from .program import MAGIC, VERSION, Program, f32_bits  # noqa: F401 (Program: model.Program)
 from . import program as _program
@@ -267,6 +267,8 @@ class Model(Module):
         -> [slot, byte offset] of a Param's data (the packer's: its place in the container
         being written); by default every bound Param reads its container in place (one slot
         per container) and an owned one its RAM array (a slot of its own)."""
+        from . import graph  # (a description's model has it imported already)
+
         n = self.plan()
         c = _Compiler(self, ref)
         P = [MAGIC, VERSION, 0, n, len(self.inputs), len(self.outputs), 0]
@@ -282,7 +284,7 @@ class Model(Module):
             c.scratch = self._scratch[i]
             c.state = self._state[i]
             starts.append(len(P))
-            for r in _words(op.records(c)):
+            for r in graph.words4(op.records(c)):
                 if getattr(op, "to", None) is not None:  # (a control record: its TO set below)
                     jumps.append((len(P), i + op.to))
                 P += r
@@ -419,28 +421,6 @@ def _versions(n, op, ins, states):
             raise graph.fail(n, "%s: %r is a variable's value before its assign (use %r)" % (op, x.name, cell[0].name), "x")
     if op == "assign" and id(ins[0]) not in states:
         raise graph.fail(n, "assign: %r is no variable (a var line's value, or an assign's)" % ins[0].name, "x")
-
-
-def _words(records):
-    """The records with each MOVE and FILL of 8-byte (i64) elements made two of 4-byte words:
-    the low words, then the high ones (strides doubled), so the kernels move words only."""
-    out = []
-    for r in records:
-        kind = r[0] & 255
-        if kind == MOVE and r[10] == 8:
-            lo = r[:]
-            lo[10] = 4
-            for j in (6, 7, 8, 9, 12, 13):
-                lo[j] *= 2
-            hi = lo[:]
-            hi[2] += 4
-            hi[3] += 4
-            out += [lo, hi]
-        elif kind == FILL and r[5] == 8:  # (a code whose high word is its sign: 0, -1)
-            out.append(r[:3] + [2 * r[3], r[4], 4])
-        else:
-            out.append(r)
-    return out
 
 
 def _ram(a, dtype):
