@@ -1462,7 +1462,7 @@ def test_lstm16():
         ho, co = ar.scratch[1], ar.scratch[2]
         ar.put(xo, [b for v in x for b in i16_bytes(v)])
         for i in range(steps * hid):
-            ar.expected[yo + 2 * i:yo + 2 * i + 2] = i16_bytes(ys[i])
+            ar.put_expected(yo + 2 * i, i16_bytes(ys[i]))
         for j in range(hid):
             ar.put_init(ho + 2 * j, i16_bytes(h0[j]))
             ar.put_init(co + 2 * j, i16_bytes(c0[j]))
@@ -1478,7 +1478,7 @@ def test_lstm16():
             a = ar.fresh()
             for _ in range(runs):
                 run_record(mod, "lstm16", a, (slot.b,), kinds.LSTM16, fields)
-            assert signed(a)[:ar.size] == ar.expected, (what, name)
+            assert signed(a)[:ar.size] == list(ar.expected), (what, name)
             assert list(array.array("h", bytes(a[ho:ho + 2 * hid]))) == h, (what, name, "h")
             assert list(array.array("h", bytes(a[co:co + 2 * hid]))) == c, (what, name, "c", list(array.array("h", bytes(a[co:co + 2 * hid]))), c, qclip)
 
