@@ -1426,8 +1426,10 @@ def test_lstm16():
     impls = recurrent_impls()
     for case in range(CASES // 2):
         steps, nin, hid = r.int(1, 3), r.pick((1, 3, 8, 9, 17, 300, r.int(1, 12))), r.int(1, 5)
+        if small_board() and nin > 256:
+            hid = min(hid, 2)  # (an M0's heap has no 5 KB block left by now for 4H rows of 300)
         keep = case % 2
-        W = [i8s(r, nin) for _ in range(4 * hid)]
+        W = [i8a(r, nin) for _ in range(4 * hid)]  # arrays: 300-value rows as lists do not fit an M0's heap
         R = [i8s(r, hid) for _ in range(4 * hid)]
         bias = [r.pick((INT32_MAX, -INT32_MAX - 1, 0, r.int(-(1 << 24), 1 << 24))) for _ in range(4 * hid)]
         mq = []
@@ -1460,14 +1462,18 @@ def test_lstm16():
         ar = Arena(r, [2 * steps * nin, 2 * steps * hid], (8 * hid, (hid + 1) // 2, (hid + 1) // 2), (2, 2))
         xo, yo = ar.offsets
         ho, co = ar.scratch[1], ar.scratch[2]
-        ar.put(xo, [b for v in x for b in i16_bytes(v)])
+        for i in range(len(x)):
+            ar.put(xo + 2 * i, i16_bytes(x[i]))
         for i in range(steps * hid):
             ar.put_expected(yo + 2 * i, i16_bytes(ys[i]))
         for j in range(hid):
             ar.put_init(ho + 2 * j, i16_bytes(h0[j]))
             ar.put_init(co + 2 * j, i16_bytes(c0[j]))
         slot = Slot()
-        wo = slot.i8([v for row in W for v in row])
+        weights = array.array("b")
+        for row in W:
+            weights.extend(row)
+        wo = slot.i8(weights)
         ro = slot.i8([v for row in R for v in row])
         bo, mo = slot.i32(bias), slot.i32(mq)
         to = slot.add([v - 65536 if v > 32767 else v for v in t], "h")

@@ -875,6 +875,8 @@ def test_integer_input_out_of_range_is_refused():
     import array
 
     for layout in ("hwc", "chw"):
+        m = T = None  # (the last layout's model freed first: the M0's heap holds one)
+        gc.collect()
         text = INT8_BRANCHY.replace("dtype=i8", "dtype=i8 layout=%s" % layout, 1)
         T = make_tensors(text, 19)
         m = owned(text, T)
