@@ -84,3 +84,45 @@ def test_nano_specs(gcc, tmp_path):
     text = link_map(gcc, tmp_path, "-specs=nano.specs")
     assert re.search(r"libc_nano\.a\(\S*printf", text), "printf not from libc_nano.a"
     assert not re.search(r"/libc\.a\(", text), "the full libc.a linked too"
+
+
+ATOMICS = """
+#include <stdatomic.h>
+atomic_int counter;
+_Atomic short half;
+_Atomic unsigned char flag;
+int word;
+int add(void) { return atomic_fetch_add(&counter, 1); }
+_Bool cas_half(short expected) { return atomic_compare_exchange_strong(&half, &expected, 3); }
+unsigned char swap_flag(void) { return atomic_exchange(&flag, 1); }
+int sync_cas(void) { return __sync_val_compare_and_swap(&word, 0, 1); }
+"""
+LIBCALLS = {"__atomic_fetch_add_4", "__atomic_compare_exchange_2", "__atomic_exchange_1",
+            "__sync_val_compare_and_swap_4"}
+
+
+def atomics_object(gcc, tmp_path, *flags):
+    """(undefined symbols, disassembly) of ATOMICS compiled with flags."""
+    r = compile_c(gcc, tmp_path, ATOMICS, "-O2", *flags)
+    assert r.returncode == 0, r.stderr
+    tools = os.path.dirname(gcc)
+    obj = str(tmp_path / "t.o")
+    nm = subprocess.run([os.path.join(tools, "xtensa-esp32s3-elf-nm"), "-u", obj], capture_output=True,
+                        text=True, timeout=60, check=True).stdout
+    dis = subprocess.run([os.path.join(tools, "xtensa-esp32s3-elf-objdump"), "-d", obj], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return {line.split()[-1] for line in nm.splitlines() if line.strip()}, dis
+
+
+def test_disable_hardware_atomics(gcc, tmp_path):
+    """-mdisable-hardware-atomics (IDF with SPIRAM: CONFIG_STDATOMIC_S32C1I_SPIRAM_WORKAROUND) makes the
+    atomic and __sync built-ins calls to IDF's newlib/stdatomic.c, with no S32C1I (it does not work on
+    PSRAM); without it, or with -mno-disable-hardware-atomics (IDF's stdatomic_s32c1i.c), they are
+    inline S32C1I loops."""
+    undefined, dis = atomics_object(gcc, tmp_path, "-mdisable-hardware-atomics")
+    assert LIBCALLS <= undefined, sorted(undefined)
+    assert "s32c1i" not in dis
+    for flags in ((), ("-mdisable-hardware-atomics", "-mno-disable-hardware-atomics")):
+        undefined, dis = atomics_object(gcc, tmp_path, *flags)
+        assert not LIBCALLS & undefined, (flags, sorted(undefined))
+        assert dis.count("s32c1i") >= len(LIBCALLS), flags

@@ -55,11 +55,19 @@ build_binutils() {
     make install
 }
 
+# GCC's tree: Debian's tarball has no GFDL manuals, its own patch makes the build not regenerate
+# tm.texi; ours adds Espressif's -mdisable-hardware-atomics (no S32C1I: atomic built-ins become
+# calls to ESP-IDF's newlib/stdatomic.c, which IDF passes when SPIRAM is on, as S32C1I does not
+# work on external RAM)
+gcc_tree() {
+    unpack /usr/src/gcc-12/gcc-12.2.0-dfsg.tar.xz gcc-12.2.0 gcc
+    patch -d "$WORK/gcc-12.2.0" -p2 < /usr/src/gcc-12/debian/patches/gcc-gfdl-build.diff
+    patch -d "$WORK/gcc-12.2.0" -p1 < "$here/gcc-disable-hardware-atomics.patch"
+}
+
 # GCC with libgcc, then newlib with that GCC.
 build_gcc() {
-    unpack /usr/src/gcc-12/gcc-12.2.0-dfsg.tar.xz gcc-12.2.0 gcc
-    # Debian's tarball has no GFDL manuals: its own patch makes the build not regenerate tm.texi
-    patch -d "$WORK/gcc-12.2.0" -p2 < /usr/src/gcc-12/debian/patches/gcc-gfdl-build.diff
+    gcc_tree
     rm -rf "$WORK/b-gcc" && mkdir "$WORK/b-gcc" && cd "$WORK/b-gcc"
     # the target libraries (libgcc, libstdc++) as GCC builds them by default
     CFLAGS="$HOST_CFLAGS" CXXFLAGS="$HOST_CFLAGS" CFLAGS_FOR_TARGET="-g -O2" CXXFLAGS_FOR_TARGET="-g -O2" \
@@ -209,19 +217,21 @@ SPECS
 # gettimeofday() for its clocks, where crosstool-NG's gets clock_gettime(). Built in its
 # own tree and staged; only the C++ parts are installed (g++/c++, cc1plus, libstdc++/libsupc++ and
 # their headers), so the C compiler, libgcc and newlib in PREFIX stay the ones built above.
-build_gxx() {
-    [ -f "$PREFIX/$TARGET/include/pthread.h" ] || die "no newlib in $PREFIX (run the newlib step first)"
-    unpack /usr/src/gcc-12/gcc-12.2.0-dfsg.tar.xz gcc-12.2.0 gcc
-    patch -d "$WORK/gcc-12.2.0" -p2 < /usr/src/gcc-12/debian/patches/gcc-gfdl-build.diff
-    rm -rf "$WORK/b-gxx" "$WORK/gxx-stage" && mkdir "$WORK/b-gxx" && cd "$WORK/b-gxx"
+gxx_configure() {
     CFLAGS="$HOST_CFLAGS" CXXFLAGS="$HOST_CFLAGS" \
     CFLAGS_FOR_TARGET="-g -O2 -mlongcalls" CXXFLAGS_FOR_TARGET="-g -O2 -mlongcalls" \
-    ../gcc-12.2.0/configure --target=$TARGET --prefix="$PREFIX" --with-newlib \
+    ../gcc-12.2.0/configure --target=$TARGET --prefix="$1" --with-newlib \
         --enable-languages=c,c++ --disable-shared --enable-threads=posix --disable-nls \
         --disable-libssp --disable-libgomp --disable-libquadmath --disable-libatomic \
         --disable-libstdcxx-pch --disable-libstdcxx-verbose --disable-multilib \
         --enable-target-optspace --enable-cxx-flags=-ffunction-sections \
         --disable-__cxa_atexit --with-gnu-as --with-gnu-ld
+}
+build_gxx() {
+    [ -f "$PREFIX/$TARGET/include/pthread.h" ] || die "no newlib in $PREFIX (run the newlib step first)"
+    gcc_tree
+    rm -rf "$WORK/b-gxx" "$WORK/gxx-stage" && mkdir "$WORK/b-gxx" && cd "$WORK/b-gxx"
+    gxx_configure "$PREFIX"
     make -j"$JOBS" all-gcc all-target-libgcc all-target-libstdc++-v3
     make install-gcc install-target-libstdc++-v3 DESTDIR="$WORK/gxx-stage"
     s="$WORK/gxx-stage$PREFIX"
@@ -230,6 +240,21 @@ build_gxx() {
     done
     rm -rf "$PREFIX/$TARGET/include/c++" && cp -r "$s/$TARGET/include/c++" "$PREFIX/$TARGET/include/"
     cp "$s/$TARGET/lib/"libstdc++* "$s/$TARGET/lib/"libsupc++* "$PREFIX/$TARGET/lib/"
+}
+
+# IDF_PREFIX's compilers (the drivers, cc1, cc1plus) made again from GCC's tree with our patches,
+# for a toolchain built before a patch was added: the patches only add options, so the libraries
+# (libgcc, libstdc++, newlib) stay as they are, and PREFIX is not touched.
+build_idf_gcc() {
+    [ -x "$IDF_PREFIX/bin/$TARGET-gcc" ] || die "no $IDF_PREFIX/bin/$TARGET-gcc (run the idf_newlib step first)"
+    gcc_tree
+    rm -rf "$WORK/b-idf-gcc" "$WORK/idf-gcc-stage" && mkdir "$WORK/b-idf-gcc" && cd "$WORK/b-idf-gcc"
+    gxx_configure "$IDF_PREFIX"
+    make -j"$JOBS" all-gcc
+    make install-gcc DESTDIR="$WORK/idf-gcc-stage"
+    s="$WORK/idf-gcc-stage$IDF_PREFIX"
+    cp --remove-destination "$s/bin/$TARGET-"* "$IDF_PREFIX/bin/"
+    cp -r --remove-destination "$s/libexec/." "$IDF_PREFIX/libexec/"
 }
 
 for step in $STEPS; do
